@@ -1,0 +1,96 @@
+"""parlay: sessions for chat models, with tool calling that works on every model."""
+
+from parlay.backends.base import Backend, Capabilities
+from parlay.backends.local import LocalBackend
+from parlay.backends.openai import OpenAIBackend
+from parlay.backends.scripted import ScriptedBackend
+from parlay.components import Instruction
+from parlay.context import (
+    AssistantMessage,
+    Component,
+    Context,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from parlay.diagnostics import Diagnostics, Retry
+from parlay.errors import (
+    BackendConnectionError,
+    BackendError,
+    BackendProtocolError,
+    BackendStatusError,
+    BackendTimeoutError,
+    ConfigurationError,
+    InvalidRequestError,
+    ParlayError,
+    ThunkError,
+    ToolChainLimitError,
+    ToolDefinitionError,
+)
+from parlay.events import (
+    Event,
+    Finish,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice, ToolSpec
+from parlay.session import Session, SessionToolCallingProtocol
+from parlay.start import start_session
+from parlay.thunk import ModelOutputThunk
+from parlay.tools import Tool, Toolbox, tool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AssistantMessage",
+    "Backend",
+    "BackendConnectionError",
+    "BackendError",
+    "BackendProtocolError",
+    "BackendStatusError",
+    "BackendTimeoutError",
+    "Capabilities",
+    "ChatRequest",
+    "Component",
+    "ConfigurationError",
+    "Context",
+    "Diagnostics",
+    "Event",
+    "Finish",
+    "GenerationOptions",
+    "Instruction",
+    "InvalidRequestError",
+    "LocalBackend",
+    "Message",
+    "ModelOutputThunk",
+    "OpenAIBackend",
+    "ParlayError",
+    "ResponseFormat",
+    "Retry",
+    "ScriptedBackend",
+    "Session",
+    "SessionToolCallingProtocol",
+    "SystemMessage",
+    "TextDelta",
+    "ThunkError",
+    "Tool",
+    "ToolCall",
+    "ToolCallArgsDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "ToolChainLimitError",
+    "ToolChoice",
+    "ToolDefinitionError",
+    "ToolResult",
+    "ToolSpec",
+    "Toolbox",
+    "Usage",
+    "UserMessage",
+    "start_session",
+    "tool",
+]

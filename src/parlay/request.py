@@ -1,0 +1,119 @@
+"""What a backend is asked: messages, tool specs, tool choice, output format, options.
+
+`ChatRequest` is the one internal structure that sessions build and that the wire codecs
+decode OpenAI and Anthropic requests into.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from attrs import evolve, field, frozen
+
+from parlay.context import Message
+from parlay.errors import InvalidRequestError
+
+ToolChoiceMode = Literal["auto", "none", "required", "tool"]
+
+
+def _tuple(value: Any) -> tuple[Any, ...]:
+    return tuple(value)
+
+
+def _dict(value: Mapping[str, Any] | None) -> dict[str, Any]:
+    return dict(value or {})
+
+
+@frozen
+class ToolSpec:
+    """A tool as a model sees it: name, description and JSON schema of the arguments."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(
+        factory=lambda: {"type": "object", "properties": {}}, converter=_dict, hash=False
+    )
+
+
+@frozen
+class ToolChoice:
+    """Whether the model may, must, or must not call a tool, or must call one named tool."""
+
+    mode: ToolChoiceMode = "auto"
+    name: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.mode not in ("auto", "none", "required", "tool"):
+            raise InvalidRequestError(
+                f"tool_choice mode {self.mode!r} is not one of auto, none, required, tool"
+            )
+        if (self.mode == "tool") != (self.name is not None):
+            raise InvalidRequestError("tool_choice names a tool exactly when its mode is 'tool'")
+
+    @classmethod
+    def coerce(cls, value: ToolChoice | str | None) -> ToolChoice:
+        """Accept a ToolChoice, None (auto), 'auto' / 'none' / 'required', or a tool name."""
+        if value is None:
+            return AUTO
+        if isinstance(value, ToolChoice):
+            return value
+        if value in ("auto", "none", "required"):
+            return cls(value)  # type: ignore[arg-type]
+        if isinstance(value, str) and value:
+            return cls("tool", value)
+        raise InvalidRequestError(
+            f"tool_choice {value!r} is not understood: use 'auto', 'none', 'required' "
+            "or a tool name"
+        )
+
+    @property
+    def forces_call(self) -> bool:
+        return self.mode in ("required", "tool")
+
+
+AUTO = ToolChoice("auto")
+
+
+@frozen
+class ResponseFormat:
+    """Structured output: the reply must be JSON matching `schema`."""
+
+    schema: dict[str, Any] = field(converter=_dict, hash=False)
+    name: str = "response"
+    strict: bool = True
+
+
+@frozen
+class GenerationOptions:
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    stop: tuple[str, ...] = field(default=(), converter=_tuple)
+    seed: int | None = None
+
+
+@frozen
+class ChatRequest:
+    messages: tuple[Message, ...] = field(converter=_tuple)
+    tools: tuple[ToolSpec, ...] = field(default=(), converter=_tuple)
+    tool_choice: ToolChoice = AUTO
+    parallel_tool_calls: bool = True
+    response_format: ResponseFormat | None = None
+    options: GenerationOptions = GenerationOptions()
+    model: str | None = None
+    # Provider-specific fields passed through untouched (e.g. vLLM's guided_json).
+    extra_body: dict[str, Any] = field(factory=dict, converter=_dict, hash=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.tool_choice.mode == "tool":
+            names = {spec.name for spec in self.tools}
+            if self.tool_choice.name not in names:
+                known = ", ".join(sorted(names)) or "none"
+                raise InvalidRequestError(
+                    f"tool_choice names {self.tool_choice.name!r}, which is not among the "
+                    f"request's tools ({known})"
+                )
+
+    def replace(self, **changes: Any) -> ChatRequest:
+        return evolve(self, **changes)

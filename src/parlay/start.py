@@ -1,0 +1,45 @@
+"""`start_session()`: a session on whatever model is configured, the embedded one by default."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from parlay.backends.base import Backend
+from parlay.session import Session
+from parlay.tools import Tool
+
+
+def default_backend() -> Backend:
+    """The backend `start_session()` uses when none is given.
+
+    `$PARLAY_OPENAI_BASE_URL` (with `$PARLAY_MODEL`) selects an OpenAI-compatible server;
+    otherwise the embedded llama.cpp model. Plain-chat models are wrapped in the prompted
+    tool-calling engine, so tools work either way.
+    """
+    base_url = os.environ.get("PARLAY_OPENAI_BASE_URL")
+    if base_url:
+        from parlay.backends.openai import OpenAIBackend
+
+        return OpenAIBackend(os.environ.get("PARLAY_MODEL"), base_url=base_url)
+    from parlay.backends.local import LocalBackend
+
+    return LocalBackend()
+
+
+def start_session(
+    backend: Backend | None = None,
+    *,
+    tools: Iterable[Tool | Callable[..., Any]] | None = None,
+    system: str | None = None,
+    chain_limit: int = 5,
+    session_class: type[Session] = Session,
+) -> Session:
+    """A new session; with no backend, the embedded local model (see `default_backend`)."""
+    return session_class(
+        backend if backend is not None else default_backend(),
+        tools=tools,
+        system=system,
+        chain_limit=chain_limit,
+    )

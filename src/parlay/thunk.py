@@ -1,0 +1,317 @@
+"""ModelOutputThunk: the lazy, awaitable, streamable result of every session verb."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from typing import Any, Generic, TypeVar
+
+from attrs import frozen
+
+from parlay._sync import iterate_sync, portal_loop
+from parlay.context import AssistantMessage, Message, ToolCall
+from parlay.diagnostics import Diagnostics
+from parlay.errors import ThunkError
+from parlay.events import (
+    Event,
+    Finish,
+    FinishReason,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+
+T = TypeVar("T")
+
+
+@frozen
+class RoundDone:
+    """Internal marker from a tool loop: one model round and its tool results are finished.
+
+    `messages` are the round's assistant message and the tool results that followed;
+    the thunk keeps them as `steps` and starts collecting the next round afresh.
+    """
+
+    messages: tuple[Message, ...]
+
+
+Producer = Callable[[], AsyncIterator["Event | RoundDone"]]
+
+
+class ModelOutputThunk(Generic[T]):
+    """A model's answer that may not exist yet.
+
+    Nothing runs until the thunk is asked for something: `.value` (blocks in sync code),
+    `await thunk`, `async for delta in thunk` (text as it streams), or `for delta in thunk`.
+    The model runs once however many consumers there are; late consumers replay the
+    events from the start.
+    """
+
+    def __init__(
+        self,
+        producer: Producer,
+        *,
+        parse: Callable[[str], T] | None = None,
+        on_complete: Callable[[ModelOutputThunk[T]], None] | None = None,
+        on_failure: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        self._producer = producer
+        self._parse = parse
+        self._on_complete = on_complete
+        self._on_failure = on_failure
+        self._events: list[Event] = []
+        self._lock = threading.Lock()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+        self._finished = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._error: BaseException | None = None
+        self._round_start = 0
+        self._steps: list[Message] = []
+        self._usage: Usage | None = None
+        self._parsed: Any = None
+        self._parsed_ready = False
+
+    # -- state -----------------------------------------------------------------------
+    @property
+    def is_computed(self) -> bool:
+        """True once the model has finished (successfully or not)."""
+        return self._finished.is_set()
+
+    @property
+    def is_started(self) -> bool:
+        return self._loop is not None
+
+    def __repr__(self) -> str:
+        if not self.is_computed:
+            return f"<ModelOutputThunk {'running' if self.is_started else 'pending'}>"
+        if self._error is not None:
+            return f"<ModelOutputThunk failed: {self._error!r}>"
+        text = self._text()
+        short = text if len(text) <= 60 else text[:57] + "..."
+        return f"<ModelOutputThunk {short!r} tools={[c.name for c in self._calls()]}>"
+
+    # -- running ---------------------------------------------------------------------
+    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        with self._lock:
+            if self._loop is not None:
+                return
+            self._loop = loop
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            loop.create_task(self._drive())
+        else:
+            asyncio.run_coroutine_threadsafe(self._drive(), loop)
+
+    async def _drive(self) -> None:
+        try:
+            async for item in self._producer():
+                if isinstance(item, RoundDone):
+                    self._steps.extend(item.messages)
+                    self._round_start = len(self._events)
+                    continue
+                if isinstance(item, Finish) and item.usage is not None:
+                    self._usage = item.usage if self._usage is None else self._usage + item.usage
+                self._events.append(item)
+                self._notify()
+        except BaseException as exc:  # delivered to every consumer
+            self._error = exc
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            # Callbacks first, so a consumer woken by completion sees their effects.
+            if self._error is None and self._on_complete is not None:
+                self._on_complete(self)
+            elif self._error is not None and self._on_failure is not None:
+                self._on_failure(self._error)
+            self._finished.set()
+            self._notify()
+
+    def _notify(self) -> None:
+        with self._lock:
+            waiters, self._waiters = self._waiters, []
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        for loop, event in waiters:
+            if loop is running:
+                event.set()
+            elif not loop.is_closed():
+                loop.call_soon_threadsafe(event.set)
+
+    async def _wait_beyond(self, seen: int) -> None:
+        event = asyncio.Event()
+        with self._lock:
+            if len(self._events) > seen or self._finished.is_set():
+                return
+            self._waiters.append((asyncio.get_running_loop(), event))
+        await event.wait()
+
+    def _check_not_own_loop(self) -> None:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if running is self._loop and not self._finished.is_set():
+            raise ThunkError(
+                "this thunk is being computed on the running event loop; blocking on it here "
+                "would deadlock: use `await thunk` or `async for` in async code"
+            )
+
+    def _force(self) -> None:
+        if self._finished.is_set():
+            self._raise_if_failed()
+            return
+        self._check_not_own_loop()
+        self._start(portal_loop())
+        self._finished.wait()
+        self._raise_if_failed()
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    # -- consuming -------------------------------------------------------------------
+    async def events(self) -> AsyncIterator[Event]:
+        """Every event of the final output and the rounds before it, as they arrive."""
+        self._start(asyncio.get_running_loop())
+        seen = 0
+        while True:
+            while seen < len(self._events):
+                yield self._events[seen]
+                seen += 1
+            if self._finished.is_set():
+                if seen >= len(self._events):
+                    self._raise_if_failed()
+                    return
+                continue
+            await self._wait_beyond(seen)
+
+    async def text_deltas(self) -> AsyncIterator[str]:
+        async for event in self.events():
+            if isinstance(event, TextDelta):
+                yield event.text
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self.text_deltas()
+
+    def __iter__(self) -> Iterator[str]:
+        """Text deltas from synchronous code (runs the model on parlay's portal loop)."""
+        if self._finished.is_set():
+            self._raise_if_failed()
+            return iter([e.text for e in self._events if isinstance(e, TextDelta)])
+        self._check_not_own_loop()
+        return iterate_sync(self.text_deltas())
+
+    def __await__(self) -> Generator[Any, None, ModelOutputThunk[T]]:
+        return self._await().__await__()
+
+    async def _await(self) -> ModelOutputThunk[T]:
+        async for _ in self.events():
+            pass
+        return self
+
+    # -- results (each forces completion) ----------------------------------------------
+    def _round(self) -> list[Event]:
+        return self._events[self._round_start :]
+
+    def _text(self) -> str:
+        return "".join(e.text for e in self._round() if isinstance(e, TextDelta))
+
+    def _calls(self) -> tuple[ToolCall, ...]:
+        return tuple(e.call for e in self._round() if isinstance(e, ToolCallEnd))
+
+    def _finish(self) -> Finish | None:
+        for event in reversed(self._events):
+            if isinstance(event, Finish):
+                return event
+        return None
+
+    @property
+    def value(self) -> str:
+        """The text of the final answer (action blocks removed)."""
+        self._force()
+        return self._text()
+
+    @property
+    def tools(self) -> tuple[ToolCall, ...]:
+        """The tool calls the model asked for in its final output."""
+        self._force()
+        return self._calls()
+
+    @property
+    def parsed(self) -> T:
+        """The value parsed with the verb's `format` (a pydantic model, say)."""
+        self._force()
+        if self._parse is None:
+            raise ThunkError("this thunk has no format to parse with: pass format= to the verb")
+        if not self._parsed_ready:
+            self._parsed = self._parse(self._text())
+            self._parsed_ready = True
+        return self._parsed
+
+    @property
+    def finish_reason(self) -> FinishReason | None:
+        self._force()
+        finish = self._finish()
+        return finish.reason if finish else None
+
+    @property
+    def usage(self) -> Usage | None:
+        """Token usage summed over every round of the turn."""
+        self._force()
+        return self._usage
+
+    @property
+    def raw(self) -> Any:
+        """The provider's response (or last stream chunk) of the final round."""
+        self._force()
+        finish = self._finish()
+        return finish.raw if finish else None
+
+    @property
+    def diagnostics(self) -> Diagnostics | None:
+        self._force()
+        finish = self._finish()
+        return finish.diagnostics if finish else None
+
+    @property
+    def model(self) -> str | None:
+        self._force()
+        finish = self._finish()
+        return finish.model if finish else None
+
+    @property
+    def steps(self) -> tuple[Message, ...]:
+        """Messages of earlier rounds of this turn: tool calls and their results."""
+        self._force()
+        return tuple(self._steps)
+
+    @property
+    def message(self) -> AssistantMessage:
+        """The final output as an assistant message."""
+        self._force()
+        return AssistantMessage(self._text(), self._calls())
+
+    def all_events(self) -> list[Event]:
+        self._force()
+        return list(self._events)
+
+    def as_messages(self) -> tuple[Message, ...]:
+        """The whole turn as context messages: earlier rounds, then the final output."""
+        return (*self.steps, self.message)
+
+
+def arguments_text(events: list[Event], call_id: str) -> str:
+    """The concatenated argument deltas of one call (for checking streams)."""
+    return "".join(e.delta for e in events if isinstance(e, ToolCallArgsDelta) and e.id == call_id)
+
+
+def started_calls(events: list[Event]) -> list[ToolCallStart]:
+    return [e for e in events if isinstance(e, ToolCallStart)]

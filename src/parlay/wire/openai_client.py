@@ -1,0 +1,238 @@
+"""OpenAI chat completions, client side: encode a `ChatRequest`, decode responses and streams."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from parlay.context import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from parlay.events import (
+    Event,
+    Finish,
+    FinishReason,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+from parlay.request import ChatRequest, ToolChoice, ToolSpec
+from parlay.wire.arguments import parse_arguments
+
+FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+
+def encode_message(message: Message) -> dict[str, Any]:
+    if isinstance(message, SystemMessage):
+        return {"role": "system", "content": message.content}
+    if isinstance(message, UserMessage):
+        return {"role": "user", "content": message.content}
+    if isinstance(message, AssistantMessage):
+        out: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+        if message.tool_calls:
+            out["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_json},
+                }
+                for call in message.tool_calls
+            ]
+        elif out["content"] is None:
+            out["content"] = ""
+        return out
+    if isinstance(message, ToolResult):
+        return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
+    raise TypeError(f"not a message: {message!r}")
+
+
+def encode_tool(spec: ToolSpec) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": spec.name, "parameters": spec.parameters}
+    if spec.description:
+        function["description"] = spec.description
+    return {"type": "function", "function": function}
+
+
+def encode_tool_choice(choice: ToolChoice) -> str | dict[str, Any]:
+    if choice.mode == "tool":
+        return {"type": "function", "function": {"name": choice.name}}
+    return choice.mode
+
+
+def encode_request(request: ChatRequest, *, model: str | None, stream: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {"messages": [encode_message(m) for m in request.messages]}
+    chosen = request.model or model
+    if chosen:
+        body["model"] = chosen
+    if request.tools:
+        body["tools"] = [encode_tool(spec) for spec in request.tools]
+        body["tool_choice"] = encode_tool_choice(request.tool_choice)
+        if not request.parallel_tool_calls:
+            body["parallel_tool_calls"] = False
+    if request.response_format is not None:
+        fmt = request.response_format
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": fmt.name, "schema": fmt.schema, "strict": fmt.strict},
+        }
+    options = request.options
+    for key in ("temperature", "top_p", "max_tokens", "seed"):
+        value = getattr(options, key)
+        if value is not None:
+            body[key] = value
+    if options.stop:
+        body["stop"] = list(options.stop)
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    body.update(request.extra_body)
+    return body
+
+
+def decode_usage(data: Mapping[str, Any] | None) -> Usage | None:
+    if not data:
+        return None
+    return Usage(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))
+
+
+def _finish_reason(raw: str | None, has_calls: bool) -> FinishReason:
+    reason = FINISH_REASONS.get(raw or "stop", "stop")
+    # Some servers say "stop" even when the reply holds calls.
+    if has_calls and reason == "stop":
+        return "tool_calls"
+    return reason
+
+
+def decode_response(data: Mapping[str, Any]) -> Iterator[Event]:
+    """Events for a whole (non-streamed) chat completion."""
+    choices = data.get("choices") or []
+    message = (choices[0].get("message") if choices else None) or {}
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        yield TextDelta(content)
+    calls = message.get("tool_calls") or []
+    for index, raw in enumerate(calls):
+        function = raw.get("function") or {}
+        call_id = raw.get("id") or f"call_{index}"
+        name = function.get("name") or ""
+        arguments_text = function.get("arguments")
+        if not isinstance(arguments_text, str):
+            arguments_text = json.dumps(arguments_text or {})
+        arguments, _ = parse_arguments(arguments_text)
+        yield ToolCallStart(call_id, name, index)
+        if arguments_text:
+            yield ToolCallArgsDelta(call_id, arguments_text)
+        yield ToolCallEnd(ToolCall(name, arguments, call_id))
+    raw_reason = choices[0].get("finish_reason") if choices else None
+    yield Finish(
+        _finish_reason(raw_reason, bool(calls)),
+        decode_usage(data.get("usage")),
+        raw=dict(data),
+        model=data.get("model"),
+    )
+
+
+class _PartialCall:
+    __slots__ = ("arguments", "id", "name", "started")
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.name = ""
+        self.arguments: list[str] = []
+        self.started = False
+
+
+class StreamDecoder:
+    """Turns chat-completion chunks into events, merging tool-call deltas by index.
+
+    A call starts once its id and name are known; argument fragments that came before
+    are released then, so argument deltas always follow their start.
+    """
+
+    def __init__(self) -> None:
+        self._calls: dict[int, _PartialCall] = {}
+        self._order: list[int] = []
+        self._reason: str | None = None
+        self._usage: Usage | None = None
+        self._model: str | None = None
+        self._last: Any = None
+        self.finished = False
+
+    def feed(self, chunk: Mapping[str, Any]) -> Iterator[Event]:
+        self._last = chunk
+        self._model = chunk.get("model") or self._model
+        usage = decode_usage(chunk.get("usage"))
+        if usage is not None:
+            self._usage = usage
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                yield TextDelta(content)
+            for raw in delta.get("tool_calls") or []:
+                yield from self._feed_call(raw)
+            if choice.get("finish_reason"):
+                self._reason = choice["finish_reason"]
+
+    def _feed_call(self, raw: Mapping[str, Any]) -> Iterator[Event]:
+        index = int(raw.get("index", len(self._order)))
+        call = self._calls.get(index)
+        if call is None:
+            call = self._calls[index] = _PartialCall()
+            self._order.append(index)
+        if raw.get("id"):
+            call.id = call.id or raw["id"]
+        function = raw.get("function") or {}
+        if function.get("name"):
+            call.name += function["name"] if not call.started else ""
+        fragment = function.get("arguments")
+        if isinstance(fragment, dict):
+            fragment = json.dumps(fragment)
+        if not call.started and call.name:
+            call.id = call.id or f"call_{index}"
+            call.started = True
+            yield ToolCallStart(call.id, call.name, self._order.index(index))
+            if call.arguments:
+                yield ToolCallArgsDelta(call.id, "".join(call.arguments))
+        if fragment:
+            call.arguments.append(fragment)
+            if call.started:
+                yield ToolCallArgsDelta(call.id or "", fragment)
+
+    def finish(self) -> Iterator[Event]:
+        """Close the stream: end every call, then the `Finish` event."""
+        self.finished = True
+        for position, index in enumerate(self._order):
+            call = self._calls[index]
+            if not call.started:
+                call.id = call.id or f"call_{index}"
+                call.started = True
+                yield ToolCallStart(call.id, call.name, position)
+                if call.arguments:
+                    yield ToolCallArgsDelta(call.id, "".join(call.arguments))
+            arguments, _ = parse_arguments("".join(call.arguments))
+            yield ToolCallEnd(ToolCall(call.name, arguments, call.id or f"call_{index}"))
+        yield Finish(
+            _finish_reason(self._reason, bool(self._order)),
+            self._usage,
+            raw=self._last,
+            model=self._model,
+        )
+
+    @property
+    def saw_finish_reason(self) -> bool:
+        return self._reason is not None
