@@ -14,6 +14,7 @@ from parlay.context import AssistantMessage, ToolCall
 from parlay.events import (
     Event,
     Finish,
+    FinishReason,
     TextDelta,
     ToolCallArgsDelta,
     ToolCallEnd,
@@ -40,7 +41,7 @@ def reply_events(reply: Reply, chunk_size: int = 0) -> list[Event]:
         events.append(ToolCallStart(call.id, call.name, index))
         events.append(ToolCallArgsDelta(call.id, call.arguments_json))
         events.append(ToolCallEnd(call))
-    reason = "tool_calls" if reply.tool_calls else "stop"
+    reason: FinishReason = "tool_calls" if reply.tool_calls else "stop"
     events.append(Finish(reason, Usage(1, max(1, len(text) // 4)), model="scripted"))
     return events
 
