@@ -1,0 +1,1 @@
+"""The `parlay` command line (typer + rich)."""
