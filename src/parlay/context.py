@@ -114,23 +114,15 @@ class Context:
     _cache: tuple[Message, ...] | None
 
     def __init__(self, items: Any = ()) -> None:
-        self._item = None
-        self._parent = None
-        self._len = 0
-        self._cache = None
-        node = self
+        node = _EMPTY_STATE
         for item in items:
             node = node.insert(item)
-        if node is not self:
-            self._item, self._parent, self._len = node._item, node._parent, node._len
+        _set(self, node._item, node._parent, node._len)
 
     @classmethod
     def _node(cls, parent: Context, item: Item) -> Context:
         node = object.__new__(cls)
-        node._item = item
-        node._parent = parent
-        node._len = parent._len + 1
-        node._cache = None
+        _set(node, item, parent, parent._len + 1)
         return node
 
     def insert(self, item: Item) -> Context:
@@ -148,7 +140,7 @@ class Context:
         return Context._node(self, item)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name == "_cache" or not hasattr(self, "_len"):
+        if name == "_cache":
             object.__setattr__(self, name, value)
             return
         raise AttributeError("Context is immutable: use insert(), which returns a new context")
@@ -249,6 +241,17 @@ class Context:
 
     def __repr__(self) -> str:
         return f"<Context {self._len} items>"
+
+
+def _set(node: Context, item: Item | None, parent: Context | None, length: int) -> None:
+    object.__setattr__(node, "_item", item)
+    object.__setattr__(node, "_parent", parent)
+    object.__setattr__(node, "_len", length)
+    object.__setattr__(node, "_cache", None)
+
+
+_EMPTY_STATE = object.__new__(Context)
+_set(_EMPTY_STATE, None, None, 0)
 
 
 def _is_settled(item: Item) -> bool:

@@ -107,6 +107,7 @@ class LlamaServer:
             params.port = self.port
             params.verbosity = int(os.environ.get("PARLAY_LLAMA_VERBOSITY", "-1"))
             params.warmup = False
+            params.use_jinja = True
             self._server = xllamacpp.Server(params)
             return self.base_url
 
