@@ -192,26 +192,36 @@ class StreamDecoder:
         index = int(raw.get("index", len(self._order)))
         call = self._calls.get(index)
         if call is None:
+            # A new call: the ones before it have their whole names by now.
+            for earlier in self._order:
+                yield from self._start(earlier)
             call = self._calls[index] = _PartialCall()
             self._order.append(index)
         if raw.get("id"):
             call.id = call.id or raw["id"]
         function = raw.get("function") or {}
-        if function.get("name"):
-            call.name += function["name"] if not call.started else ""
+        if function.get("name") and not call.started:
+            # Some servers split the name across deltas; it is whole once arguments begin.
+            call.name += function["name"]
         fragment = function.get("arguments")
         if isinstance(fragment, dict):
             fragment = json.dumps(fragment)
-        if not call.started and call.name:
-            call.id = call.id or f"call_{index}"
-            call.started = True
-            yield ToolCallStart(call.id, call.name, self._order.index(index))
-            if call.arguments:
-                yield ToolCallArgsDelta(call.id, "".join(call.arguments))
         if fragment:
             call.arguments.append(fragment)
             if call.started:
                 yield ToolCallArgsDelta(call.id or "", fragment)
+            else:
+                yield from self._start(index)
+
+    def _start(self, index: int) -> Iterator[Event]:
+        call = self._calls[index]
+        if call.started or not call.name:
+            return
+        call.id = call.id or f"call_{index}"
+        call.started = True
+        yield ToolCallStart(call.id, call.name, self._order.index(index))
+        if call.arguments:
+            yield ToolCallArgsDelta(call.id, "".join(call.arguments))
 
     def finish(self) -> Iterator[Event]:
         """Close the stream: end every call, then the `Finish` event."""
