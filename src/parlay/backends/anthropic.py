@@ -1,0 +1,86 @@
+"""A backend for Anthropic's Messages API (and servers that speak it), over httpx."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+
+import httpx
+
+from parlay.backends._http import DEFAULT_TIMEOUT, HttpTransport
+from parlay.backends.base import Capabilities
+from parlay.errors import BackendProtocolError
+from parlay.events import Event
+from parlay.request import ChatRequest
+from parlay.wire import anthropic_client as codec
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+NATIVE = Capabilities(native_tools=True, json_schema=False)
+
+
+class AnthropicBackend:
+    """Messages over httpx, streaming or not, with native tools.
+
+    `base_url` and `api_key` default to `$ANTHROPIC_BASE_URL` and `$ANTHROPIC_API_KEY`;
+    like Anthropic's SDK, the base URL has no `/v1` (requests go to `{base_url}/v1/messages`).
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        capabilities: Capabilities = NATIVE,
+        stream: bool = True,
+        timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
+        headers: dict[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+        all_headers = {
+            "Accept": "application/json",
+            "anthropic-version": API_VERSION,
+            **(headers or {}),
+        }
+        if key:
+            all_headers["x-api-key"] = key
+        self._capabilities = capabilities
+        self.streaming = stream
+        self.http = HttpTransport(self.base_url, all_headers, timeout, transport)
+
+    @property
+    def name(self) -> str:
+        return f"anthropic:{self.model or 'default'}@{self.base_url}"
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        body = codec.encode_request(request, model=self.model, stream=self.streaming)
+        if not body.get("model"):
+            raise BackendProtocolError("the Anthropic backend needs a model name")
+        if not self.streaming:
+            data = await self.http.post_json("/v1/messages", body)
+            if not isinstance(data, dict) or data.get("type") != "message":
+                raise BackendProtocolError(
+                    f"{self.base_url} answered something that is not a message: {str(data)[:200]!r}"
+                )
+            for event in codec.decode_response(data):
+                yield event
+            return
+        decoder = codec.StreamDecoder()
+        async for sse in self.http.post_sse("/v1/messages", body):
+            data = codec.decode_sse_data(sse.data, self.base_url)
+            for event in decoder.feed(data):
+                yield event
+            if decoder.stopped:
+                return
+        raise BackendProtocolError(f"the stream from {self.base_url} ended before message_stop")
+
+    async def aclose(self) -> None:
+        await self.http.aclose()

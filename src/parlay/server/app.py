@@ -1,0 +1,330 @@
+"""The proxy: OpenAI chat completions and Anthropic messages in front of any `Backend`.
+
+Each request is decoded into a `ChatRequest`, run through the backend, and its events
+encoded back in the client's protocol: as one JSON body, or as a server-sent-event stream
+that forwards every event the moment the backend yields it. Nothing is kept between
+requests, so instances scale out behind any load balancer.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import aclosing, suppress
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from parlay.backends.base import Backend
+from parlay.events import Event, Finish
+from parlay.request import ChatRequest
+from parlay.server.errors import Failure, ProxyError, classify
+from parlay.server.history import with_history_tools
+from parlay.wire import anthropic_server as anthropic
+from parlay.wire import openai_server as openai
+from parlay.wire.reply import ReplyBuilder
+
+JSON = "application/json"
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def _json(data: Any, status: int = 200) -> Response:
+    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+    return Response(body, status_code=status, media_type=JSON)
+
+
+def _sse(data: Any, event: str | None = None) -> bytes:
+    body = data if isinstance(data, str) else openai.dumps(data)
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {body}\n\n".encode()
+
+
+class _Wire:
+    """What differs between the two protocols; the serving logic is shared."""
+
+    name: str
+
+    def decode(self, body: Any) -> tuple[ChatRequest, str, bool]:
+        raise NotImplementedError
+
+    def error(self, failure: Failure) -> Response:
+        raise NotImplementedError
+
+    def response(self, builder: ReplyBuilder, model: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def stream(self, model: str, request_body: Any) -> _StreamWire:
+        raise NotImplementedError
+
+
+class _StreamWire:
+    def start(self) -> bytes:
+        raise NotImplementedError
+
+    def feed(self, event: Event) -> bytes:
+        raise NotImplementedError
+
+    def end(self) -> bytes:
+        return b""
+
+    def error(self, failure: Failure) -> bytes:
+        raise NotImplementedError
+
+
+class _OpenAIStream(_StreamWire):
+    def __init__(self, model: str, include_usage: bool) -> None:
+        self.encoder = openai.StreamEncoder(model=model, include_usage=include_usage)
+
+    def start(self) -> bytes:
+        return b"".join(_sse(c) for c in self.encoder.start())
+
+    def feed(self, event: Event) -> bytes:
+        return b"".join(_sse(c) for c in self.encoder.feed(event))
+
+    def end(self) -> bytes:
+        return _sse(openai.DONE)
+
+    def error(self, failure: Failure) -> bytes:
+        # The SDK raises on a chunk holding "error"; nothing follows it.
+        return _sse(openai.encode_error(failure.status, failure.message))
+
+
+class _OpenAIWire(_Wire):
+    name = "openai"
+
+    def decode(self, body: Any) -> tuple[ChatRequest, str, bool]:
+        decoded = openai.decode_request(body)
+        return decoded.chat, decoded.model, decoded.stream
+
+    def error(self, failure: Failure) -> Response:
+        return _json(openai.encode_error(failure.status, failure.message), failure.status)
+
+    def response(self, builder: ReplyBuilder, model: str) -> dict[str, Any]:
+        return openai.encode_response(builder.build(), model=model)
+
+    def stream(self, model: str, request_body: Any) -> _StreamWire:
+        options = request_body.get("stream_options") or {}
+        return _OpenAIStream(model, bool(options.get("include_usage")))
+
+
+class _AnthropicStream(_StreamWire):
+    def __init__(self, model: str) -> None:
+        self.encoder = anthropic.StreamEncoder(model=model)
+
+    def start(self) -> bytes:
+        return b"".join(_sse(d, n) for n, d in self.encoder.start())
+
+    def feed(self, event: Event) -> bytes:
+        return b"".join(_sse(d, n) for n, d in self.encoder.feed(event))
+
+    def error(self, failure: Failure) -> bytes:
+        return _sse(anthropic.encode_error(failure.status, failure.message), "error")
+
+
+class _AnthropicWire(_Wire):
+    name = "anthropic"
+
+    def decode(self, body: Any) -> tuple[ChatRequest, str, bool]:
+        decoded = anthropic.decode_request(body)
+        return decoded.chat, decoded.model, decoded.stream
+
+    def error(self, failure: Failure) -> Response:
+        return _json(anthropic.encode_error(failure.status, failure.message), failure.status)
+
+    def response(self, builder: ReplyBuilder, model: str) -> dict[str, Any]:
+        return anthropic.encode_response(builder.build(), model=model)
+
+    def stream(self, model: str, request_body: Any) -> _StreamWire:
+        return _AnthropicStream(model)
+
+
+OPENAI = _OpenAIWire()
+ANTHROPIC = _AnthropicWire()
+
+
+class Proxy:
+    """The request handlers, bound to one backend and one set of settings."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        models: Sequence[str] = (),
+        client_keys: Sequence[str] = (),
+        history_tools: bool = False,
+    ) -> None:
+        self.backend = backend
+        self.models = tuple(models)
+        self._keys = tuple(k.encode() for k in client_keys)
+        self.history_tools = history_tools
+        self.created = int(time.time())
+
+    # -- checks ----------------------------------------------------------------------
+    def _check_key(self, request: Request) -> None:
+        if not self._keys:
+            return
+        presented = request.headers.get("x-api-key")
+        if presented is None:
+            auth = request.headers.get("authorization", "")
+            scheme, _, token = auth.partition(" ")
+            presented = token.strip() if scheme.lower() == "bearer" else None
+        if not presented:
+            raise ProxyError(
+                401, "missing API key: send `Authorization: Bearer KEY` or `x-api-key: KEY`"
+            )
+        given = presented.encode()
+        # Compare against every key without stopping early, so timing reveals nothing.
+        matched = False
+        for key in self._keys:
+            matched |= hmac.compare_digest(given, key)
+        if not matched:
+            raise ProxyError(401, "invalid API key")
+
+    def _check_model(self, model: str) -> None:
+        if self.models and model not in self.models:
+            raise ProxyError(
+                404, f"model {model!r} is not served here; available: {', '.join(self.models)}"
+            )
+
+    # -- serving ---------------------------------------------------------------------
+    async def _serve(self, wire: _Wire, request: Request) -> Response:
+        try:
+            self._check_key(request)
+            raw = await request.body()
+            try:
+                body = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise ProxyError(400, f"the request body is not valid JSON: {exc}") from exc
+            chat, model, stream = wire.decode(body)
+            self._check_model(model)
+            # The upstream answers with its own configured model, whatever the alias.
+            chat = chat.replace(model=None)
+            if self.history_tools:
+                chat = with_history_tools(chat)
+        except Exception as exc:
+            return wire.error(classify(exc))
+        if stream:
+            return await self._stream(wire, chat, model, body)
+        builder = ReplyBuilder()
+        try:
+            async with aclosing(self.backend.stream(chat)) as events:  # type: ignore[type-var]
+                async for event in events:
+                    builder.feed(event)
+        except Exception as exc:
+            return wire.error(classify(exc))
+        return _json(wire.response(builder, model))
+
+    async def _stream(self, wire: _Wire, chat: ChatRequest, model: str, body: Any) -> Response:
+        events: AsyncIterator[Event] = self.backend.stream(chat)
+        # Wait for the first event before answering, so an upstream that is down or
+        # refuses gets its real status instead of a 200 stream holding an error.
+        try:
+            first = await anext(events)
+        except StopAsyncIteration:
+            first = None
+        except Exception as exc:
+            await _close(events)
+            return wire.error(classify(exc))
+        out = wire.stream(model, body)
+        return StreamingResponse(
+            _frames(out, first, events),
+            media_type="text/event-stream",
+            headers=SSE_HEADERS,
+        )
+
+    async def openai_chat(self, request: Request) -> Response:
+        return await self._serve(OPENAI, request)
+
+    async def anthropic_messages(self, request: Request) -> Response:
+        return await self._serve(ANTHROPIC, request)
+
+    async def list_models(self, request: Request) -> Response:
+        try:
+            self._check_key(request)
+        except ProxyError as exc:
+            wire = ANTHROPIC if "anthropic-version" in request.headers else OPENAI
+            return wire.error(classify(exc))
+        names = self.models or ("parlay",)
+        if "anthropic-version" in request.headers:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.created))
+            data = [
+                {"type": "model", "id": n, "display_name": n, "created_at": stamp} for n in names
+            ]
+            return _json(
+                {"data": data, "has_more": False, "first_id": names[0], "last_id": names[-1]}
+            )
+        listing: list[dict[str, Any]] = [
+            {"id": n, "object": "model", "created": self.created, "owned_by": "parlay"}
+            for n in names
+        ]
+        return _json({"object": "list", "data": listing})
+
+    async def health(self, request: Request) -> Response:
+        return _json({"status": "ok", "backend": self.backend.name})
+
+
+async def _close(events: AsyncIterator[Event]) -> None:
+    close: Callable[[], Any] | None = getattr(events, "aclose", None)
+    if close is not None:
+        # Closing a failed stream must not mask the failure.
+        with suppress(Exception):
+            await close()
+
+
+async def _frames(
+    out: _StreamWire, first: Event | None, events: AsyncIterator[Event]
+) -> AsyncIterator[bytes]:
+    """The SSE bytes: one write per event, an error event if the stream fails midway."""
+    finished = False
+    try:
+        head = out.start()
+        if first is not None:
+            finished = isinstance(first, Finish)
+            head += out.feed(first)
+        yield head
+        if not finished:
+            async for event in events:
+                finished = isinstance(event, Finish)
+                yield out.feed(event)
+                if finished:
+                    break
+        if not finished:
+            yield out.error(Failure(502, "the upstream stream ended before the reply finished"))
+            return
+        yield out.end()
+    except Exception as exc:
+        yield out.error(classify(exc))
+    finally:
+        await _close(events)
+
+
+def create_app(
+    backend: Backend,
+    *,
+    models: Sequence[str] = (),
+    client_keys: Sequence[str] = (),
+    history_tools: bool = False,
+) -> Starlette:
+    """The ASGI app serving `backend`.
+
+    `models`: names clients may ask for (empty accepts any). `client_keys`: keys clients
+    must present (empty: open). `history_tools`: rebuild tool specs from the history when
+    a request carries none (wanted in front of the prompt engine).
+    """
+    proxy = Proxy(backend, models=models, client_keys=client_keys, history_tools=history_tools)
+    routes = [
+        Route("/v1/chat/completions", proxy.openai_chat, methods=["POST"]),
+        Route("/chat/completions", proxy.openai_chat, methods=["POST"]),
+        Route("/v1/messages", proxy.anthropic_messages, methods=["POST"]),
+        Route("/v1/models", proxy.list_models, methods=["GET"]),
+        Route("/models", proxy.list_models, methods=["GET"]),
+        Route("/health", proxy.health, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes)
+    app.state.proxy = proxy
+    return app

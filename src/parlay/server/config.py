@@ -1,0 +1,156 @@
+"""The proxy's settings, from flags or the environment, and the backend they describe."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Mapping
+from typing import Literal
+
+from attrs import field, frozen
+
+from parlay.backends.base import Backend, Capabilities
+from parlay.errors import ConfigurationError
+
+UpstreamKind = Literal["openai", "anthropic"]
+ToolMode = Literal["prompted", "native"]
+
+ENV_PREFIX = "PARLAY_SERVE_"
+
+
+def _names(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(v.strip() for v in value.split(",") if v.strip())
+    return tuple(str(v) for v in value)  # type: ignore[attr-defined]
+
+
+@frozen
+class ServerConfig:
+    """Everything `parlay serve` needs; the app itself keeps no other state.
+
+    `models` are the names clients may ask for (empty: any name); requests go to the
+    upstream's own `upstream_model` whatever name the client used. `client_keys` are the
+    keys clients must present (`Authorization: Bearer` or `x-api-key`); none means open,
+    which is only allowed on a loopback address.
+    """
+
+    upstream_url: str
+    upstream_kind: UpstreamKind = "openai"
+    upstream_key: str | None = None
+    upstream_model: str | None = None
+    tools: ToolMode = "prompted"
+    models: tuple[str, ...] = field(default=(), converter=_names)
+    client_keys: tuple[str, ...] = field(default=(), converter=_names)
+    host: str = "127.0.0.1"
+    port: int = 8000
+    timeout: float = 300.0
+    stream_upstream: bool = True
+
+    def __attrs_post_init__(self) -> None:
+        if self.upstream_kind not in ("openai", "anthropic"):
+            raise ConfigurationError(
+                f"upstream kind {self.upstream_kind!r} is not openai or anthropic"
+            )
+        if self.tools not in ("prompted", "native"):
+            raise ConfigurationError(f"tool mode {self.tools!r} is not prompted or native")
+        if not self.client_keys and not is_loopback(self.host):
+            raise ConfigurationError(
+                f"refusing to serve on {self.host} without a client key: anyone who can reach "
+                "it could spend the upstream; pass --client-key (or PARLAY_SERVE_CLIENT_KEYS) "
+                "or bind 127.0.0.1"
+            )
+
+    @property
+    def advertised_models(self) -> tuple[str, ...]:
+        return self.models or (self.upstream_model or "parlay",)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> ServerConfig:
+        """Settings from `PARLAY_SERVE_*` variables, then `overrides` (flags) on top.
+
+        Overrides that are None are ignored, so unset flags fall back to the environment.
+        """
+        env = os.environ if env is None else env
+        values: dict[str, object] = {}
+        for name, key in (
+            ("upstream_url", "UPSTREAM_URL"),
+            ("upstream_kind", "UPSTREAM_KIND"),
+            ("upstream_key", "UPSTREAM_KEY"),
+            ("upstream_model", "UPSTREAM_MODEL"),
+            ("tools", "TOOLS"),
+            ("models", "MODELS"),
+            ("client_keys", "CLIENT_KEYS"),
+            ("host", "HOST"),
+        ):
+            if env.get(ENV_PREFIX + key):
+                values[name] = env[ENV_PREFIX + key]
+        for name, key, kind in (("port", "PORT", int), ("timeout", "TIMEOUT", float)):
+            if env.get(ENV_PREFIX + key):
+                try:
+                    values[name] = kind(env[ENV_PREFIX + key])
+                except ValueError as exc:
+                    raise ConfigurationError(
+                        f"{ENV_PREFIX + key}={env[ENV_PREFIX + key]!r} is not a number"
+                    ) from exc
+        values.update({k: v for k, v in overrides.items() if v is not None and v != ()})
+        if not values.get("upstream_url"):
+            raise ConfigurationError(
+                "no upstream: pass --upstream-url (or set PARLAY_SERVE_UPSTREAM_URL)"
+            )
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def build_backend(config: ServerConfig) -> Backend:
+    """The backend the proxy serves: the upstream, through the prompt engine if asked."""
+    native = config.tools == "native"
+    caps = Capabilities(native_tools=native, json_schema=config.upstream_kind == "openai")
+    inner: Backend
+    if config.upstream_kind == "anthropic":
+        from parlay.backends.anthropic import AnthropicBackend
+
+        inner = AnthropicBackend(
+            config.upstream_model,
+            base_url=config.upstream_url,
+            api_key=config.upstream_key or "",
+            capabilities=caps,
+            stream=config.stream_upstream,
+            timeout=config.timeout,
+        )
+    else:
+        from parlay.backends.openai import OpenAIBackend
+
+        inner = OpenAIBackend(
+            config.upstream_model,
+            base_url=config.upstream_url,
+            api_key=config.upstream_key or "",
+            capabilities=caps,
+            stream=config.stream_upstream,
+            timeout=config.timeout,
+        )
+    if native:
+        return inner
+    return prompted(inner)
+
+
+def prompted(inner: Backend) -> Backend:
+    """`inner` wrapped in the prompt-contract engine."""
+    try:
+        from parlay.backends.prompted import PromptedBackend  # type: ignore[import-not-found,unused-ignore]
+    except ImportError as exc:  # the engine is a separate module; say so plainly
+        raise ConfigurationError(
+            "the prompt-contract engine (parlay.backends.prompted) is not available; "
+            "serve with --tools native"
+        ) from exc
+    backend: Backend = PromptedBackend(inner)
+    return backend

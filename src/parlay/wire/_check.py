@@ -1,0 +1,62 @@
+"""Field checks for decoding client requests: every failure names the field and the fix."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from parlay.errors import InvalidRequestError
+
+_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+    list: "an array",
+    dict: "an object",
+}
+
+
+def describe(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(_NAMES.get(k, k.__name__) for k in kinds)
+
+
+def field(
+    body: Mapping[str, Any],
+    key: str,
+    kind: type | tuple[type, ...],
+    *,
+    where: str = "",
+    required: bool = False,
+) -> Any:
+    """`body[key]` checked against `kind`; None when absent (or null) and not required."""
+    path = f"{where}.{key}" if where else key
+    value = body.get(key)
+    if value is None:
+        if required:
+            raise InvalidRequestError(f"`{path}` is required")
+        return None
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if float in kinds and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if bool not in kinds and isinstance(value, bool) and int in kinds:
+        raise InvalidRequestError(f"`{path}` must be {describe(kind)}, not a boolean")
+    if not isinstance(value, kinds):
+        raise InvalidRequestError(f"`{path}` must be {describe(kind)}, got {type(value).__name__}")
+    return value
+
+
+def number(body: Mapping[str, Any], key: str, *, where: str = "") -> float | None:
+    value = field(body, key, (int, float), where=where)
+    return None if value is None else float(value)
+
+
+def stop_list(value: Any, path: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise InvalidRequestError(f"`{path}` must be a string or an array of strings")

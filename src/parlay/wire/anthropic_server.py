@@ -1,0 +1,406 @@
+"""Anthropic Messages, server side: decode requests, encode messages and SSE streams."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from attrs import frozen
+
+from parlay.context import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from parlay.errors import InvalidRequestError
+from parlay.events import (
+    Event,
+    Finish,
+    FinishReason,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+from parlay.request import ChatRequest, GenerationOptions, ToolChoice, ToolSpec
+from parlay.wire._check import field, number, stop_list
+from parlay.wire.reply import Reply
+
+STOP_OUT: dict[FinishReason, str] = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "content_filter": "refusal",
+    "error": "end_turn",
+}
+
+
+@frozen
+class AnthropicRequest:
+    chat: ChatRequest
+    model: str
+    stream: bool = False
+
+
+def new_message_id() -> str:
+    return "msg_" + uuid.uuid4().hex[:24]
+
+
+# -- decoding ------------------------------------------------------------------------------
+
+
+def _block_text(block: Mapping[str, Any], where: str) -> str:
+    return str(field(block, "text", str, where=where, required=True))
+
+
+def _result_text(content: Any, where: str) -> str:
+    """A tool_result's content: a string or an array of text blocks."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for i, block in enumerate(content):
+            if not isinstance(block, Mapping) or block.get("type") != "text":
+                raise InvalidRequestError(
+                    f"`{where}[{i}]` must be a text block: this server reads text results only"
+                )
+            parts.append(_block_text(block, f"{where}[{i}]"))
+        return "\n".join(parts)
+    raise InvalidRequestError(f"`{where}` must be a string or an array of text blocks")
+
+
+def _blocks(content: Any, where: str) -> list[Mapping[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        raise InvalidRequestError(f"`{where}` must be a string or an array of content blocks")
+    for i, block in enumerate(content):
+        if not isinstance(block, Mapping):
+            raise InvalidRequestError(f"`{where}[{i}]` must be a content block object")
+    return content
+
+
+def decode_system(raw: Any) -> list[Message]:
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        return [SystemMessage(raw)] if raw else []
+    if isinstance(raw, list):
+        texts = []
+        for i, block in enumerate(raw):
+            if not isinstance(block, Mapping) or block.get("type") != "text":
+                raise InvalidRequestError(f"`system[{i}]` must be a text block")
+            texts.append(_block_text(block, f"system[{i}]"))
+        return [SystemMessage("\n\n".join(texts))]
+    raise InvalidRequestError("`system` must be a string or an array of text blocks")
+
+
+def decode_messages(raw_messages: Any) -> tuple[Message, ...]:
+    if not isinstance(raw_messages, list) or not raw_messages:
+        raise InvalidRequestError("`messages` must be a non-empty array")
+    out: list[Message] = []
+    names: dict[str, str] = {}
+    for i, raw in enumerate(raw_messages):
+        where = f"messages[{i}]"
+        if not isinstance(raw, Mapping):
+            raise InvalidRequestError(f"`{where}` must be an object")
+        role = field(raw, "role", str, where=where, required=True)
+        if "content" not in raw:
+            raise InvalidRequestError(f"`{where}.content` is required")
+        blocks = _blocks(raw["content"], f"{where}.content")
+        if role == "assistant":
+            texts: list[str] = []
+            calls: list[ToolCall] = []
+            for j, block in enumerate(blocks):
+                bw = f"{where}.content[{j}]"
+                kind = block.get("type")
+                if kind == "text":
+                    texts.append(_block_text(block, bw))
+                elif kind == "tool_use":
+                    call_id = field(block, "id", str, where=bw, required=True)
+                    name = field(block, "name", str, where=bw, required=True)
+                    arguments = field(block, "input", dict, where=bw) or {}
+                    names[call_id] = name
+                    calls.append(ToolCall(name, arguments, call_id))
+                elif kind in ("thinking", "redacted_thinking"):
+                    continue  # reasoning is not replayed to the model
+                else:
+                    raise InvalidRequestError(
+                        f"`{bw}.type` is {kind!r}: assistant turns hold text and tool_use blocks"
+                    )
+            out.append(AssistantMessage("".join(texts), tuple(calls)))
+        elif role == "user":
+            texts = []
+            for j, block in enumerate(blocks):
+                bw = f"{where}.content[{j}]"
+                kind = block.get("type")
+                if kind == "text":
+                    texts.append(_block_text(block, bw))
+                elif kind == "tool_result":
+                    call_id = field(block, "tool_use_id", str, where=bw, required=True)
+                    name = names.get(call_id)
+                    if name is None:
+                        raise InvalidRequestError(
+                            f"`{bw}.tool_use_id` is {call_id!r}, which no earlier tool_use "
+                            "block holds"
+                        )
+                    text = _result_text(block.get("content"), f"{bw}.content")
+                    if field(block, "is_error", bool, where=bw):
+                        out.append(ToolResult(call_id, name, error=text or "the tool failed"))
+                    else:
+                        out.append(ToolResult(call_id, name, text))
+                else:
+                    raise InvalidRequestError(
+                        f"`{bw}.type` is {kind!r}: this server reads text and tool_result blocks"
+                    )
+            if texts:
+                out.append(UserMessage("\n".join(texts)))
+        else:
+            raise InvalidRequestError(f"`{where}.role` is {role!r}: use user or assistant")
+    return tuple(out)
+
+
+def decode_tools(raw_tools: Any) -> tuple[ToolSpec, ...]:
+    if raw_tools is None:
+        return ()
+    if not isinstance(raw_tools, list):
+        raise InvalidRequestError("`tools` must be an array")
+    specs = []
+    for i, raw in enumerate(raw_tools):
+        where = f"tools[{i}]"
+        if not isinstance(raw, Mapping):
+            raise InvalidRequestError(f"`{where}` must be an object")
+        if raw.get("type") not in (None, "custom"):
+            raise InvalidRequestError(
+                f"`{where}.type` is {raw.get('type')!r}: this server runs client tools only"
+            )
+        name = field(raw, "name", str, where=where, required=True)
+        description = field(raw, "description", str, where=where) or ""
+        schema = field(raw, "input_schema", dict, where=where, required=True)
+        specs.append(ToolSpec(name, description, schema))
+    return tuple(specs)
+
+
+def decode_tool_choice(raw: Any) -> tuple[ToolChoice, bool]:
+    """The choice and whether parallel calls are allowed."""
+    if raw is None:
+        return ToolChoice("auto"), True
+    if not isinstance(raw, Mapping):
+        raise InvalidRequestError(
+            '`tool_choice` must be an object such as {"type": "auto"}, {"type": "any"}, '
+            '{"type": "tool", "name": ...} or {"type": "none"}'
+        )
+    parallel = not bool(raw.get("disable_parallel_tool_use", False))
+    kind = raw.get("type")
+    if kind == "auto":
+        return ToolChoice("auto"), parallel
+    if kind == "any":
+        return ToolChoice("required"), parallel
+    if kind == "none":
+        return ToolChoice("none"), parallel
+    if kind == "tool":
+        name = field(raw, "name", str, where="tool_choice", required=True)
+        return ToolChoice("tool", name), parallel
+    raise InvalidRequestError("`tool_choice.type` must be auto, any, tool or none")
+
+
+def decode_request(body: Any) -> AnthropicRequest:
+    if not isinstance(body, Mapping):
+        raise InvalidRequestError("the request body must be a JSON object")
+    model = field(body, "model", str, required=True)
+    max_tokens = field(body, "max_tokens", int, required=True)
+    messages = (*decode_system(body.get("system")), *decode_messages(body.get("messages")))
+    choice, parallel = decode_tool_choice(body.get("tool_choice"))
+    options = GenerationOptions(
+        temperature=number(body, "temperature"),
+        top_p=number(body, "top_p"),
+        max_tokens=max_tokens,
+        stop=stop_list(body.get("stop_sequences"), "stop_sequences"),
+    )
+    chat = ChatRequest(
+        messages,
+        tools=decode_tools(body.get("tools")),
+        tool_choice=choice,
+        parallel_tool_calls=parallel,
+        options=options,
+        model=model,
+    )
+    return AnthropicRequest(chat, model, bool(field(body, "stream", bool)))
+
+
+# -- encoding ------------------------------------------------------------------------------
+
+
+def _stop_reason(reason: FinishReason, has_calls: bool) -> str:
+    out = STOP_OUT[reason]
+    return "tool_use" if has_calls and out == "end_turn" else out
+
+
+def encode_response(reply: Reply, *, model: str, id: str | None = None) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if reply.text:
+        content.append({"type": "text", "text": reply.text})
+    for call in reply.calls:
+        content.append(
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+        )
+    usage = reply.usage
+    return {
+        "id": id or new_message_id(),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": _stop_reason(reply.finish.reason, bool(reply.calls)),
+        "stop_sequence": None,
+        "usage": {"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens},
+    }
+
+
+SSE = tuple[str, dict[str, Any]]  # (event name, data)
+
+
+class StreamEncoder:
+    """parlay events in, Anthropic stream events out as (name, data) pairs."""
+
+    def __init__(self, *, model: str, id: str | None = None) -> None:
+        self.id = id or new_message_id()
+        self.model = model
+        self._block = -1  # index of the last block started
+        self._open: str | None = None  # "text" or a call id
+        self._sent_args: dict[str, bool] = {}
+        self._saw_calls = False
+
+    def start(self) -> list[SSE]:
+        message: dict[str, Any] = {
+            "id": self.id,
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        }
+        return [
+            ("message_start", {"type": "message_start", "message": message}),
+            ("ping", {"type": "ping"}),
+        ]
+
+    def _close(self) -> list[SSE]:
+        if self._open is None:
+            return []
+        self._open = None
+        return [("content_block_stop", {"type": "content_block_stop", "index": self._block})]
+
+    def _begin(self, block: dict[str, Any], key: str) -> list[SSE]:
+        out = self._close()
+        self._block += 1
+        self._open = key
+        out.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": self._block, "content_block": block},
+            )
+        )
+        return out
+
+    def _delta(self, delta: dict[str, Any]) -> SSE:
+        return (
+            "content_block_delta",
+            {"type": "content_block_delta", "index": self._block, "delta": delta},
+        )
+
+    def feed(self, event: Event) -> list[SSE]:
+        if isinstance(event, TextDelta):
+            if not event.text:
+                return []
+            out: list[SSE] = (
+                [] if self._open == "text" else self._begin({"type": "text", "text": ""}, "text")
+            )
+            out.append(self._delta({"type": "text_delta", "text": event.text}))
+            return out
+        if isinstance(event, ToolCallStart):
+            self._saw_calls = True
+            self._sent_args[event.id] = False
+            block = {"type": "tool_use", "id": event.id, "name": event.name, "input": {}}
+            return self._begin(block, event.id)
+        if isinstance(event, ToolCallArgsDelta):
+            if not event.delta or self._open != event.id:
+                # Anthropic blocks do not interleave; a fragment for a closed call is dropped
+                # and the whole arguments go out at its end instead.
+                return []
+            self._sent_args[event.id] = True
+            return [self._delta({"type": "input_json_delta", "partial_json": event.delta})]
+        if isinstance(event, ToolCallEnd):
+            out = []
+            if self._open != event.id:
+                self._saw_calls = True
+                block = {"type": "tool_use", "id": event.id, "name": event.call.name, "input": {}}
+                out.extend(self._begin(block, event.id))
+                self._sent_args[event.id] = False
+            if not self._sent_args.get(event.id):
+                out.append(
+                    self._delta(
+                        {"type": "input_json_delta", "partial_json": event.call.arguments_json}
+                    )
+                )
+            out.extend(self._close())
+            return out
+        if isinstance(event, Finish):
+            usage = event.usage or Usage()
+            out = self._close()
+            out.append(
+                (
+                    "message_delta",
+                    {
+                        "type": "message_delta",
+                        "delta": {
+                            "stop_reason": _stop_reason(event.reason, self._saw_calls),
+                            "stop_sequence": None,
+                        },
+                        "usage": {
+                            "input_tokens": usage.prompt_tokens,
+                            "output_tokens": usage.completion_tokens,
+                        },
+                    },
+                )
+            )
+            out.append(("message_stop", {"type": "message_stop"}))
+            return out
+        return []
+
+
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    502: "api_error",
+    503: "overloaded_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+
+def encode_error(status: int, message: str) -> dict[str, Any]:
+    """Anthropic's error object: `{"type": "error", "error": {"type", "message"}}`."""
+    return {
+        "type": "error",
+        "error": {"type": ERROR_TYPES.get(status, "api_error"), "message": message},
+    }
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
