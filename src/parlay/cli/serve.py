@@ -1,0 +1,102 @@
+"""`parlay serve`: the OpenAI- and Anthropic-compatible proxy on uvicorn."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from parlay.errors import ConfigurationError
+
+
+def serve(
+    upstream_url: Annotated[
+        str | None,
+        typer.Option(
+            help="Upstream base URL, e.g. http://127.0.0.1:8080/v1 [env PARLAY_SERVE_UPSTREAM_URL]"
+        ),
+    ] = None,
+    upstream_kind: Annotated[
+        str | None,
+        typer.Option(
+            help="Upstream protocol: openai or anthropic [env PARLAY_SERVE_UPSTREAM_KIND]"
+        ),
+    ] = None,
+    upstream_key: Annotated[
+        str | None,
+        typer.Option(help="API key sent upstream [env PARLAY_SERVE_UPSTREAM_KEY]"),
+    ] = None,
+    upstream_model: Annotated[
+        str | None,
+        typer.Option(help="Model name sent upstream [env PARLAY_SERVE_UPSTREAM_MODEL]"),
+    ] = None,
+    tools: Annotated[
+        str | None,
+        typer.Option(
+            help="prompted: run a plain-chat upstream through the prompt-contract engine; "
+            "native: pass tools through to an upstream that has them [env PARLAY_SERVE_TOOLS]"
+        ),
+    ] = None,
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model",
+            help="A model name clients may ask for (repeatable; default: any) "
+            "[env PARLAY_SERVE_MODELS, comma-separated]",
+        ),
+    ] = None,
+    client_key: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--client-key",
+            help="A key clients must present (repeatable; required unless bound to loopback) "
+            "[env PARLAY_SERVE_CLIENT_KEYS, comma-separated]",
+        ),
+    ] = None,
+    host: Annotated[
+        str | None, typer.Option(help="Address to bind (default 127.0.0.1) [env PARLAY_SERVE_HOST]")
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option(help="Port (default 8000) [env PARLAY_SERVE_PORT]")
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds to wait for the upstream (default 300) [env PARLAY_SERVE_TIMEOUT]"
+        ),
+    ] = None,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
+) -> None:
+    """Serve OpenAI chat completions and Anthropic messages, with tools, before any model."""
+    from parlay.server.config import ServerConfig
+    from parlay.server.run import serve as run
+
+    try:
+        config = ServerConfig.from_env(
+            upstream_url=upstream_url,
+            upstream_kind=upstream_kind,
+            upstream_key=upstream_key,
+            upstream_model=upstream_model,
+            tools=tools,
+            models=tuple(model or ()),
+            client_keys=tuple(client_key or ()),
+            host=host,
+            port=port,
+            timeout=timeout,
+        )
+    except ConfigurationError as exc:
+        typer.echo(f"parlay serve: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if config.tools == "prompted":
+        mode = "plain-chat upstream through the prompt-contract engine"
+    else:
+        mode = "native tools passed through"
+    typer.echo(
+        f"parlay serve: http://{config.host}:{config.port} -> {config.upstream_url} ({mode})",
+        err=True,
+    )
+    try:
+        run(config, log_level=log_level)
+    except ConfigurationError as exc:
+        typer.echo(f"parlay serve: {exc}", err=True)
+        raise typer.Exit(2) from exc
