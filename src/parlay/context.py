@@ -88,6 +88,7 @@ class ToolResult:
 
 Message = SystemMessage | UserMessage | AssistantMessage | ToolResult
 MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolResult)
+_PLAIN_ITEMS = (*MESSAGE_TYPES, ToolCall)
 
 
 @runtime_checkable
@@ -132,7 +133,7 @@ class Context:
                 "Context.insert takes a message or component, not a str: "
                 "wrap text in UserMessage(...) or SystemMessage(...)"
             )
-        if not isinstance(item, (*MESSAGE_TYPES, ToolCall)) and not isinstance(item, Component):
+        if not isinstance(item, _PLAIN_ITEMS) and not isinstance(item, Component):
             raise TypeError(
                 f"cannot insert {type(item).__name__} into a Context: expected a message, "
                 "a ToolCall, a ToolResult or a component with as_messages()"

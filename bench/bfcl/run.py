@@ -1,0 +1,320 @@
+"""BFCL accuracy of parlay's prompted engine against llama.cpp's own tool support.
+
+For each model, each action format of the engine, with and without constrained decoding,
+and beside them the same model with `tools` sent natively to llama.cpp's server (jinja
+chat templates on), over the same seeded sample of questions per category:
+
+- well-formed: share of replies to call questions (simple_python, multiple) holding at
+  least one call, every call naming an offered tool with an object of arguments;
+- right calls: share of call questions answered right by BFCL's rules (bench/bfcl/checker);
+- right abstentions: share of live_irrelevance questions answered without any call.
+
+Run from the repository root:
+
+    python -m bench.bfcl.run --n 20                 # everything, 20 questions per category
+    python -m bench.bfcl.run --models smollm2 --configs native
+
+Outcomes merge into bench/results/bfcl.json keyed by (model, config, question), so a run
+of a few configs adds to earlier ones with the same sample; bench/results/bfcl.md is
+rewritten from the merged outcomes every time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from bench.bfcl.checker import check
+from bench.bfcl.data import ABSTAIN_CATEGORIES, Question, sample
+from bench.bfcl.models import Model, models
+from parlay.backends.base import Backend, Capabilities
+from parlay.backends.local import LlamaServer
+from parlay.backends.openai import OpenAIBackend
+from parlay.events import Finish, TextDelta, ToolCallEnd
+from parlay.request import ChatRequest, GenerationOptions
+
+CATEGORIES = ("simple_python", "multiple", "live_irrelevance")
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+NATIVE = Capabilities(native_tools=True, json_schema=True)
+PLAIN_CHAT = Capabilities(native_tools=False, json_schema=True)
+
+
+@frozen
+class Config:
+    """One way of asking: llama.cpp's own tools, or the engine with a format."""
+
+    key: str
+    action_format: str | None = None
+    constrained: bool | None = None
+
+    @property
+    def native(self) -> bool:
+        return self.action_format is None
+
+
+NATIVE_CONFIG = Config("llama.cpp native tools")
+
+
+def engine_formats() -> tuple[str, ...]:
+    """The action formats the prompted engine offers (empty while it does not exist)."""
+    try:
+        contract = importlib.import_module("parlay.contract")
+    except ImportError:
+        return ()
+    for attribute in ("ACTION_FORMATS", "FORMATS"):
+        found = getattr(contract, attribute, None)
+        if found:
+            return tuple(str(name) for name in found)
+    return ()
+
+
+def engine_config(action_format: str, constrained: bool) -> Config:
+    mode = "constrained" if constrained else "free"
+    return Config(f"parlay {action_format} {mode}", action_format, constrained)
+
+
+def make_backend(config: Config, server: LlamaServer, model: Model) -> Backend:
+    if config.native:
+        return OpenAIBackend(model.key, base_url=server.base_url, api_key="", capabilities=NATIVE)
+    from parlay.backends.prompted import PromptedBackend
+
+    inner = OpenAIBackend(model.key, base_url=server.base_url, api_key="", capabilities=PLAIN_CHAT)
+    return PromptedBackend(
+        inner, action_format=config.action_format, constrained=config.constrained
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+async def ask(backend: Backend, question: Question, max_tokens: int) -> dict[str, Any]:
+    """One question, one reply: the calls, the text, and BFCL's verdict."""
+    request = ChatRequest(
+        question.messages,
+        tools=question.tools,
+        options=GenerationOptions(temperature=0.0, max_tokens=max_tokens, seed=0),
+    )
+    text: list[str] = []
+    calls: list[tuple[str, Any]] = []
+    finish: Finish | None = None
+    error = ""
+    started = time.perf_counter()
+    try:
+        async for event in backend.stream(request):
+            if isinstance(event, TextDelta):
+                text.append(event.text)
+            elif isinstance(event, ToolCallEnd):
+                calls.append((event.call.name, event.call.arguments))
+            elif isinstance(event, Finish):
+                finish = event
+    except Exception as exc:  # a failed request is an outcome, not the end of the run
+        error = f"{type(exc).__name__}: {exc}"
+    seconds = time.perf_counter() - started
+    names = {function["name"] for function in question.functions}
+    well_formed = bool(calls) and all(
+        name in names and isinstance(arguments, dict) for name, arguments in calls
+    )
+    plain_calls = [(name, arguments if isinstance(arguments, dict) else {}) for name, arguments
+                   in calls]
+    verdict = check(question.category, question.functions, plain_calls, question.ground_truth)
+    diagnostics = finish.diagnostics if finish else None
+    usage = finish.usage if finish else None
+    return {
+        "question": question.id,
+        "category": question.category,
+        "calls": [{"name": name, "arguments": _jsonable(arguments)} for name, arguments in calls],
+        "text": "".join(text)[:600],
+        "well_formed": well_formed,
+        "right": verdict.valid and not error,
+        "error_type": "request_error" if error else verdict.error_type,
+        "error": error or verdict.error,
+        "finish": finish.reason if finish else None,
+        "retries": [r.reason for r in diagnostics.retries] if diagnostics else [],
+        "completion_tokens": usage.completion_tokens if usage else None,
+        "seconds": round(seconds, 2),
+    }
+
+
+def summarize(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The figures for one (model, config): shares over the call and abstain questions."""
+    by_category: dict[str, list[dict[str, Any]]] = {}
+    for outcome in outcomes:
+        by_category.setdefault(outcome["category"], []).append(outcome)
+    calls = [o for o in outcomes if o["category"] not in ABSTAIN_CATEGORIES]
+    abstain = [o for o in outcomes if o["category"] in ABSTAIN_CATEGORIES]
+
+    def share(rows: Sequence[dict[str, Any]], key: str) -> float | None:
+        return sum(bool(r[key]) for r in rows) / len(rows) if rows else None
+
+    return {
+        "n_call": len(calls),
+        "n_abstain": len(abstain),
+        "well_formed": share(calls, "well_formed"),
+        "right": share(calls, "right"),
+        "right_by_category": {
+            c: share(rows, "right") for c, rows in by_category.items() if c not in ABSTAIN_CATEGORIES
+        },
+        "abstained": share(abstain, "right"),
+        "seconds_per_question": (
+            sum(o["seconds"] for o in outcomes) / len(outcomes) if outcomes else None
+        ),
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.0f} %"
+
+
+def table(results: dict[str, Any]) -> str:
+    header = (
+        "| model | configuration | well-formed calls | right calls | simple_python | multiple "
+        "| right abstentions (live_irrelevance) | s / question |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- |\n"
+    )
+    rows = []
+    for model_key, by_config in results["runs"].items():
+        for config_key, outcomes in by_config.items():
+            s = summarize(list(outcomes.values()))
+            by_cat = s["right_by_category"]
+            rows.append(
+                f"| {model_key} | {config_key} | {_pct(s['well_formed'])} | {_pct(s['right'])} "
+                f"| {_pct(by_cat.get('simple_python'))} | {_pct(by_cat.get('multiple'))} "
+                f"| {_pct(s['abstained'])} | {s['seconds_per_question'] or 0:.1f} |"
+            )
+    return header + "\n".join(rows) + "\n"
+
+
+def load_results(path: Path, settings: dict[str, Any]) -> dict[str, Any]:
+    if path.is_file():
+        results = json.loads(path.read_text())
+        if results.get("settings") == settings:
+            return results
+        print(f"{path}: other settings {results.get('settings')}; starting afresh", file=sys.stderr)
+    return {"settings": settings, "runs": {}}
+
+
+def write_markdown(path: Path, results: dict[str, Any], notes: str) -> None:
+    settings = results["settings"]
+    text = (
+        "# BFCL accuracy: parlay's prompted engine vs llama.cpp's own tool support\n\n"
+        f"Sample: {settings['n']} questions per category ({', '.join(settings['categories'])}),"
+        f" seed {settings['seed']}, temperature 0, max_tokens {settings['max_tokens']}, "
+        "tool_choice auto everywhere. Generated by `python -m bench.bfcl.run`; per-question "
+        f"outcomes in `{path.with_suffix('.json').name}`.\n\n"
+        "- well-formed calls: replies to simple_python and multiple questions holding at least "
+        "one call, each naming an offered tool with an object of arguments;\n"
+        "- right calls: the same questions answered right by BFCL's AST rules "
+        "(`bench/bfcl/checker.py`);\n"
+        "- right abstentions: live_irrelevance questions (no offered tool fits) answered "
+        "without a call.\n\n" + table(results) + (f"\n{notes}\n" if notes else "")
+    )
+    path.write_text(text)
+
+
+async def run_config(
+    backend: Backend,
+    questions: Sequence[Question],
+    max_tokens: int,
+    done: dict[str, Any],
+    label: str,
+) -> None:
+    for number, question in enumerate(questions, 1):
+        if question.id in done:
+            continue
+        outcome = await ask(backend, question, max_tokens)
+        done[question.id] = outcome
+        mark = "ok " if outcome["right"] else "-- "
+        print(
+            f"  [{label}] {number}/{len(questions)} {mark}{question.id} "
+            f"{outcome['seconds']:.1f}s {outcome['error_type']}",
+            flush=True,
+        )
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=20, help="questions per category")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-tokens", type=int, default=192)
+    parser.add_argument("--models", default="smollm2,qwen", help="comma-separated: smollm2,qwen")
+    parser.add_argument(
+        "--configs",
+        default="all",
+        help="comma-separated: native, or FORMAT:free / FORMAT:constrained; 'all' for every "
+        "engine format both ways plus native; 'engine' for the engine ones only",
+    )
+    parser.add_argument("--categories", default=",".join(CATEGORIES))
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=RESULTS / "bfcl.json")
+    parser.add_argument("--notes", type=Path, help="markdown appended to the results page")
+    return parser.parse_args(argv)
+
+
+def configs_from(spec: str) -> list[Config]:
+    formats = engine_formats()
+    engine = [engine_config(f, c) for f in formats for c in (False, True)]
+    if spec == "all":
+        return [NATIVE_CONFIG, *engine]
+    if spec == "engine":
+        return engine
+    out = []
+    for item in spec.split(","):
+        if item == "native":
+            out.append(NATIVE_CONFIG)
+        else:
+            name, _, mode = item.partition(":")
+            if mode not in ("free", "constrained"):
+                raise SystemExit(f"config {item!r}: write FORMAT:free or FORMAT:constrained")
+            out.append(engine_config(name, mode == "constrained"))
+    return out
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    categories = tuple(args.categories.split(","))
+    settings = {
+        "n": args.n,
+        "seed": args.seed,
+        "max_tokens": args.max_tokens,
+        "categories": list(categories),
+    }
+    results = load_results(args.out, settings)
+    questions = [q for c in categories for q in sample(c, args.n, args.seed)]
+    configs = configs_from(args.configs)
+    notes = args.notes.read_text() if args.notes else ""
+    for model in models(tuple(args.models.split(","))):
+        server = LlamaServer(model.path, n_ctx=8192, threads=args.threads)
+        await asyncio.to_thread(server.start)
+        for config in configs:
+            done = results["runs"].setdefault(model.key, {}).setdefault(config.key, {})
+            started = time.perf_counter()
+            await run_config(make_backend(config, server, model), questions, args.max_tokens,
+                             done, f"{model.key} {config.key}")
+            print(f"{model.key} / {config.key}: {time.perf_counter() - started:.0f}s", flush=True)
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+            write_markdown(args.out.with_suffix(".md"), results, notes)
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    results = asyncio.run(main_async(args))
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()
