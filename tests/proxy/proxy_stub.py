@@ -1,0 +1,240 @@
+"""A tiny OpenAI-compatible upstream on raw asyncio: answers at once, or fails on purpose.
+
+Used by the fault tests and by bench/proxy_bench.py. The behaviour is chosen by the
+`model` field of the request (the proxy's upstream backend sends its configured model):
+
+- anything else: a short text reply ("Hello from the stub."), streamed or not
+- "call": a native tool call (get_weather {"city": "Paris"})
+- "fail-500": HTTP 500 with an OpenAI error body
+- "slow": waits 30 s before answering
+- "cut": streams text that opens an action block, then drops the connection
+- "cut-call": streams a native tool call halfway, then drops the connection
+- "stall": streams the first chunk, then waits 30 s
+- "drip": streams five text chunks 0.3 s apart
+
+Run as a script (`python proxy_stub.py PORT`) for a separate process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+import threading
+from typing import Any
+
+TEXT = "Hello from the stub."
+
+
+def _completion(model: str, calls: bool) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": TEXT}
+    reason = "stop"
+    if calls:
+        message = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_stub1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        }
+        reason = "tool_calls"
+    return {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": reason}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10},
+    }
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    body = {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "stub",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+def _stream_chunks(mode: str) -> list[bytes]:
+    role = _chunk({"role": "assistant", "content": ""})
+    if mode == "call":
+        return [
+            role,
+            _chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "call_stub1",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": ""},
+                        }
+                    ]
+                }
+            ),
+            _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": '}}]}),
+            _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"Paris"}'}}]}),
+            _chunk({}, "tool_calls"),
+            b"data: [DONE]\n\n",
+        ]
+    if mode == "cut":
+        return [
+            role,
+            _chunk({"content": "Sure.\n```json\n"}),
+            _chunk({"content": '{"name": "get_weather", "arguments": {"ci'}),
+        ]
+    if mode == "cut-call":
+        return _stream_chunks("call")[:3]
+    words = ["Hello ", "from ", "the ", "stub."]
+    usage = {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "stub",
+        "choices": [],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 4, "total_tokens": 9},
+    }
+    return [
+        role,
+        *(_chunk({"content": w}) for w in words),
+        _chunk({}, "stop"),
+        b"data: " + json.dumps(usage).encode() + b"\n\n",
+        b"data: [DONE]\n\n",
+    ]
+
+
+def _head(status: int, kind: str, length: int | None) -> bytes:
+    reason = {200: "OK", 500: "Internal Server Error", 404: "Not Found"}.get(status, "OK")
+    lines = [f"HTTP/1.1 {status} {reason}", f"Content-Type: {kind}", "Connection: keep-alive"]
+    if length is None:
+        lines.append("Transfer-Encoding: chunked")
+    else:
+        lines.append(f"Content-Length: {length}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def _frame(data: bytes) -> bytes:
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while True:
+            line = await reader.readline()
+            if not line:
+                return
+            length = 0
+            while True:
+                header = await reader.readline()
+                if header in (b"\r\n", b"\n", b""):
+                    break
+                name, _, value = header.decode("latin-1").partition(":")
+                if name.strip().lower() == "content-length":
+                    length = int(value.strip())
+            raw = await reader.readexactly(length) if length else b"{}"
+            body = json.loads(raw or b"{}")
+            if not await _answer(line.decode("latin-1"), body, writer):
+                return
+    except (ConnectionError, asyncio.IncompleteReadError):
+        return
+    finally:
+        writer.close()
+
+
+async def _answer(line: str, body: dict[str, Any], writer: asyncio.StreamWriter) -> bool:
+    """Write one response; False when the connection must be dropped."""
+    if "/chat/completions" not in line:
+        payload = b'{"error": {"message": "not found"}}'
+        writer.write(_head(404, "application/json", len(payload)) + payload)
+        await writer.drain()
+        return True
+    mode = str(body.get("model") or "")
+    if mode == "slow":
+        await asyncio.sleep(30)
+    if mode == "fail-500":
+        payload = json.dumps({"error": {"message": "the stub fell over", "type": "server_error"}})
+        data = payload.encode()
+        writer.write(_head(500, "application/json", len(data)) + data)
+        await writer.drain()
+        return True
+    if not body.get("stream"):
+        data = json.dumps(_completion(mode, mode == "call")).encode()
+        writer.write(_head(200, "application/json", len(data)) + data)
+        await writer.drain()
+        return True
+    chunks = _stream_chunks(mode)
+    if mode in ("cut", "cut-call"):
+        writer.write(_head(200, "text/event-stream", None) + b"".join(_frame(c) for c in chunks))
+        await writer.drain()
+        writer.transport.abort()  # no terminating chunk: the peer sees a cut body
+        return False
+    if mode in ("stall", "drip"):
+        writer.write(_head(200, "text/event-stream", None) + _frame(chunks[0] + chunks[1]))
+        await writer.drain()
+        for chunk in chunks[2:]:
+            await asyncio.sleep(30 if mode == "stall" else 0.3)
+            writer.write(_frame(chunk))
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        return True
+    writer.write(_head(200, "text/event-stream", None) + _frame(b"".join(chunks)) + b"0\r\n\r\n")
+    await writer.drain()
+    return True
+
+
+class StubUpstream:
+    """The stub on 127.0.0.1 in a thread of its own (its own event loop)."""
+
+    def __init__(self, port: int = 0) -> None:
+        self.port = port
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        server = self._loop.run_until_complete(
+            asyncio.start_server(_handle, "127.0.0.1", self.port, backlog=1024)
+        )
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        self._loop.run_forever()
+
+    def start(self) -> StubUpstream:
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _main(port: int) -> None:
+    server = await asyncio.start_server(_handle, "127.0.0.1", port, backlog=1024)
+    print(f"stub listening on {port}", flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+if __name__ == "__main__":
+    asyncio.run(_main(int(sys.argv[1])))
