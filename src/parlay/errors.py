@@ -64,3 +64,7 @@ class BackendProtocolError(BackendError):
 
 class InvalidRequestError(ParlayError, ValueError):
     """A request (from user code or a proxy client) is malformed; the message says what to fix."""
+
+
+class StoreError(ParlayError):
+    """The SQLite log cannot be opened, migrated or written (the message names the file)."""

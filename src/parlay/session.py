@@ -25,6 +25,7 @@ from parlay.context import (
 from parlay.errors import InvalidRequestError, ToolChainLimitError
 from parlay.events import Event, TextDelta, ToolCallEnd
 from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice
+from parlay.store import Store, TurnRecorder
 from parlay.thunk import ModelOutputThunk, RoundDone
 from parlay.tools import Tool, Toolbox, render_output
 
@@ -55,6 +56,7 @@ class Session:
         system: str | None = None,
         chain_limit: int = DEFAULT_CHAIN_LIMIT,
         options: GenerationOptions | None = None,
+        log: bool | Store = False,
     ) -> None:
         if chain_limit < 1:
             raise InvalidRequestError(f"chain_limit must be at least 1, got {chain_limit}")
@@ -64,6 +66,15 @@ class Session:
         self.options = options or GenerationOptions()
         base = ctx if ctx is not None else Context()
         self._ctx = base.insert(SystemMessage(system)) if system else base
+        # `log=True` writes every completed turn to the SQLite log (`parlay logs`).
+        self.log: TurnRecorder | None = None
+        if log is not False:
+            self.log = TurnRecorder(
+                Store() if log is True else log,
+                backend=getattr(backend, "name", None),
+                system=system,
+                tools=self.tools.names,
+            )
 
     # -- the context -----------------------------------------------------------------
     @property
@@ -196,6 +207,9 @@ class Session:
                 prompt_ctx, choice, response_format, options or self.options, run_tools, limit
             )
 
+        pending = None
+        if self.log is not None:
+            produce, pending = self.log.track(item, prompt_ctx, produce)
         inserted: list[Context] = []
         thunk: ModelOutputThunk[Any] = ModelOutputThunk(
             produce,
@@ -203,6 +217,8 @@ class Session:
             on_complete=self._on_turn_complete,
             on_failure=lambda _: self._rollback(inserted[0], before),
         )
+        if self.log is not None and pending is not None:
+            self.log.watch(thunk, pending)
         inserted.append(prompt_ctx.insert(thunk))
         self._ctx = inserted[0]
         return thunk
@@ -214,6 +230,8 @@ class Session:
 
     def _on_turn_complete(self, thunk: ModelOutputThunk[Any]) -> None:
         """Called once a turn's thunk is computed; a hook for subclasses and the log."""
+        if self.log is not None:
+            self.log.complete(thunk)
 
     def _request(
         self,

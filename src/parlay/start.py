@@ -8,6 +8,7 @@ from typing import Any
 
 from parlay.backends.base import Backend
 from parlay.session import Session
+from parlay.store import Store
 from parlay.tools import Tool
 
 
@@ -35,6 +36,7 @@ def start_session(
     system: str | None = None,
     chain_limit: int = 5,
     session_class: type[Session] = Session,
+    log: bool | Store = False,
 ) -> Session:
     """A new session; with no backend, the embedded local model (see `default_backend`)."""
     return session_class(
@@ -42,4 +44,5 @@ def start_session(
         tools=tools,
         system=system,
         chain_limit=chain_limit,
+        log=log,
     )

@@ -2,7 +2,44 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
 import typer
+from rich.console import Console
+
+from parlay.cli.logs import logs_app
+from parlay.cli.options import (
+    ApproveOpt,
+    ChainLimitOpt,
+    DebugOpt,
+    FunctionsOpt,
+    JsonOpt,
+    MaxTokensOpt,
+    ModelOpt,
+    NoLogOpt,
+    NoStreamOpt,
+    PromptedOpt,
+    RunOptions,
+    SystemOpt,
+    TemperatureOpt,
+    ToolChoiceOpt,
+    ToolOpt,
+    build_session,
+)
+from parlay.cli.protocol import CliSession
+from parlay.cli.run import run_turn
+from parlay.cli.tools_cmd import tools_app
+from parlay.errors import (
+    BackendConnectionError,
+    BackendError,
+    ParlayError,
+    ToolChainLimitError,
+    ToolDefinitionError,
+)
 
 app = typer.Typer(
     name="parlay",
@@ -11,6 +48,150 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(tools_app, name="tools")
+app.add_typer(logs_app, name="logs")
+
+
+def stderr_console() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+@contextmanager
+def friendly_errors(stderr: Console) -> Iterator[None]:
+    """parlay's errors as one clear line on stderr and an exit code, not a traceback."""
+    try:
+        yield
+    except ToolDefinitionError as exc:
+        stderr.print(f"[red]error:[/] {exc}", markup=True, highlight=False)
+        raise typer.Exit(2) from None
+    except BackendConnectionError as exc:
+        stderr.print(
+            f"[red]error:[/] no model reachable: {exc}. Start the server, or pick another "
+            "model with -m.",
+        )
+        raise typer.Exit(1) from None
+    except ToolChainLimitError as exc:
+        stderr.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+    except (BackendError, ParlayError) as exc:
+        stderr.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def _answer(session: CliSession, text: str, opts: RunOptions) -> None:
+    stream = None if (opts.no_stream or opts.json) else _out
+    outcome = run_turn(
+        session,
+        text,
+        tool_choice=opts.tool_choice,
+        chain_limit=opts.chain_limit,
+        write=stream,
+    )
+    if opts.json:
+        log_session = session.log.session_id if session.log is not None else None
+        _out(json.dumps(outcome.as_dict(log_session), ensure_ascii=False) + "\n")
+    elif stream is None:
+        _out(outcome.text + "\n")
+
+
+@app.command()
+def prompt(
+    text: Annotated[str, typer.Argument(help="The prompt ('-' reads it from stdin).")],
+    model: ModelOpt = None,
+    system: SystemOpt = None,
+    tool: ToolOpt = None,
+    functions: FunctionsOpt = None,
+    tool_choice: ToolChoiceOpt = None,
+    chain_limit: ChainLimitOpt = 5,
+    tools_debug: DebugOpt = False,
+    tools_approve: ApproveOpt = False,
+    no_stream: NoStreamOpt = False,
+    json_output: JsonOpt = False,
+    prompted: PromptedOpt = False,
+    max_tokens: MaxTokensOpt = None,
+    temperature: TemperatureOpt = None,
+    no_log: NoLogOpt = False,
+) -> None:
+    """Send one prompt; the answer streams to stdout, tools run as the model asks."""
+    stderr = stderr_console()
+    if text == "-":
+        text = sys.stdin.read()
+    opts = RunOptions(
+        model,
+        system,
+        tuple(tool or ()),
+        tuple(functions or ()),
+        tool_choice,
+        chain_limit,
+        tools_debug,
+        tools_approve,
+        no_stream,
+        json_output,
+        prompted,
+        max_tokens,
+        temperature,
+        no_log,
+    )
+    with friendly_errors(stderr):
+        session = build_session(opts, stderr)
+        _answer(session, text, opts)
+
+
+@app.command()
+def chat(
+    model: ModelOpt = None,
+    system: SystemOpt = None,
+    tool: ToolOpt = None,
+    functions: FunctionsOpt = None,
+    tool_choice: ToolChoiceOpt = None,
+    chain_limit: ChainLimitOpt = 5,
+    tools_debug: DebugOpt = False,
+    tools_approve: ApproveOpt = False,
+    no_stream: NoStreamOpt = False,
+    json_output: JsonOpt = False,
+    prompted: PromptedOpt = False,
+    max_tokens: MaxTokensOpt = None,
+    temperature: TemperatureOpt = None,
+    no_log: NoLogOpt = False,
+) -> None:
+    """An interactive chat; the whole conversation is kept. Type 'exit' or Ctrl-D to end."""
+    stderr = stderr_console()
+    opts = RunOptions(
+        model,
+        system,
+        tuple(tool or ()),
+        tuple(functions or ()),
+        tool_choice,
+        chain_limit,
+        tools_debug,
+        tools_approve,
+        no_stream,
+        json_output,
+        prompted,
+        max_tokens,
+        temperature,
+        no_log,
+    )
+    with friendly_errors(stderr):
+        session = build_session(opts, stderr)
+        stderr.print(f"[dim]chatting with {session.backend.name}; 'exit' or Ctrl-D to end[/]")
+        while True:
+            stderr.print("[bold]>[/] ", end="")
+            line = sys.stdin.readline()
+            if not line or line.strip() in ("exit", "quit", "/exit", "/quit"):
+                break
+            if not line.strip():
+                continue
+            try:
+                _answer(session, line.rstrip("\n"), opts)
+            except (ToolChainLimitError, BackendError) as exc:
+                # One bad turn does not end the chat; the context is as it was before it.
+                stderr.print(f"[red]error:[/] {exc}")
 
 
 @app.callback()

@@ -1,0 +1,117 @@
+"""`parlay logs`: what was asked, answered and called, from the SQLite log."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from parlay.errors import StoreError
+from parlay.store import LoggedResponse, Store
+
+logs_app = typer.Typer(
+    help="Browse the log of prompts, answers and tool calls.", invoke_without_command=True
+)
+
+
+def _store() -> Store:
+    return Store()
+
+
+def _short(text: str | None, width: int = 60) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+@logs_app.callback()
+def list_logs(
+    ctx: typer.Context,
+    count: Annotated[int, typer.Option("--count", "-n", min=1, help="How many responses.")] = 20,
+    tool: Annotated[
+        str | None, typer.Option("--tool", "-t", help="Only responses that called this tool.")
+    ] = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Only this session (an id or its prefix).")
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+) -> None:
+    """List recent responses, newest first (`parlay logs show ID` for one)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    try:
+        rows = _store().responses(limit=count, tool=tool, session_id=session)
+    except StoreError as exc:
+        Console(stderr=True).print(f"[red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+    if json_output:
+        for row in rows:
+            typer.echo(json.dumps(row.as_dict(), ensure_ascii=False))
+        return
+    table = Table("id", "time", "model", "prompt", "answer", "tools")
+    for row in rows:
+        table.add_row(
+            str(row.id),
+            row.created_at[:19].replace("T", " "),
+            escape(row.model or row.backend or ""),
+            escape(_short(row.prompt, 40)),
+            escape(_short(row.text, 40)),
+            escape(", ".join(c.name for c in row.calls)),
+        )
+    Console(highlight=False).print(table)
+
+
+@logs_app.command("show")
+def show(
+    response_id: Annotated[int, typer.Argument(help="The response id (from `parlay logs`).")],
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """One response in full: prompt, answer, usage, timings, tool calls and results."""
+    try:
+        row = _store().response(response_id)
+    except StoreError as exc:
+        Console(stderr=True).print(f"[red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+    if row is None:
+        Console(stderr=True).print(f"[red]error:[/] no response {response_id} in the log")
+        raise typer.Exit(1)
+    if json_output:
+        typer.echo(json.dumps(row.as_dict(), ensure_ascii=False, indent=2))
+        return
+    _print_response(Console(highlight=False), row)
+
+
+@logs_app.command("path")
+def path() -> None:
+    """Print the log file's path (set $PARLAY_LOG_DB to use another)."""
+    typer.echo(str(_store().path))
+
+
+def _print_response(out: Console, row: LoggedResponse) -> None:
+    out.print(f"[bold]response {row.id}[/]  session {row.session_id[:12]}  {row.created_at}")
+    out.print(f"model: {escape(row.model or '?')}  backend: {escape(row.backend or '?')}")
+    out.print(
+        f"usage: {row.prompt_tokens} prompt + {row.completion_tokens} completion tokens; "
+        f"first event {row.first_event_ms} ms, total {row.duration_ms} ms; "
+        f"finish: {row.finish_reason}"
+    )
+    if row.prompt is not None:
+        out.print("[bold]prompt[/]")
+        out.print(escape(row.prompt))
+    out.print("[bold]answer[/]")
+    out.print(escape(row.text))
+    results = {r.call_id: r for r in row.results}
+    for call in row.calls:
+        out.print(f"[cyan]tool call[/] {call.name}({escape(json.dumps(call.arguments))})")
+        result = results.get(call.call_id)
+        if result is None:
+            out.print("  [dim](no result logged)[/]")
+        elif result.error is not None:
+            out.print(f"  [red]error[/] {escape(result.error)}")
+        else:
+            out.print(f"  [green]result[/] {escape(result.output)}")
+    if row.diagnostics:
+        out.print(f"[dim]diagnostics: {escape(json.dumps(row.diagnostics))}[/]")

@@ -1,0 +1,84 @@
+"""`-m/--model`: from what the user typed to a backend.
+
+- nothing, `embedded` or `local`: the embedded model (`parlay.start.default_backend`);
+- a path to a `.gguf` file: that file on the embedded llama.cpp runtime;
+- `http(s)://host/v1` or `NAME@http(s)://host/v1`: an OpenAI-compatible server;
+- `openai:NAME`: OpenAI (`$OPENAI_BASE_URL`, `$OPENAI_API_KEY`);
+- `anthropic:NAME`: Anthropic's Messages API (`$ANTHROPIC_BASE_URL`, `$ANTHROPIC_API_KEY`).
+
+`--prompted` puts any of them behind the prompted tool-calling engine (for a server
+whose model has no native tool calling).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from parlay.backends.base import Backend, Capabilities
+from parlay.errors import ConfigurationError
+
+EMBEDDED = ("", "embedded", "local", "default")
+PLAIN_CHAT = Capabilities(native_tools=False, json_schema=True)
+MODEL_HELP = (
+    "The model: 'embedded' (default), a .gguf file, an OpenAI-compatible URL "
+    "(http://host:port/v1 or NAME@http://host:port/v1), 'openai:NAME' or 'anthropic:NAME'."
+)
+
+
+def prompted(backend: Backend) -> Backend:
+    """`backend` behind the prompted tool-calling engine."""
+    try:
+        module = importlib.import_module("parlay.backends.prompted")
+    except ImportError as exc:
+        raise ConfigurationError(
+            "--prompted needs parlay.backends.prompted, which is not available in this build"
+        ) from exc
+    wrapped: Backend = module.PromptedBackend(backend)
+    return wrapped
+
+
+def resolve_model(spec: str | None, *, use_prompted: bool = False) -> Backend:
+    """The backend for a `-m` value (see the module docstring)."""
+    text = (spec or "").strip()
+    backend: Backend
+    if text.lower() in EMBEDDED:
+        from parlay.start import default_backend
+
+        backend = default_backend()
+        return prompted(backend) if use_prompted and _is_plain(backend) else backend
+    if "://" in text:
+        from parlay.backends.openai import OpenAIBackend
+
+        name, _, url = text.partition("@") if "@" in text.split("://", 1)[0] else ("", "", text)
+        caps = PLAIN_CHAT if use_prompted else Capabilities(native_tools=True, json_schema=True)
+        backend = OpenAIBackend(name or None, base_url=url, capabilities=caps)
+    elif text.lower().endswith(".gguf"):
+        from parlay.backends.local import LocalBackend
+
+        if not Path(text).expanduser().is_file():
+            raise ConfigurationError(f"-m {text!r}: no such model file")
+        backend = LocalBackend(Path(text).expanduser())
+        use_prompted = True  # llama.cpp with a plain chat template has no tool calling
+    elif text.startswith("openai:"):
+        from parlay.backends.openai import OpenAIBackend
+
+        backend = OpenAIBackend(text.removeprefix("openai:") or None)
+    elif text.startswith("anthropic"):
+        try:
+            from parlay.backends.anthropic import AnthropicBackend
+        except ImportError as exc:
+            raise ConfigurationError("the Anthropic backend is not available") from exc
+        name = text.removeprefix("anthropic").removeprefix(":")
+        if not name:
+            raise ConfigurationError(
+                "-m anthropic needs a model name: -m anthropic:claude-sonnet-4-5 (say)"
+            )
+        backend = AnthropicBackend(name)
+    else:
+        raise ConfigurationError(f"-m {text!r} is not understood. {MODEL_HELP}")
+    return prompted(backend) if use_prompted else backend
+
+
+def _is_plain(backend: Backend) -> bool:
+    return not backend.capabilities.native_tools

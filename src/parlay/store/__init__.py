@@ -1,0 +1,25 @@
+"""The SQLite log of sessions, responses, tool calls and tool results."""
+
+from parlay.store.migrations import SCHEMA_VERSION
+from parlay.store.recorder import TurnRecorder
+from parlay.store.store import (
+    ENV_VAR,
+    LoggedCall,
+    LoggedResponse,
+    LoggedResult,
+    LoggedSession,
+    Store,
+    default_path,
+)
+
+__all__ = [
+    "ENV_VAR",
+    "SCHEMA_VERSION",
+    "LoggedCall",
+    "LoggedResponse",
+    "LoggedResult",
+    "LoggedSession",
+    "Store",
+    "TurnRecorder",
+    "default_path",
+]

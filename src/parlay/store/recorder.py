@@ -1,0 +1,160 @@
+"""Writes a session's completed turns to the log (`Session(..., log=True)`).
+
+A turn is recorded when its thunk completes: the prompt, the final text, usage, model,
+timings and diagnostics, every tool call of every round, and the tool results the model
+saw, both those from the turn's own tool loop and those inserted into the context since
+the previous turn (by `call_tool`, `tool_call_result` or a hand-made `ctx.insert`).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+import warnings
+import weakref
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from parlay.context import AssistantMessage, Context, Item, ToolCall, ToolResult
+from parlay.events import Event, TextDelta, ToolCallStart
+from parlay.store.store import LoggedCall, LoggedResponse, LoggedResult, LoggedSession, Store
+
+if TYPE_CHECKING:
+    from parlay.thunk import ModelOutputThunk, RoundDone
+
+Producer = Callable[[], AsyncIterator["Event | RoundDone"]]
+
+
+@attrs.define
+class _Pending:
+    prompt: str | None
+    prompt_ctx: Context
+    started: float | None = None
+    first_event: float | None = None
+
+
+def prompt_text(item: Item | None) -> str | None:
+    """The text a turn's input showed the model (None for `respond()`)."""
+    if item is None:
+        return None
+    content = getattr(item, "content", None)
+    if isinstance(content, str):
+        return content
+    messages = getattr(item, "as_messages", None)
+    if messages is not None:
+        return "\n\n".join(str(getattr(m, "content", "")) for m in messages())
+    return repr(item)
+
+
+def results_since_last_turn(ctx: Context) -> list[ToolResult]:
+    """Tool results inserted after the newest model turn in `ctx`, oldest first."""
+    found: list[ToolResult] = []
+    for item in ctx.reversed_items():
+        if isinstance(item, ToolResult):
+            found.append(item)
+        elif not isinstance(item, ToolCall | AssistantMessage) and hasattr(item, "is_computed"):
+            break  # the previous model turn: its results were logged with it
+    found.reverse()
+    return found
+
+
+class TurnRecorder:
+    """Logs one session's turns into a `Store` under one log-session id."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        source: str = "python",
+        backend: str | None = None,
+        system: str | None = None,
+        tools: Sequence[str] = (),
+    ) -> None:
+        self.store = store
+        self.session = LoggedSession(uuid.uuid4().hex, "", source, backend, system, tuple(tools))
+        self._pending: weakref.WeakKeyDictionary[Any, _Pending] = weakref.WeakKeyDictionary()
+        self.last_response_id: int | None = None
+
+    @property
+    def session_id(self) -> str:
+        return self.session.id
+
+    def track(
+        self, item: Item | None, prompt_ctx: Context, produce: Producer
+    ) -> tuple[Producer, _Pending]:
+        """Wrap a turn's producer to time it; pass the returned record to `watch`."""
+        pending = _Pending(prompt_text(item), prompt_ctx)
+
+        async def timed() -> AsyncIterator[Event | RoundDone]:
+            pending.started = time.monotonic()
+            async for event in produce():
+                if pending.first_event is None and isinstance(event, TextDelta | ToolCallStart):
+                    pending.first_event = time.monotonic()
+                yield event
+
+        return timed, pending
+
+    def watch(self, thunk: ModelOutputThunk[Any], pending: _Pending) -> None:
+        self._pending[thunk] = pending
+
+    def complete(self, thunk: ModelOutputThunk[Any]) -> None:
+        """Write the completed turn. A log failure warns; it never fails the turn."""
+        pending = self._pending.pop(thunk, None)
+        if pending is None:
+            return
+        try:
+            self.last_response_id = self.store.add_response(
+                self.response(thunk, pending), self.session
+            )
+        except Exception as exc:
+            warnings.warn(f"parlay could not log a turn: {exc}", RuntimeWarning, stacklevel=2)
+
+    def response(self, thunk: ModelOutputThunk[Any], pending: _Pending) -> LoggedResponse:
+        # Called from the thunk's completion hook, before it is marked finished, so its
+        # public properties (which wait for that) cannot be used here; read its state.
+        now = time.monotonic()
+        calls: list[LoggedCall] = []
+        results = [_result(r) for r in results_since_last_turn(pending.prompt_ctx)]
+        round_no = 0
+        for message in thunk._steps:
+            if isinstance(message, AssistantMessage):
+                calls.extend(_call(c, round_no) for c in message.tool_calls)
+                round_no += 1
+            elif isinstance(message, ToolResult):
+                results.append(_result(message))
+        calls.extend(_call(c, round_no) for c in thunk._calls())
+        usage = thunk._usage
+        finish = thunk._finish()
+        diagnostics = finish.diagnostics if finish is not None else None
+        started = pending.started
+        return LoggedResponse(
+            session_id=self.session.id,
+            text=thunk._text(),
+            prompt=pending.prompt,
+            backend=self.session.backend,
+            model=finish.model if finish is not None else None,
+            finish_reason=finish.reason if finish is not None else None,
+            prompt_tokens=usage.prompt_tokens if usage else None,
+            completion_tokens=usage.completion_tokens if usage else None,
+            first_event_ms=_ms(started, pending.first_event),
+            duration_ms=_ms(started, now),
+            diagnostics=attrs.asdict(diagnostics) if diagnostics is not None else None,
+            calls=tuple(calls),
+            results=tuple(results),
+        )
+
+
+def _ms(start: float | None, end: float | None) -> float | None:
+    if start is None or end is None:
+        return None
+    return round((end - start) * 1000, 3)
+
+
+def _call(call: ToolCall, round_no: int) -> LoggedCall:
+    return LoggedCall(call.id, call.name, dict(call.arguments), round_no)
+
+
+def _result(result: ToolResult) -> LoggedResult:
+    return LoggedResult(result.call_id, result.name, result.output, result.error)

@@ -1,0 +1,371 @@
+"""The SQLite log: sessions, responses, tool calls and tool results.
+
+One file, WAL mode, a busy timeout and `BEGIN IMMEDIATE` for every write, so several
+processes (two `parlay` commands, a notebook and a script) can write at once and nothing
+is lost: a writer waits for the lock instead of failing. Connections are opened per
+operation, so a `Store` is safe to share between threads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from attrs import field, frozen
+
+from parlay.errors import StoreError
+from parlay.store.migrations import SCHEMA_VERSION, migrate, schema_version
+
+ENV_VAR = "PARLAY_LOG_DB"
+BUSY_TIMEOUT_S = 30.0
+
+
+def default_path() -> Path:
+    """`$PARLAY_LOG_DB` if set, else `logs.db` in the user's data directory for parlay."""
+    chosen = os.environ.get(ENV_VAR)
+    if chosen:
+        return Path(chosen).expanduser()
+    return Path(platformdirs.user_data_dir("parlay", appauthor=False)) / "logs.db"
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+@frozen
+class LoggedCall:
+    call_id: str
+    name: str
+    arguments: dict[str, Any] = field(hash=False)
+    round: int = 0
+
+
+@frozen
+class LoggedResult:
+    call_id: str
+    name: str
+    output: str = ""
+    error: str | None = None
+
+
+@frozen
+class LoggedResponse:
+    """One completed turn as it is written to (and read back from) the log."""
+
+    session_id: str
+    text: str
+    prompt: str | None = None
+    backend: str | None = None
+    model: str | None = None
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    first_event_ms: float | None = None
+    duration_ms: float | None = None
+    diagnostics: dict[str, Any] | None = field(default=None, hash=False)
+    calls: tuple[LoggedCall, ...] = ()
+    results: tuple[LoggedResult, ...] = ()
+    created_at: str = field(factory=utc_now)
+    id: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {
+            name: getattr(self, name)
+            for name in (
+                "id",
+                "session_id",
+                "created_at",
+                "backend",
+                "model",
+                "prompt",
+                "text",
+                "finish_reason",
+                "prompt_tokens",
+                "completion_tokens",
+                "first_event_ms",
+                "duration_ms",
+                "diagnostics",
+            )
+        }
+        out["tool_calls"] = [
+            {"call_id": c.call_id, "name": c.name, "arguments": c.arguments, "round": c.round}
+            for c in self.calls
+        ]
+        out["tool_results"] = [
+            {"call_id": r.call_id, "name": r.name, "output": r.output, "error": r.error}
+            for r in self.results
+        ]
+        return out
+
+
+@frozen
+class LoggedSession:
+    id: str
+    created_at: str
+    source: str
+    backend: str | None
+    system: str | None
+    tools: tuple[str, ...]
+
+
+class Store:
+    """A SQLite log file (created and migrated on first use)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path).expanduser() if path is not None else default_path()
+        self._ready = False
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    # -- connections -------------------------------------------------------------------
+    def _open(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(
+                f"cannot open the log {str(self.path)!r}: {exc}; set ${ENV_VAR} to a writable file"
+            ) from exc
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            if not self._ready:
+                conn.execute("PRAGMA journal_mode = WAL")
+                version = schema_version(conn)
+                if version > SCHEMA_VERSION:
+                    raise StoreError(
+                        f"the log {str(self.path)!r} has schema version {version}, newer than "
+                        f"this parlay understands ({SCHEMA_VERSION}): upgrade parlay"
+                    )
+                migrate(conn)
+                self._ready = True
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(f"the log {str(self.path)!r} is not usable: {exc}") from exc
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        conn = self._open()
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; takes the write lock up front so it cannot deadlock."""
+        with self._connection() as conn:
+            deadline = time.monotonic() + BUSY_TIMEOUT_S
+            while True:
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    break
+                except sqlite3.OperationalError as exc:
+                    # The busy timeout already waited; retry until the deadline anyway,
+                    # since a WAL checkpoint can return SQLITE_BUSY without waiting.
+                    if "locked" not in str(exc) or time.monotonic() > deadline:
+                        raise StoreError(f"cannot write to the log {self.path}: {exc}") from exc
+                    time.sleep(0.01)
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    @property
+    def schema_version(self) -> int:
+        with self._connection() as conn:
+            return schema_version(conn)
+
+    @property
+    def journal_mode(self) -> str:
+        with self._connection() as conn:
+            return str(conn.execute("PRAGMA journal_mode").fetchone()[0])
+
+    # -- writing -----------------------------------------------------------------------
+    def add_session(
+        self,
+        session_id: str,
+        *,
+        source: str = "python",
+        backend: str | None = None,
+        system: str | None = None,
+        tools: Sequence[str] = (),
+    ) -> None:
+        """Record a session (again is harmless: the first record is kept)."""
+        with self._write() as conn:
+            self._insert_session(conn, session_id, source, backend, system, tools)
+
+    @staticmethod
+    def _insert_session(
+        conn: sqlite3.Connection,
+        session_id: str,
+        source: str,
+        backend: str | None,
+        system: str | None,
+        tools: Sequence[str],
+    ) -> None:
+        conn.execute(
+            "INSERT OR IGNORE INTO sessions (id, created_at, source, backend, system, tools) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (session_id, utc_now(), source, backend, system, json.dumps(list(tools))),
+        )
+
+    def add_response(self, response: LoggedResponse, session: LoggedSession | None = None) -> int:
+        """Write a response with its tool calls and results in one transaction; its id."""
+        with self._write() as conn:
+            if session is not None:
+                self._insert_session(
+                    conn,
+                    session.id,
+                    session.source,
+                    session.backend,
+                    session.system,
+                    session.tools,
+                )
+            cursor = conn.execute(
+                "INSERT INTO responses (session_id, created_at, backend, model, prompt, text, "
+                "finish_reason, prompt_tokens, completion_tokens, first_event_ms, duration_ms, "
+                "diagnostics) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    response.session_id,
+                    response.created_at,
+                    response.backend,
+                    response.model,
+                    response.prompt,
+                    response.text,
+                    response.finish_reason,
+                    response.prompt_tokens,
+                    response.completion_tokens,
+                    response.first_event_ms,
+                    response.duration_ms,
+                    json.dumps(response.diagnostics) if response.diagnostics is not None else None,
+                ),
+            )
+            response_id = int(cursor.lastrowid or 0)
+            conn.executemany(
+                "INSERT INTO tool_calls (response_id, round, call_id, name, arguments) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [
+                    (response_id, c.round, c.call_id, c.name, json.dumps(c.arguments))
+                    for c in response.calls
+                ],
+            )
+            conn.executemany(
+                "INSERT INTO tool_results (response_id, call_id, name, output, error) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(response_id, r.call_id, r.name, r.output, r.error) for r in response.results],
+            )
+            return response_id
+
+    # -- reading -----------------------------------------------------------------------
+    def responses(
+        self,
+        *,
+        limit: int | None = 20,
+        tool: str | None = None,
+        session_id: str | None = None,
+    ) -> list[LoggedResponse]:
+        """Newest first; `tool` keeps responses that called (or got a result of) that tool."""
+        where: list[str] = []
+        params: list[Any] = []
+        if tool is not None:
+            where.append(
+                "(id IN (SELECT response_id FROM tool_calls WHERE name = ?) "
+                "OR id IN (SELECT response_id FROM tool_results WHERE name = ?))"
+            )
+            params += [tool, tool]
+        if session_id is not None:
+            where.append("session_id LIKE ?")
+            params.append(session_id + "%")
+        sql = "SELECT * FROM responses"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        with self._connection() as conn:
+            rows = conn.execute(sql, params).fetchall()
+            return [self._response(conn, row) for row in rows]
+
+    def response(self, response_id: int) -> LoggedResponse | None:
+        with self._connection() as conn:
+            row = conn.execute("SELECT * FROM responses WHERE id = ?", (response_id,)).fetchone()
+            return self._response(conn, row) if row is not None else None
+
+    def sessions(self, *, limit: int | None = 20) -> list[LoggedSession]:
+        sql = "SELECT * FROM sessions ORDER BY created_at DESC"
+        params: list[Any] = []
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        with self._connection() as conn:
+            return [
+                LoggedSession(
+                    r["id"],
+                    r["created_at"],
+                    r["source"],
+                    r["backend"],
+                    r["system"],
+                    tuple(json.loads(r["tools"])),
+                )
+                for r in conn.execute(sql, params)
+            ]
+
+    def count(self, table: str = "responses") -> int:
+        if table not in ("sessions", "responses", "tool_calls", "tool_results"):
+            raise ValueError(f"no table {table!r} in the log")
+        with self._connection() as conn:
+            return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+
+    @staticmethod
+    def _response(conn: sqlite3.Connection, row: sqlite3.Row) -> LoggedResponse:
+        calls = tuple(
+            LoggedCall(c["call_id"], c["name"], json.loads(c["arguments"]), c["round"])
+            for c in conn.execute(
+                "SELECT * FROM tool_calls WHERE response_id = ? ORDER BY id", (row["id"],)
+            )
+        )
+        results = tuple(
+            LoggedResult(r["call_id"], r["name"], r["output"], r["error"])
+            # A result is written with the turn that showed it to the model (often the next
+            # one); it belongs to the call that asked for it, so join on the call id.
+            for r in conn.execute(
+                "SELECT * FROM tool_results WHERE call_id IN "
+                "(SELECT call_id FROM tool_calls WHERE response_id = ?) ORDER BY id",
+                (row["id"],),
+            )
+        )
+        return LoggedResponse(
+            session_id=row["session_id"],
+            text=row["text"],
+            prompt=row["prompt"],
+            backend=row["backend"],
+            model=row["model"],
+            finish_reason=row["finish_reason"],
+            prompt_tokens=row["prompt_tokens"],
+            completion_tokens=row["completion_tokens"],
+            first_event_ms=row["first_event_ms"],
+            duration_ms=row["duration_ms"],
+            diagnostics=json.loads(row["diagnostics"]) if row["diagnostics"] else None,
+            calls=calls,
+            results=results,
+            created_at=row["created_at"],
+            id=row["id"],
+        )
