@@ -70,6 +70,7 @@ def _type_check(
     answer_type = _answer_type(acceptable)
     is_variable = answer_type is not None and answer_type is not expected
     # `type(x) is` on purpose: BFCL rejects True for an integer and 1 for a boolean.
+    items: Any = value  # kept apart: the `type(...) is` test narrows `value` to object
     if type(value) is expected:
         if nested is None:
             return OK, is_variable
@@ -77,7 +78,7 @@ def _type_check(
             # As in BFCL, an acceptable value that is not a list (the optional marker "")
             # passes the nested type check.
             if not isinstance(answer, list) or all(
-                _type_check(param, item, answer, nested, None)[0].valid for item in value
+                _type_check(param, item, answer, nested, None)[0].valid for item in items
             ):
                 return OK, is_variable
         return (
@@ -150,13 +151,13 @@ def _value_check(
     if expected is list and nested is dict:
         return _list_of_dicts_check(param, value, acceptable)
     if expected is str:
-        options = [standardize(a) for a in acceptable if isinstance(a, str)]
-        if standardize(value) in options:
+        strings = [standardize(a) for a in acceptable if isinstance(a, str)]
+        if standardize(value) in strings:
             return OK
         return _fail("value_error:string", f"{param!r}: {value!r} not in {list(acceptable)}")
     if expected is list:
-        options = [[_norm(a) for a in answer] for answer in acceptable if isinstance(answer, list)]
-        if [_norm(v) for v in value] in options:
+        lists = [[_norm(a) for a in answer] for answer in acceptable if isinstance(answer, list)]
+        if [_norm(v) for v in value] in lists:
             return OK
         return _fail("value_error:list", f"{param!r}: {value!r} not in {list(acceptable)}")
     if value in acceptable:

@@ -111,8 +111,10 @@ def load_category(category: str) -> tuple[Question, ...]:
     folder = data_dir()
     path = folder / f"{DATA_VERSION}_{category}.json"
     if not path.is_file():
-        known = sorted(p.name.removeprefix(f"{DATA_VERSION}_").removesuffix(".json")
-                       for p in folder.glob(f"{DATA_VERSION}_*.json"))
+        known = sorted(
+            p.name.removeprefix(f"{DATA_VERSION}_").removesuffix(".json")
+            for p in folder.glob(f"{DATA_VERSION}_*.json")
+        )
         raise ValueError(f"unknown BFCL category {category!r}; known: {', '.join(known)}")
     answers: dict[str, list[dict[str, Any]]] = {}
     if category not in ABSTAIN_CATEGORIES:

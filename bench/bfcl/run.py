@@ -128,8 +128,9 @@ async def ask(backend: Backend, question: Question, max_tokens: int) -> dict[str
     well_formed = bool(calls) and all(
         name in names and isinstance(arguments, dict) for name, arguments in calls
     )
-    plain_calls = [(name, arguments if isinstance(arguments, dict) else {}) for name, arguments
-                   in calls]
+    plain_calls = [
+        (name, arguments if isinstance(arguments, dict) else {}) for name, arguments in calls
+    ]
     verdict = check(question.category, question.functions, plain_calls, question.ground_truth)
     diagnostics = finish.diagnostics if finish else None
     usage = finish.usage if finish else None
@@ -144,6 +145,7 @@ async def ask(backend: Backend, question: Question, max_tokens: int) -> dict[str
         "error": error or verdict.error,
         "finish": finish.reason if finish else None,
         "retries": [r.reason for r in diagnostics.retries] if diagnostics else [],
+        "prompt_tokens": usage.prompt_tokens if usage else None,
         "completion_tokens": usage.completion_tokens if usage else None,
         "seconds": round(seconds, 2),
     }
@@ -166,7 +168,9 @@ def summarize(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "well_formed": share(calls, "well_formed"),
         "right": share(calls, "right"),
         "right_by_category": {
-            c: share(rows, "right") for c, rows in by_category.items() if c not in ABSTAIN_CATEGORIES
+            c: share(rows, "right")
+            for c, rows in by_category.items()
+            if c not in ABSTAIN_CATEGORIES
         },
         "abstained": share(abstain, "right"),
         "seconds_per_question": (
@@ -301,8 +305,13 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         for config in configs:
             done = results["runs"].setdefault(model.key, {}).setdefault(config.key, {})
             started = time.perf_counter()
-            await run_config(make_backend(config, server, model), questions, args.max_tokens,
-                             done, f"{model.key} {config.key}")
+            await run_config(
+                make_backend(config, server, model),
+                questions,
+                args.max_tokens,
+                done,
+                f"{model.key} {config.key}",
+            )
             print(f"{model.key} / {config.key}: {time.perf_counter() - started:.0f}s", flush=True)
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")

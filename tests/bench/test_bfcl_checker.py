@@ -1,0 +1,226 @@
+"""The BFCL checker follows BFCL's AST rules (bfcl_eval/eval_checker/ast_eval/ast_checker.py).
+
+Hand-written cases for each rule, plus a pass over the real ground truth of the
+categories the benchmark uses when the `bfcl-eval` data is installed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# The benchmark lives in the repository's `bench` package, outside `src`.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench.bfcl.checker import check, check_call, standardize
+from bench.bfcl.data import data_dir, load_category, sample, to_json_schema
+
+AREA = {
+    "name": "calculate_triangle_area",
+    "description": "Area of a triangle.",
+    "parameters": {
+        "type": "dict",
+        "properties": {
+            "base": {"type": "integer"},
+            "height": {"type": "float"},
+            "unit": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "options": {"type": "dict", "properties": {"exact": {"type": "boolean"}}},
+            "rounded": {"type": "boolean"},
+        },
+        "required": ["base", "height"],
+    },
+}
+AREA_ANSWER = {
+    "calculate_triangle_area": {
+        "base": [10],
+        "height": [5.0],
+        "unit": ["units", ""],
+        "tags": [["New York", "Paris"], ""],
+        "options": [{"exact": [True]}, ""],
+        "rounded": [False, ""],
+    }
+}
+CIRCLE: dict[str, Any] = {
+    "name": "circle.area",
+    "parameters": {
+        "type": "dict",
+        "properties": {"radius": {"type": "integer"}},
+        "required": ["radius"],
+    },
+}
+CIRCLE_ANSWER = {"circle.area": {"radius": [3]}}
+
+
+def simple(arguments: dict[str, Any], name: str = "calculate_triangle_area") -> Any:
+    return check("simple_python", [AREA], [(name, arguments)], [AREA_ANSWER])
+
+
+def test_the_right_call_passes() -> None:
+    assert simple({"base": 10, "height": 5.0}).valid
+
+
+def test_a_wrong_function_name_fails() -> None:
+    verdict = simple({"base": 10, "height": 5.0}, name="triangle_area")
+    assert (verdict.valid, verdict.error_type) == (False, "wrong_func_name")
+
+
+def test_a_missing_required_parameter_fails() -> None:
+    verdict = simple({"base": 10})
+    assert (verdict.valid, verdict.error_type) == (False, "missing_required")
+
+
+def test_an_unknown_parameter_fails() -> None:
+    verdict = simple({"base": 10, "height": 5.0, "color": "red"})
+    assert (verdict.valid, verdict.error_type) == (False, "unexpected_param")
+
+
+def test_a_value_outside_the_acceptable_ones_fails() -> None:
+    verdict = simple({"base": 11, "height": 5.0})
+    assert (verdict.valid, verdict.error_type) == (False, "value_error:others")
+
+
+def test_an_int_is_accepted_for_a_float() -> None:
+    assert simple({"base": 10, "height": 5}).valid
+
+
+def test_a_float_is_not_accepted_for_an_int() -> None:
+    verdict = simple({"base": 10.0, "height": 5.0})
+    assert (verdict.valid, verdict.error_type) == (False, "type_error:simple")
+
+
+def test_a_bool_is_not_an_int_and_a_string_is_not_a_number() -> None:
+    assert not simple({"base": True, "height": 5.0}).valid
+    assert not simple({"base": "10", "height": 5.0}).valid
+
+
+def test_strings_compare_without_case_spaces_or_punctuation() -> None:
+    assert simple({"base": 10, "height": 5.0, "unit": "UNITS"}).valid
+    assert simple({"base": 10, "height": 5.0, "unit": "u-n_i.ts"}).valid
+    assert not simple({"base": 10, "height": 5.0, "unit": "meters"}).valid
+    assert standardize("April 1, 2024") == standardize("april 1 2024")
+
+
+def test_an_optional_parameter_may_be_given_or_left_out() -> None:
+    assert simple({"base": 10, "height": 5.0, "unit": "units", "rounded": False}).valid
+    assert not simple({"base": 10, "height": 5.0, "rounded": True}).valid
+
+
+def test_a_parameter_the_answer_needs_cannot_be_left_out() -> None:
+    # Not required by the schema, but the ground truth has no "" among its values.
+    answer = {"circle.area": {"radius": [3]}}
+    function = {**CIRCLE, "parameters": {**CIRCLE["parameters"], "required": []}}
+    verdict = check_call(function, ("circle.area", {}), answer)
+    assert (verdict.valid, verdict.error_type) == (False, "missing_optional")
+
+
+def test_lists_compare_in_order_with_standardized_strings() -> None:
+    assert simple({"base": 10, "height": 5.0, "tags": ["new york", "PARIS"]}).valid
+    assert not simple({"base": 10, "height": 5.0, "tags": ["Paris", "New York"]}).valid
+    assert not simple({"base": 10, "height": 5.0, "tags": [1, 2]}).valid
+
+
+def test_dicts_compare_key_by_key() -> None:
+    assert simple({"base": 10, "height": 5.0, "options": {"exact": True}}).valid
+    assert not simple({"base": 10, "height": 5.0, "options": {"exact": False}}).valid
+    assert not simple({"base": 10, "height": 5.0, "options": {"exact": True, "x": 1}}).valid
+    assert not simple({"base": 10, "height": 5.0, "options": {}}).valid
+
+
+def test_a_simple_question_takes_exactly_one_call() -> None:
+    right = ("calculate_triangle_area", {"base": 10, "height": 5.0})
+    assert not check("simple_python", [AREA], [], [AREA_ANSWER]).valid
+    verdict = check("simple_python", [AREA], [right, right], [AREA_ANSWER])
+    assert (verdict.valid, verdict.error_type) == (False, "wrong_count")
+
+
+def test_multiple_picks_the_described_function_among_several() -> None:
+    right = ("circle.area", {"radius": 3})
+    assert check("multiple", [AREA, CIRCLE], [right], [CIRCLE_ANSWER]).valid
+    wrong = ("calculate_triangle_area", {"base": 10, "height": 5.0})
+    verdict = check("multiple", [AREA, CIRCLE], [wrong], [CIRCLE_ANSWER])
+    assert (verdict.valid, verdict.error_type) == (False, "wrong_func_name")
+
+
+def test_parallel_calls_match_in_any_order() -> None:
+    truth = [CIRCLE_ANSWER, {"circle.area": {"radius": [4]}}]
+    four, three = ("circle.area", {"radius": 4}), ("circle.area", {"radius": 3})
+    assert check("parallel", [CIRCLE], [four, three], truth).valid
+    assert check("parallel", [CIRCLE], [three, four], truth).valid
+    assert not check("parallel", [CIRCLE], [three, three], truth).valid
+    assert not check("parallel", [CIRCLE], [three], truth).valid
+
+
+def test_irrelevance_is_right_exactly_without_a_call() -> None:
+    assert check("live_irrelevance", [CIRCLE], [], []).valid
+    verdict = check("live_irrelevance", [CIRCLE], [("circle.area", {"radius": 1})], [])
+    assert (verdict.valid, verdict.error_type) == (False, "irrelevance:called")
+
+
+def test_bfcl_dialect_maps_to_json_schema() -> None:
+    schema = to_json_schema(
+        {
+            "type": "dict",
+            "properties": {
+                "x": {"type": "float", "optional": True},
+                "pair": {"type": "tuple", "items": {"type": "any"}},
+            },
+        }
+    )
+    assert schema == {
+        "type": "object",
+        "properties": {
+            "x": {"type": "number"},
+            "pair": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+
+
+def _bfcl_installed() -> bool:
+    try:
+        data_dir()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _pick(options: dict[str, list[Any]]) -> dict[str, Any]:
+    """The first acceptable non-empty value of each parameter (some required parameters
+    list "" first in BFCL's data); nested dicts list options per key."""
+    picked = {}
+    for param, values in options.items():
+        given = [value for value in values if value != ""]
+        if given:
+            first = given[0]
+            if isinstance(first, dict):
+                first = _pick(first)
+            elif isinstance(first, list):
+                first = [_pick(item) if isinstance(item, dict) else item for item in first]
+            picked[param] = first
+    return picked
+
+
+def _first_acceptable(answer: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    name = next(iter(answer))
+    return name, _pick(answer[name])
+
+
+@pytest.mark.skipif(not _bfcl_installed(), reason="bfcl-eval data not installed")
+@pytest.mark.parametrize("category", ["simple_python", "multiple"])
+def test_every_ground_truth_passes_and_a_wrong_name_fails(category: str) -> None:
+    for question in load_category(category):
+        calls = [_first_acceptable(answer) for answer in question.ground_truth]
+        assert check(category, question.functions, calls, question.ground_truth).valid, question.id
+        renamed = [(name + "_x", arguments) for name, arguments in calls]
+        assert not check(category, question.functions, renamed, question.ground_truth).valid
+
+
+@pytest.mark.skipif(not _bfcl_installed(), reason="bfcl-eval data not installed")
+def test_the_sample_is_fixed_by_the_seed() -> None:
+    first = [q.id for q in sample("live_irrelevance", 10, 7)]
+    assert first == [q.id for q in sample("live_irrelevance", 10, 7)]
+    assert first != [q.id for q in sample("live_irrelevance", 10, 8)]
+    assert all(not q.expects_call for q in load_category("live_irrelevance"))
