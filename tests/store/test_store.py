@@ -156,7 +156,7 @@ def test_hand_inserted_results_are_logged_with_the_next_turn(store: Store) -> No
     (call,) = session.chat("2+2").tools
     session.ctx = session.ctx.insert(ToolResult(call.id, call.name, output="4"))
     assert session.respond().value == "four"
-    newest, oldest = store.responses(tool="add")  # one called add, one was given its result
+    newest, oldest = store.responses()  # one called add, the next was given its result
     assert newest.calls == ()
     assert [(r.call_id, r.output) for r in oldest.results] == [(call.id, "4")]
 

@@ -281,15 +281,12 @@ class Store:
         tool: str | None = None,
         session_id: str | None = None,
     ) -> list[LoggedResponse]:
-        """Newest first; `tool` keeps responses that called (or got a result of) that tool."""
+        """Newest first; `tool` keeps the responses that called that tool."""
         where: list[str] = []
         params: list[Any] = []
         if tool is not None:
-            where.append(
-                "(id IN (SELECT response_id FROM tool_calls WHERE name = ?) "
-                "OR id IN (SELECT response_id FROM tool_results WHERE name = ?))"
-            )
-            params += [tool, tool]
+            where.append("id IN (SELECT response_id FROM tool_calls WHERE name = ?)")
+            params.append(tool)
         if session_id is not None:
             where.append("session_id LIKE ?")
             params.append(session_id + "%")
