@@ -144,7 +144,7 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
             body = json.loads(raw or b"{}")
             if not await _answer(line.decode("latin-1"), body, writer):
                 return
-    except (ConnectionError, asyncio.IncompleteReadError):
+    except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
         return
     finally:
         writer.close()
@@ -220,7 +220,17 @@ class StubUpstream:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def stop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        """Cancel the handlers still sleeping (slow, stall), then stop the loop."""
+
+        async def shutdown() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self._loop.stop()
+
+        asyncio.run_coroutine_threadsafe(shutdown(), self._loop)
+        self._thread.join(10)
 
 
 def free_port() -> int:

@@ -1,0 +1,188 @@
+"""The proxy app in-process (httpx ASGI transport) over a ScriptedBackend: status codes,
+error shapes, keys, models, and what reaches the backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from parlay import AssistantMessage, ChatRequest, ScriptedBackend, ToolCall, ToolChoice
+from parlay.errors import ConfigurationError
+from parlay.server import ServerConfig, create_app
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
+
+def client_for(backend: Any, **kwargs: Any) -> httpx.AsyncClient:
+    app = create_app(backend, **kwargs)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://proxy")
+
+
+def oa(**extra: Any) -> dict[str, Any]:
+    return {"model": "smol", "messages": [{"role": "user", "content": "hi"}], **extra}
+
+
+def an(**extra: Any) -> dict[str, Any]:
+    return {
+        "model": "smol",
+        "max_tokens": 5,
+        "messages": [{"role": "user", "content": "hi"}],
+        **extra,
+    }
+
+
+async def test_bad_json_is_400_in_each_shape() -> None:
+    async with client_for(ScriptedBackend(["x"])) as c:
+        r = await c.post("/v1/chat/completions", content=b"{nope")
+        assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
+        r = await c.post("/v1/messages", content=b"{nope")
+        assert r.status_code == 400
+        assert r.json()["type"] == "error" and r.json()["error"]["type"] == "invalid_request_error"
+
+
+async def test_missing_fields_are_400_naming_the_field() -> None:
+    async with client_for(ScriptedBackend(["x"])) as c:
+        r = await c.post(
+            "/v1/chat/completions", json={"messages": [{"role": "user", "content": "x"}]}
+        )
+        assert r.status_code == 400 and "`model` is required" in r.json()["error"]["message"]
+        r = await c.post(
+            "/v1/messages", json={"model": "m", "messages": [{"role": "user", "content": "x"}]}
+        )
+        assert r.status_code == 400 and "`max_tokens` is required" in r.json()["error"]["message"]
+
+
+async def test_keys() -> None:
+    async with client_for(ScriptedBackend(["a", "b", "c", "d"]), client_keys=["k1", "k2"]) as c:
+        r = await c.post("/v1/chat/completions", json=oa())
+        assert r.status_code == 401 and r.json()["error"]["type"] == "authentication_error"
+        r = await c.post(
+            "/v1/chat/completions", json=oa(), headers={"Authorization": "Bearer wrong"}
+        )
+        assert r.status_code == 401
+        r = await c.post("/v1/messages", json=an(), headers={"x-api-key": "wrong"})
+        assert r.status_code == 401 and r.json()["error"]["type"] == "authentication_error"
+        r = await c.post("/v1/chat/completions", json=oa(), headers={"Authorization": "Bearer k2"})
+        assert r.status_code == 200
+        r = await c.post("/v1/messages", json=an(), headers={"x-api-key": "k1"})
+        assert r.status_code == 200
+        r = await c.get("/v1/models")
+        assert r.status_code == 401
+
+
+async def test_unknown_model_is_404() -> None:
+    async with client_for(ScriptedBackend(["x"]), models=["smol"]) as c:
+        r = await c.post("/v1/chat/completions", json=oa(model="gpt-9"))
+        assert r.status_code == 404 and r.json()["error"]["type"] == "not_found_error"
+        assert "smol" in r.json()["error"]["message"]
+        r = await c.post("/v1/messages", json=an(model="claude-9"))
+        assert r.status_code == 404 and r.json()["error"]["type"] == "not_found_error"
+
+
+async def test_models_and_health() -> None:
+    async with client_for(ScriptedBackend(["x"]), models=["smol", "smol-tools"]) as c:
+        r = await c.get("/v1/models")
+        assert [m["id"] for m in r.json()["data"]] == ["smol", "smol-tools"]
+        assert r.json()["object"] == "list"
+        r = await c.get("/v1/models", headers={"anthropic-version": "2023-06-01"})
+        assert r.json()["data"][0]["type"] == "model" and r.json()["has_more"] is False
+        r = await c.get("/health")
+        assert r.status_code == 200 and r.json()["status"] == "ok"
+
+
+async def test_request_reaches_backend_decoded_without_the_client_model_name() -> None:
+    backend = ScriptedBackend([ToolCall("get_weather", {"city": "Paris"}, "c1")])
+    async with client_for(backend) as c:
+        r = await c.post(
+            "/v1/chat/completions",
+            json=oa(
+                tools=[WEATHER], tool_choice="required", parallel_tool_calls=False, max_tokens=9
+            ),
+        )
+    assert r.status_code == 200
+    message = r.json()["choices"][0]["message"]
+    assert message["tool_calls"][0]["function"]["name"] == "get_weather"
+    sent: ChatRequest = backend.requests[0]
+    assert sent.model is None  # the upstream answers with its own model
+    assert sent.tool_choice == ToolChoice("required") and not sent.parallel_tool_calls
+    assert sent.options.max_tokens == 9
+
+
+async def test_later_turn_without_tools_derives_them_from_history() -> None:
+    backend = ScriptedBackend(["It is sunny.", "It is sunny."])
+    history = [
+        {"role": "user", "content": "Weather in Paris?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+    ]
+    async with client_for(backend, history_tools=True) as c:
+        r = await c.post("/v1/chat/completions", json={"model": "m", "messages": history})
+        assert r.status_code == 200
+    (spec,) = backend.requests[0].tools
+    assert spec.name == "get_weather"
+    assert spec.parameters["properties"] == {"city": {"type": "string"}}
+    # Passed through untouched when the upstream is native.
+    async with client_for(backend, history_tools=False) as c:
+        await c.post("/v1/chat/completions", json={"model": "m", "messages": history})
+    assert backend.requests[1].tools == ()
+
+
+async def test_anthropic_round_trip_through_backend() -> None:
+    backend = ScriptedBackend(
+        [AssistantMessage("On it.", (ToolCall("get_weather", {"city": "Oslo"}, "toolu_1"),))]
+    )
+    async with client_for(backend) as c:
+        r = await c.post(
+            "/v1/messages",
+            json=an(
+                tools=[{"name": "get_weather", "input_schema": {"type": "object"}}],
+                tool_choice={"type": "tool", "name": "get_weather"},
+            ),
+        )
+    data = r.json()
+    assert data["stop_reason"] == "tool_use"
+    assert [b["type"] for b in data["content"]] == ["text", "tool_use"]
+    assert data["content"][1]["input"] == {"city": "Oslo"}
+    assert backend.requests[0].tool_choice == ToolChoice("tool", "get_weather")
+
+
+def test_config_refuses_open_non_loopback() -> None:
+    with pytest.raises(ConfigurationError, match="without a client key"):
+        ServerConfig("http://up/v1", host="0.0.0.0")
+    assert ServerConfig("http://up/v1", host="0.0.0.0", client_keys=("k",)).host == "0.0.0.0"
+    assert ServerConfig("http://up/v1", host="::1").host == "::1"
+
+
+def test_config_from_env_and_flags() -> None:
+    env = {
+        "PARLAY_SERVE_UPSTREAM_URL": "http://env/v1",
+        "PARLAY_SERVE_MODELS": "a, b",
+        "PARLAY_SERVE_CLIENT_KEYS": "k1,k2",
+        "PARLAY_SERVE_PORT": "9001",
+    }
+    config = ServerConfig.from_env(env, port=None, tools="native", upstream_model="smol")
+    assert config.upstream_url == "http://env/v1"
+    assert config.models == ("a", "b") and config.client_keys == ("k1", "k2")
+    assert config.port == 9001 and config.tools == "native" and config.host == "127.0.0.1"
+    with pytest.raises(ConfigurationError, match="upstream-url"):
+        ServerConfig.from_env({})
+    with pytest.raises(ConfigurationError, match="not a number"):
+        ServerConfig.from_env({**env, "PARLAY_SERVE_PORT": "x"})

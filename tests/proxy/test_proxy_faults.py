@@ -1,0 +1,138 @@
+"""Injected upstream faults through the proxy on uvicorn: each ends in the client's own
+error shape with the right status, or in an error event mid-stream; never in a hang."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+import pytest
+from proxy_harness import running
+from proxy_stub import StubUpstream, free_port
+
+from parlay import OpenAIBackend
+from parlay.server import create_app
+
+OA = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+AN = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+
+
+@contextmanager
+def proxy_to(base_url: str, mode: str, timeout: float = 1.0) -> Iterator[str]:
+    backend = OpenAIBackend(mode, base_url=base_url, api_key="", timeout=timeout)
+    with running(create_app(backend)) as server:
+        yield server.url
+
+
+def sse_events(text: str) -> list[tuple[str | None, Any]]:
+    out = []
+    for frame in text.strip().split("\n\n"):
+        name = None
+        data = None
+        for line in frame.splitlines():
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                data = line[6:]
+        out.append((name, data if data == "[DONE]" else json.loads(data or "null")))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("mode", "status"),
+    [("fail-500", 502), ("slow", 504)],
+)
+@pytest.mark.parametrize("stream", [False, True])
+def test_upstream_failures_get_gateway_statuses(
+    stub_upstream: StubUpstream, mode: str, status: int, stream: bool
+) -> None:
+    with proxy_to(stub_upstream.base_url, mode, timeout=0.5) as url:
+        started = time.monotonic()
+        r = httpx.post(url + "/v1/chat/completions", json={**OA, "stream": stream}, timeout=10)
+        assert r.status_code == status
+        assert r.json()["error"]["message"]
+        r = httpx.post(url + "/v1/messages", json={**AN, "stream": stream}, timeout=10)
+        assert r.status_code == status
+        assert r.json()["type"] == "error"
+        assert r.json()["error"]["type"] == ("timeout_error" if status == 504 else "api_error")
+        assert time.monotonic() - started < 5
+
+
+def test_refused_connection_is_502() -> None:
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    with proxy_to(dead, "m") as url:
+        r = httpx.post(url + "/v1/chat/completions", json=OA, timeout=10)
+        assert r.status_code == 502 and "cannot be reached" in r.json()["error"]["message"]
+        client = anthropic.Anthropic(base_url=url, api_key="x", max_retries=0)
+        with pytest.raises(anthropic.APIStatusError) as info:
+            client.messages.create(**AN)
+        assert info.value.status_code == 502
+
+
+@pytest.mark.parametrize("mode", ["cut", "cut-call"])
+def test_cut_stream_ends_with_an_error_event(stub_upstream: StubUpstream, mode: str) -> None:
+    with proxy_to(stub_upstream.base_url, mode) as url:
+        r = httpx.post(url + "/v1/chat/completions", json={**OA, "stream": True}, timeout=10)
+        assert r.status_code == 200  # headers went out with the first event
+        events = sse_events(r.text)
+        assert "error" in events[-1][1] and events[-1][1]["error"]["type"] == "upstream_error"
+        assert all(d != "[DONE]" for _, d in events)
+        r = httpx.post(url + "/v1/messages", json={**AN, "stream": True}, timeout=10)
+        events = sse_events(r.text)
+        assert events[0][0] == "message_start"
+        assert events[-1][0] == "error" and events[-1][1]["error"]["type"] == "api_error"
+        assert not any(name == "message_stop" for name, _ in events)
+        # Not streamed to the client: a plain 502.
+        r = httpx.post(url + "/v1/chat/completions", json=OA, timeout=10)
+        assert r.status_code == 502
+
+
+def test_cut_stream_raises_in_the_sdks(stub_upstream: StubUpstream) -> None:
+    with proxy_to(stub_upstream.base_url, "cut-call") as url:
+        oa = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0, timeout=10)
+        with pytest.raises(openai.APIError, match="cut"):  # noqa: SIM117
+            with oa.chat.completions.stream(
+                model="m", messages=[{"role": "user", "content": "x"}]
+            ) as stream:
+                for _ in stream:
+                    pass
+        an = anthropic.Anthropic(base_url=url, api_key="x", max_retries=0, timeout=10)
+        with pytest.raises(anthropic.APIError):  # noqa: SIM117
+            with an.messages.stream(**AN) as astream:
+                astream.get_final_message()
+
+
+def test_stalled_stream_times_out_with_an_error_event(stub_upstream: StubUpstream) -> None:
+    with proxy_to(stub_upstream.base_url, "stall", timeout=0.5) as url:
+        started = time.monotonic()
+        r = httpx.post(url + "/v1/chat/completions", json={**OA, "stream": True}, timeout=10)
+        events = sse_events(r.text)
+        assert events[-1][1]["error"]["type"] == "timeout_error"
+        assert time.monotonic() - started < 5
+
+
+def test_text_reaches_the_client_as_the_upstream_produces_it(stub_upstream: StubUpstream) -> None:
+    """The stub sends a chunk every 0.3 s: each must arrive about then, not all at the end."""
+    with proxy_to(stub_upstream.base_url, "drip", timeout=5) as url:
+        arrivals: list[float] = []
+        started = time.monotonic()
+        with httpx.stream(
+            "POST", url + "/v1/chat/completions", json={**OA, "stream": True}, timeout=10
+        ) as r:
+            for line in r.iter_lines():
+                if (
+                    line.startswith("data: ")
+                    and '"content":"' in line
+                    and '"content":""' not in line
+                ):
+                    arrivals.append(time.monotonic() - started)
+    assert len(arrivals) == 4
+    # The first word left the stub at once, the last about 0.9 s later.
+    assert arrivals[0] < 0.25
+    assert arrivals[-1] - arrivals[0] > 0.6
