@@ -25,6 +25,7 @@ from parlay.errors import (
     ConfigurationError,
     InvalidRequestError,
     ParlayError,
+    StoreError,
     ThunkError,
     ToolChainLimitError,
     ToolDefinitionError,
@@ -41,6 +42,7 @@ from parlay.events import (
 from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice, ToolSpec
 from parlay.session import Session, SessionToolCallingProtocol
 from parlay.start import start_session
+from parlay.store import Store
 from parlay.thunk import ModelOutputThunk
 from parlay.tools import Tool, Toolbox, tool
 
@@ -75,6 +77,8 @@ __all__ = [
     "ScriptedBackend",
     "Session",
     "SessionToolCallingProtocol",
+    "Store",
+    "StoreError",
     "SystemMessage",
     "TextDelta",
     "ThunkError",
