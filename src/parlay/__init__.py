@@ -3,6 +3,7 @@
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.local import LocalBackend
 from parlay.backends.openai import OpenAIBackend
+from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.components import Instruction
 from parlay.context import (
@@ -15,6 +16,7 @@ from parlay.context import (
     ToolResult,
     UserMessage,
 )
+from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases
 from parlay.diagnostics import Diagnostics, Retry
 from parlay.errors import (
     BackendConnectionError,
@@ -49,6 +51,7 @@ from parlay.tools import Tool, Toolbox, tool
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_REFUSALS",
     "AssistantMessage",
     "Backend",
     "BackendConnectionError",
@@ -72,6 +75,8 @@ __all__ = [
     "ModelOutputThunk",
     "OpenAIBackend",
     "ParlayError",
+    "PromptedBackend",
+    "RefusalPhrases",
     "ResponseFormat",
     "Retry",
     "ScriptedBackend",

@@ -25,3 +25,7 @@ class Diagnostics:
     refusal: str | None = None
     constrained: bool = False
     notes: tuple[str, ...] = ()
+    # Where the conversation stood (`contract.state.ToolState` value) and how the prompted
+    # engine streamed the reply: "live", "hybrid" (text live, calls held) or "buffered".
+    tool_state: str | None = None
+    streaming: str | None = None

@@ -25,8 +25,10 @@ def default_backend() -> Backend:
 
         return OpenAIBackend(os.environ.get("PARLAY_MODEL"), base_url=base_url)
     from parlay.backends.local import LocalBackend
+    from parlay.backends.prompted import PromptedBackend
 
-    return LocalBackend()
+    # SmolLM2 has no tool support of its own: the prompt-contract engine gives it some.
+    return PromptedBackend(LocalBackend())
 
 
 def start_session(

@@ -1,0 +1,398 @@
+"""Tool calling for models without it: the prompt-contract engine as a `Backend`.
+
+`PromptedBackend(inner)` renders the contract into the prompt, streams the inner model's
+text through the incremental action parser, repairs calls against their schemas, and
+retries (bounded) when a call was expected and missing, the model refused, or a call
+was unreadable, unknown or did not fit its schema. Sessions and the proxy cannot tell
+it from a native backend: it reports `native_tools=True` and yields the same events.
+
+Streaming and retries, explicitly. A retry needs the whole reply before deciding, and no
+event is emitted for a reply that is then discarded, so each attempt runs in one of three
+modes (recorded as `Diagnostics.streaming`):
+
+- `live`: no retry can follow (`max_retries` spent or 0, or `tool_choice="none"`):
+  every event goes out as the parser produces it.
+- `hybrid` (`tool_choice="auto"` with retries left): visible text goes out live once
+  `refusal_window` characters have shown it is not a refusal; from the first action
+  on, the call events are held until the reply ends and has been judged. If a retry
+  follows after text went out, the text stays (it was not discarded) and only the
+  retry's calls are added; its own text is dropped and noted.
+- `buffered` (`tool_choice` required or a named tool, retries left): the whole reply is
+  held, since a reply without a call is retried.
+
+Held calls are emitted with one `ToolCallArgsDelta` holding the repaired arguments;
+live calls stream the arguments as written (normalised to JSON) and their `ToolCallEnd`
+carries the repaired ones.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from parlay.backends.base import Backend, Capabilities
+from parlay.context import AssistantMessage, ToolCall, UserMessage
+from parlay.contract.constrain import action_response_format
+from parlay.contract.parser import ActionStreamParser
+from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases, RefusalSignal, detect_refusal
+from parlay.contract.render import (
+    DEFAULT_FORMAT,
+    DEFAULT_MAX_RESULT_CHARS,
+    Contract,
+    ContractOptions,
+    render_contract,
+    retry_instruction,
+)
+from parlay.contract.repair import repair_call
+from parlay.contract.retry import CallIssue, RetryPolicy, Verdict
+from parlay.contract.state import has_tool_activity
+from parlay.diagnostics import Diagnostics, Retry
+from parlay.errors import ConfigurationError
+from parlay.events import (
+    Event,
+    Finish,
+    FinishReason,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+from parlay.request import AUTO, ChatRequest, ToolSpec
+
+logger = logging.getLogger("parlay.prompted")
+
+CALL_EVENTS = (ToolCallStart, ToolCallArgsDelta, ToolCallEnd)
+
+
+class _Attempt:
+    """One round trip to the inner model: what was parsed, held and shown."""
+
+    def __init__(self, mode: str, suppress_text: bool) -> None:
+        self.mode = mode
+        self.suppress_text = suppress_text
+        self.held: list[Event] = []
+        self.held_text = 0
+        self.text_live = mode == "live"
+        self.shown_text = False
+        self.calls_started = False
+        self.live_calls = 0
+        self.raw: list[str] = []
+        self.issues: list[CallIssue] = []
+        self.notes: list[str] = []
+        self.finish: Finish | None = None
+
+
+class PromptedBackend:
+    """Wraps any `Backend` and gives it tool calling through a prompt contract.
+
+    - `action_format`: "fenced" (```` ```json action ```` blocks), "json" (one JSON object
+      per reply) or "command" (`@tool NAME {...}` lines); the parser reads all three.
+    - `max_retries`: bounded retries (default 2), each with a stricter instruction.
+    - `constrained`: hold output to a JSON schema of valid actions. None (default): when
+      the inner backend supports JSON-schema output and `tool_choice` forces a call.
+      True: also under `auto` (a plain answer then comes as `{"final": ...}`). False: never.
+    - `few_shot`: example turns synthesised from the request's tools (default on).
+    - `refusal_phrases`: a `RefusalPhrases` (extend `DEFAULT_REFUSALS` with your own).
+    - `template_dir`: your folder of templates, searched before parlay's own.
+    - `max_result_chars`: tool outputs longer than this are cut, with a marker.
+    - `refusal_window`: characters of text held (under `auto`) before it streams.
+    """
+
+    def __init__(
+        self,
+        inner: Backend,
+        *,
+        action_format: str = DEFAULT_FORMAT,
+        max_retries: int = 2,
+        constrained: bool | None = None,
+        few_shot: bool = True,
+        refusal_phrases: RefusalPhrases = DEFAULT_REFUSALS,
+        template_dir: str | None = None,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+        thought_limit: int = 200,
+        refusal_window: int = 200,
+        max_examples: int = 4,
+    ) -> None:
+        if constrained and not inner.capabilities.json_schema:
+            raise ConfigurationError(
+                f"constrained=True needs a backend with JSON-schema output; {inner.name} has "
+                "none: pass constrained=None (use it when available) or False"
+            )
+        self.inner = inner
+        self.options = ContractOptions(
+            action_format=action_format,
+            few_shot=few_shot,
+            max_examples=max_examples,
+            max_result_chars=max_result_chars,
+            thought_limit=thought_limit,
+            template_dir=str(template_dir) if template_dir is not None else None,
+        )
+        self.policy = RetryPolicy(max_retries)
+        self.constrained = constrained
+        self.refusal_phrases = refusal_phrases
+        self.refusal_window = refusal_window
+
+    @property
+    def action_format(self) -> str:
+        return self.options.action_format
+
+    @property
+    def max_retries(self) -> int:
+        return self.policy.max_retries
+
+    def configure(self, **changes: Any) -> PromptedBackend:
+        """A copy with some settings changed (same inner backend): handy for benchmarks."""
+        settings: dict[str, Any] = {
+            "action_format": self.options.action_format,
+            "max_retries": self.policy.max_retries,
+            "constrained": self.constrained,
+            "few_shot": self.options.few_shot,
+            "refusal_phrases": self.refusal_phrases,
+            "template_dir": self.options.template_dir,
+            "max_result_chars": self.options.max_result_chars,
+            "thought_limit": self.options.thought_limit,
+            "refusal_window": self.refusal_window,
+            "max_examples": self.options.max_examples,
+        }
+        settings.update(changes)
+        return PromptedBackend(self.inner, **settings)
+
+    @property
+    def name(self) -> str:
+        return f"prompted:{self.inner.name}"
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(native_tools=True, json_schema=self.inner.capabilities.json_schema)
+
+    def uses_constraint(self, request: ChatRequest) -> bool:
+        if self.constrained is False or not self.inner.capabilities.json_schema:
+            return False
+        if request.tool_choice.mode == "none":
+            return False
+        return request.tool_choice.forces_call or bool(self.constrained)
+
+    # -- the engine -----------------------------------------------------------------------
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        if not request.tools and not has_tool_activity(request.messages):
+            async for event in self.inner.stream(request):
+                yield event
+            return
+        constrained = self.uses_constraint(request)
+        contract = render_contract(request, self.options, constrained=constrained)
+        choice = request.tool_choice
+        specs = {spec.name: spec for spec in contract.tools}
+        response_format = request.response_format
+        if constrained:
+            response_format = action_response_format(
+                contract.tools, choice, self.options.action_format
+            )
+        logger.debug(
+            "contract injected: format=%s tools=%s choice=%s state=%s constrained=%s",
+            self.options.action_format,
+            list(specs),
+            choice.mode,
+            contract.state.value,
+            constrained,
+        )
+        messages = contract.messages
+        retries: list[Retry] = []
+        notes: list[str] = []
+        usage: Usage | None = None
+        refusal: RefusalSignal | None = None
+        emitted_calls = 0
+        shown_text = False
+        modes: list[str] = []
+        last_finish: Finish | None = None
+        for attempt_no in range(self.policy.max_retries + 1):
+            can_retry = choice.mode != "none" and self.policy.allows(attempt_no)
+            mode = "live" if not can_retry else ("buffered" if choice.forces_call else "hybrid")
+            modes.append(mode)
+            attempt = _Attempt(mode, suppress_text=shown_text)
+            parser = ActionStreamParser(specs, thought_limit=self.options.thought_limit)
+            inner_request = request.replace(
+                messages=messages, tools=(), tool_choice=AUTO, response_format=response_format
+            )
+            async for event in self.inner.stream(inner_request):
+                if isinstance(event, Finish):
+                    attempt.finish = event
+                    continue
+                if isinstance(event, TextDelta):
+                    attempt.raw.append(event.text)
+                    produced = parser.feed(event.text)
+                else:  # a native call from the inner backend: take it as it is
+                    produced = [event]
+                for out in self._route(produced, attempt, contract, specs, choice.mode):
+                    yield out
+            for out in self._route(parser.finish(), attempt, contract, specs, choice.mode):
+                yield out
+            parsed = parser.result()
+            notes.extend(attempt.notes)
+            notes.extend(f"{p.kind}: {p.detail}" for p in parsed.problems)
+            if attempt.finish is not None:
+                last_finish = attempt.finish
+                if attempt.finish.usage is not None:
+                    usage = attempt.finish.usage if usage is None else usage + attempt.finish.usage
+                if attempt.finish.reason == "length":
+                    notes.append("the reply was cut by the token limit")
+            signal = detect_refusal(parsed.text, self.refusal_phrases)
+            refusal = refusal or signal
+            verdict: Verdict | None = None
+            if can_retry:
+                verdict = self.policy.judge(
+                    calls=parsed.calls,
+                    issues=attempt.issues,
+                    problems=parsed.problems,
+                    choice=choice,
+                    refusal=signal,
+                    tools=contract.tools,
+                )
+                if verdict is not None and verdict.about_text and attempt.shown_text:
+                    notes.append(f"not retried ({verdict.reason}): the text was already shown")
+                    verdict = None
+            if verdict is not None:
+                retries.append(Retry(verdict.reason, verdict.detail))
+                logger.info(
+                    "retry %d/%d: %s %s",
+                    len(retries),
+                    self.policy.max_retries,
+                    verdict.reason,
+                    verdict.detail,
+                )
+                instruction = retry_instruction(
+                    verdict.reason,
+                    verdict.detail,
+                    len(retries),
+                    contract.tools,
+                    choice,
+                    self.options,
+                    verdict.tool,
+                )
+                messages = (
+                    *messages,
+                    AssistantMessage("".join(attempt.raw)),
+                    UserMessage(instruction),
+                )
+                shown_text = shown_text or attempt.shown_text
+                continue
+            for out in _canonical(attempt.held):
+                if isinstance(out, TextDelta):
+                    attempt.shown_text = True
+                yield out
+            emitted_calls = sum(1 for e in attempt.held if isinstance(e, ToolCallEnd))
+            emitted_calls += attempt.live_calls
+            break
+        reason: FinishReason = "tool_calls" if emitted_calls else "stop"
+        if not emitted_calls and last_finish is not None and last_finish.reason != "tool_calls":
+            reason = last_finish.reason
+        diagnostics = Diagnostics(
+            contract_injected=True,
+            action_format=self.options.action_format,
+            tool_history_detected=contract.tool_history,
+            calls_parsed=emitted_calls,
+            retries=tuple(retries),
+            refusal=f"{refusal.kind}: {refusal.phrase}" if refusal else None,
+            constrained=constrained,
+            notes=tuple(notes),
+            tool_state=contract.state.value,
+            streaming="/".join(modes),
+        )
+        logger.debug("prompted reply: %s", diagnostics)
+        yield Finish(
+            reason,
+            usage,
+            raw=last_finish.raw if last_finish else None,
+            diagnostics=diagnostics,
+            model=last_finish.model if last_finish else None,
+        )
+
+    def _route(
+        self,
+        events: list[Event],
+        attempt: _Attempt,
+        contract: Contract,
+        specs: dict[str, ToolSpec],
+        choice_mode: str,
+    ) -> list[Event]:
+        """Repair calls, then show, hold or drop each event by the attempt's mode."""
+        now: list[Event] = []
+        for event in events:
+            if isinstance(event, ToolCallEnd):
+                event = self._check(event, attempt, contract, specs)
+            if choice_mode == "none" and isinstance(event, CALL_EVENTS):
+                if isinstance(event, ToolCallEnd):
+                    attempt.notes.append(f"ignored a {event.call.name} call: tool_choice is none")
+                continue
+            if isinstance(event, TextDelta) and attempt.suppress_text:
+                attempt.notes.append("dropped the retry's text: earlier text was already shown")
+                continue
+            if attempt.mode == "live":
+                if isinstance(event, TextDelta):
+                    attempt.shown_text = True
+                elif isinstance(event, ToolCallEnd):
+                    attempt.live_calls += 1
+                now.append(event)
+            elif attempt.mode == "buffered":
+                attempt.held.append(event)
+            elif isinstance(event, TextDelta) and not attempt.calls_started:
+                if attempt.text_live:
+                    attempt.shown_text = True
+                    now.append(event)
+                    continue
+                attempt.held.append(event)
+                attempt.held_text += len(event.text)
+                if attempt.held_text >= self.refusal_window:
+                    held_text = "".join(e.text for e in attempt.held if isinstance(e, TextDelta))
+                    if detect_refusal(held_text, self.refusal_phrases) is None:
+                        attempt.text_live = True
+                        attempt.shown_text = True
+                        now.extend(attempt.held)
+                        attempt.held = []
+            else:
+                attempt.calls_started = True
+                attempt.held.append(event)
+        return now
+
+    def _check(
+        self,
+        event: ToolCallEnd,
+        attempt: _Attempt,
+        contract: Contract,
+        specs: dict[str, ToolSpec],
+    ) -> ToolCallEnd:
+        call = event.call
+        spec = specs.get(call.name)
+        if spec is None:
+            attempt.issues.append(CallIssue(call, "unknown_tool", call.name))
+            return event
+        repaired = repair_call(call, spec)
+        attempt.notes.extend(f"{call.name}: {note}" for note in repaired.notes)
+        if repaired.error is not None and not contract.tools_from_history:
+            attempt.issues.append(
+                CallIssue(repaired.call, "invalid_arguments", repaired.error, spec)
+            )
+        return ToolCallEnd(repaired.call)
+
+
+def _canonical(events: list[Event]) -> list[Event]:
+    """Held events with each call's argument deltas replaced by its repaired JSON."""
+    streamed: dict[str, list[str]] = {}
+    for event in events:
+        if isinstance(event, ToolCallArgsDelta):
+            streamed.setdefault(event.id, []).append(event.delta)
+    final: dict[str, ToolCall] = {e.call.id: e.call for e in events if isinstance(e, ToolCallEnd)}
+    rewrite = {
+        call_id
+        for call_id, call in final.items()
+        if "".join(streamed.get(call_id, [])) != call.arguments_json
+    }
+    out: list[Event] = []
+    for event in events:
+        if isinstance(event, ToolCallArgsDelta) and event.id in rewrite:
+            continue
+        if isinstance(event, ToolCallEnd) and event.call.id in rewrite:
+            out.append(ToolCallArgsDelta(event.call.id, event.call.arguments_json))
+        out.append(event)
+    return out

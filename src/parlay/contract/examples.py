@@ -1,0 +1,146 @@
+"""Few-shot examples synthesised from the request's own tools.
+
+Measured on SmolLM2-135M: example calls of the *real* tools, as real chat turns, turn a
+model that never calls into one that mostly does; a no-tool example keeps it from
+calling on everything. Values come from the schema (`examples`, `default`, `enum`) or a
+small table of plausible values by argument name and type.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from attrs import frozen
+
+from parlay.context import ToolCall, ToolResult
+from parlay.request import ToolSpec
+
+_BY_NAME = {
+    "city": "Paris",
+    "location": "Paris",
+    "place": "Paris",
+    "country": "France",
+    "name": "Alice",
+    "query": "blue whales",
+    "q": "blue whales",
+    "text": "good morning",
+    "topic": "blue whales",
+    "date": "2024-05-01",
+    "email": "alice@example.com",
+    "url": "https://example.com",
+    "language": "French",
+    "path": "notes.txt",
+    "unit": "celsius",
+}
+
+
+@frozen
+class Example:
+    request: str
+    call: ToolCall
+    thought: str
+
+
+@frozen
+class Chain:
+    request: str
+    first: ToolCall
+    first_thought: str
+    first_result: ToolResult
+    second: ToolCall | None
+    second_thought: str
+    second_result: ToolResult | None
+    answer: str
+
+
+def example_value(name: str, schema: Any) -> Any:
+    if not isinstance(schema, dict):
+        return "example"
+    for key in ("examples",):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return schema[key][0]
+    if "default" in schema and schema["default"] is not None:
+        return schema["default"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return example_value(name, schema[key][0])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind == "integer":
+        return 3
+    if kind == "number":
+        return 2.5
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        return [example_value(name.rstrip("s"), schema.get("items"))]
+    if kind == "object":
+        props = schema.get("properties") or {}
+        return {k: example_value(k, v) for k, v in list(props.items())[:2]}
+    return _BY_NAME.get(name.lower(), "example")
+
+
+def example_arguments(spec: ToolSpec) -> dict[str, Any]:
+    """Values for the required arguments (or the first one when none is required)."""
+    properties = spec.parameters.get("properties") or {}
+    required = [k for k in spec.parameters.get("required") or () if k in properties]
+    chosen = required or list(properties)[:1]
+    return {key: example_value(key, properties[key]) for key in chosen[:4]}
+
+
+def _sentence(spec: ToolSpec) -> str:
+    text = (spec.description or spec.name.replace("_", " ")).strip().split("\n")[0]
+    return text.split(". ")[0].rstrip(".")
+
+
+def _phrase(arguments: dict[str, Any]) -> str:
+    parts = []
+    for key, value in arguments.items():
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        parts.append(f"{key.replace('_', ' ')} {shown}")
+    return ", ".join(parts)
+
+
+def single_example(spec: ToolSpec, index: int) -> Example:
+    arguments = example_arguments(spec)
+    phrase = _phrase(arguments)
+    request = f"{_sentence(spec)}{': ' + phrase if phrase else ''}."
+    call = ToolCall(spec.name, arguments, f"call_example_{index}")
+    return Example(request, call, f"The user needs {spec.name}.")
+
+
+def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
+    """A two-step example: a result arrives and the model decides the next action."""
+    if not tools:
+        return None
+    first = single_example(tools[0], 90)
+    first_result = ToolResult(first.call.id, first.call.name, '{"result": "example result"}')
+    if len(tools) > 1:
+        second = single_example(tools[1], 91)
+        request = f"{first.request[:-1]}, then {second.request[0].lower()}{second.request[1:]}"
+        return Chain(
+            request,
+            first.call,
+            f"First {tools[0].name}.",
+            first_result,
+            second.call,
+            f"Now {tools[1].name}.",
+            ToolResult(second.call.id, second.call.name, '{"result": "second result"}'),
+            "Both are done: example result, then second result.",
+        )
+    return Chain(
+        first.request,
+        first.call,
+        first.thought,
+        first_result,
+        None,
+        "",
+        None,
+        "The result is: example result.",
+    )

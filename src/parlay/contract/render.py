@@ -1,0 +1,285 @@
+"""The prompt contract: the request's messages and tools rendered for a plain-chat model.
+
+Everything the model sees comes from Jinja2 templates under `templates/contract/`
+(overridable by copying one into your own folder: `templating.environment(user_dir)`).
+Rendering is pure: same request, same options, same messages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from attrs import field, frozen
+
+from parlay.context import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from parlay.contract.examples import chain_example, single_example
+from parlay.contract.state import ToolState, has_tool_activity, tool_state
+from parlay.errors import ConfigurationError
+from parlay.request import ChatRequest, ToolChoice, ToolSpec
+from parlay.templating import environment
+
+FORMATS = ("fenced", "json", "command")
+DEFAULT_FORMAT = "fenced"
+DEFAULT_MAX_RESULT_CHARS = 4000
+
+
+def _check_format(_: Any, __: Any, value: str) -> None:
+    if value not in FORMATS:
+        raise ConfigurationError(f"action_format {value!r} is not one of {', '.join(FORMATS)}")
+
+
+@frozen
+class ContractOptions:
+    """How the contract is rendered; every field is a knob benchmarks may vary."""
+
+    action_format: str = field(default=DEFAULT_FORMAT, validator=_check_format)
+    few_shot: bool = True
+    max_examples: int = 4
+    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
+    thought_limit: int = 200
+    template_dir: str | None = None
+    reminder: bool = True
+
+
+@frozen
+class Contract:
+    """A request rendered for the inner model, and what rendering found out."""
+
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...]
+    state: ToolState
+    tool_history: bool
+    tools_from_history: bool
+
+
+def _template(options: ContractOptions, name: str, **variables: Any) -> str:
+    env = environment(options.template_dir)
+    return env.get_template(name).render(**variables).strip()
+
+
+def schema_summary(spec: ToolSpec) -> str:
+    """`city (string, required): The city; unit (one of "c", "f")` — short, for a prompt."""
+    properties = spec.parameters.get("properties") or {}
+    required = set(spec.parameters.get("required") or ())
+    parts = []
+    for key, sub in properties.items():
+        sub = sub if isinstance(sub, dict) else {}
+        if isinstance(sub.get("enum"), list):
+            kind = "one of " + ", ".join(json.dumps(v, ensure_ascii=False) for v in sub["enum"])
+        else:
+            raw = sub.get("type", "any")
+            kind = "/".join(raw) if isinstance(raw, list) else str(raw)
+            if kind == "array" and isinstance(sub.get("items"), dict):
+                kind = f"array of {sub['items'].get('type', 'any')}"
+        flags = kind + (", required" if key in required else "")
+        description = str(sub.get("description") or "").strip().split("\n")[0]
+        parts.append(f"{key} ({flags})" + (f": {description}" if description else ""))
+    return "; ".join(parts) or "none"
+
+
+def _tool_view(spec: ToolSpec) -> dict[str, Any]:
+    return {"name": spec.name, "description": spec.description, "summary": schema_summary(spec)}
+
+
+def render_call(call: ToolCall, options: ContractOptions, thought: str = "") -> str:
+    """One call in the contract's action format (also used to project history)."""
+    return _template(
+        options, f"contract/formats/{options.action_format}/call.j2", call=call, thought=thought
+    )
+
+
+def render_final(content: str, options: ContractOptions, *, as_json: bool = False) -> str:
+    """A plain answer in the contract's format (`as_json`: the constrained final object)."""
+    fmt = "json" if as_json else options.action_format
+    return _template(options, f"contract/formats/{fmt}/final.j2", content=content)
+
+
+def render_results(
+    results: Sequence[ToolResult],
+    options: ContractOptions,
+    *,
+    waiting: bool = False,
+    show_ids: bool = False,
+) -> str:
+    """The continuation message that wraps tool results and asks for the next action.
+
+    Empty outputs, errors and outputs over `max_result_chars` (cut with a marker) are
+    worded the same way every time.
+    """
+    views = []
+    for item in results:
+        output = item.output or ""
+        cut = max(0, len(output) - options.max_result_chars)
+        views.append(
+            {
+                "name": item.name,
+                "id": item.call_id,
+                "show_id": show_ids,
+                "error": item.error,
+                "empty": item.error is None and not output.strip(),
+                "output": output[: options.max_result_chars] if cut else output,
+                "truncated": cut,
+            }
+        )
+    return _template(options, "contract/continuation.j2", results=views, waiting=waiting)
+
+
+def _few_shot(
+    tools: tuple[ToolSpec, ...], options: ContractOptions, final_as_json: bool
+) -> list[Message]:
+    singles = [single_example(spec, i) for i, spec in enumerate(tools[: options.max_examples])]
+    text = _template(
+        options,
+        "contract/fewshot.j2",
+        singles=singles,
+        chain=chain_example(tools),
+        render_call=lambda call, thought="": render_call(call, options, thought),
+        render_final=lambda content: render_final(content, options, as_json=final_as_json),
+        render_results=lambda results: render_results(results, options),
+    )
+    turns: list[Message] = []
+    role: str | None = None
+    lines: list[str] = []
+
+    def flush() -> None:
+        if role is not None:
+            body = "\n".join(lines).strip()
+            turns.append(UserMessage(body) if role == "user" else AssistantMessage(body))
+
+    for line in text.split("\n"):
+        marker = line.strip()
+        if marker in ("<<user>>", "<<assistant>>"):
+            flush()
+            role = marker[2:-2]
+            lines = []
+        else:
+            lines.append(line)
+    flush()
+    return turns
+
+
+def _tools_from_history(messages: Sequence[Message]) -> tuple[ToolSpec, ...]:
+    """Later turns may not repeat the tool list: keep tool mode on with the names used."""
+    names: dict[str, None] = {}
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                names.setdefault(call.name)
+        elif isinstance(message, ToolResult):
+            names.setdefault(message.name)
+    return tuple(ToolSpec(name, "(used earlier in this conversation)") for name in names)
+
+
+def project_history(messages: Sequence[Message], options: ContractOptions) -> list[Message]:
+    """Calls back into action text, results into continuation messages; no tool roles."""
+    out: list[Message] = []
+    pending: list[ToolResult] = []
+
+    def flush(waiting: bool = False) -> None:
+        if pending:
+            names = [r.name for r in pending]
+            show_ids = len(set(names)) < len(names)
+            out.append(
+                UserMessage(render_results(pending, options, waiting=waiting, show_ids=show_ids))
+            )
+            pending.clear()
+
+    for message in messages:
+        if isinstance(message, ToolResult):
+            pending.append(message)
+            continue
+        flush()
+        if isinstance(message, AssistantMessage):
+            parts = [message.content.strip()] if message.content.strip() else []
+            if message.tool_calls:
+                parts.extend(render_call(call, options) for call in message.tool_calls)
+                out.append(AssistantMessage("\n".join(parts)))
+            else:
+                out.append(AssistantMessage(render_final(message.content, options)))
+        else:
+            out.append(message)
+    flush(waiting=tool_state(messages) is ToolState.WAITING_FOR_RESULT)
+    return out
+
+
+def render_contract(
+    request: ChatRequest, options: ContractOptions, *, constrained: bool = False
+) -> Contract:
+    """The messages the inner (plain-chat) model is sent for `request`.
+
+    `constrained`: the reply will be held to `constrain.action_schema`, so under `auto` a
+    plain answer must be written as `{"final": {"content": ...}}` and is taught that way.
+    """
+    final_as_json = constrained and request.tool_choice.mode == "auto"
+    messages = request.messages
+    history = has_tool_activity(messages)
+    tools = request.tools
+    from_history = False
+    if not tools and history:
+        tools, from_history = _tools_from_history(messages), True
+    lead: list[str] = []
+    start = 0
+    while start < len(messages) and isinstance(messages[start], SystemMessage):
+        lead.append(messages[start].content)
+        start += 1
+    system = _template(
+        options,
+        "contract/system.j2",
+        user_system="\n\n".join(lead).strip(),
+        tools=[_tool_view(t) for t in tools],
+        action_format=options.action_format,
+        choice=request.tool_choice,
+        thought_limit=options.thought_limit,
+        final_as_json=final_as_json,
+    )
+    out: list[Message] = [SystemMessage(system)]
+    if options.few_shot and tools and not from_history and request.tool_choice.mode != "none":
+        out.extend(_few_shot(tools, options, final_as_json))
+    out.extend(project_history(messages[start:], options))
+    if options.reminder and request.tool_choice.mode != "auto" and isinstance(out[-1], UserMessage):
+        reminder = _template(options, "contract/reminder.j2", choice=request.tool_choice)
+        if reminder:
+            out[-1] = UserMessage(f"{out[-1].content}\n\n{reminder}")
+    return Contract(tuple(out), tools, tool_state(messages), history, from_history)
+
+
+def retry_instruction(
+    reason: str,
+    detail: str,
+    attempt: int,
+    tools: tuple[ToolSpec, ...],
+    choice: ToolChoice,
+    options: ContractOptions,
+    tool: ToolSpec | None = None,
+) -> str:
+    """The message that asks for a corrected reply; stricter from the second attempt on."""
+    from parlay.contract.examples import example_arguments
+
+    target = tool
+    if target is None and choice.mode == "tool":
+        target = next((t for t in tools if t.name == choice.name), None)
+    if target is None and tools:
+        target = tools[0]
+    skeleton = ""
+    if target is not None:
+        skeleton = render_call(ToolCall(target.name, example_arguments(target), "x"), options)
+    return _template(
+        options,
+        "contract/retry.j2",
+        reason=reason,
+        detail=detail,
+        attempt=attempt,
+        names=[t.name for t in tools],
+        choice=choice,
+        tool=_tool_view(tool) if tool is not None else None,
+        skeleton=skeleton,
+    )

@@ -1,0 +1,88 @@
+"""The retry policy: when a reply is not good enough, and why.
+
+Triggers, in order: a call to a tool that does not exist; arguments that fail the schema;
+an action that cannot be read; a forced choice (`required` / a named tool) answered
+without the call it asked for; refusal language. A hard refusal under `auto` is an
+answer (the model may decline a task), so only a soft one ("I can't access real-time
+data" while a tool could) is retried there. A plain answer under `auto` is legitimate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from attrs import field, frozen
+
+from parlay.context import ToolCall
+from parlay.contract.parser import ParseProblem
+from parlay.contract.refusal import RefusalSignal
+from parlay.request import ToolChoice, ToolSpec
+
+UNREADABLE = ("no_tool_name", "unreadable_arguments")
+
+
+@frozen
+class CallIssue:
+    """A parsed call the engine cannot hand on: unknown tool or bad arguments."""
+
+    call: ToolCall
+    kind: str  # "unknown_tool" | "invalid_arguments"
+    detail: str
+    spec: ToolSpec | None = None
+
+
+@frozen
+class Verdict:
+    reason: str  # no_call | wrong_tool | refusal | unreadable | unknown_tool | invalid_arguments
+    detail: str = ""
+    tool: ToolSpec | None = None
+    # Whether the reply's text alone decided it (the text must not have been shown yet).
+    about_text: bool = False
+
+
+@frozen
+class RetryPolicy:
+    max_retries: int = field(default=2)
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_retries < 0:
+            from parlay.errors import ConfigurationError
+
+            raise ConfigurationError(f"max_retries must be 0 or more, got {self.max_retries}")
+
+    def judge(
+        self,
+        *,
+        calls: Sequence[ToolCall],
+        issues: Sequence[CallIssue],
+        problems: Sequence[ParseProblem],
+        choice: ToolChoice,
+        refusal: RefusalSignal | None,
+        tools: Sequence[ToolSpec],
+    ) -> Verdict | None:
+        """Why this reply should be retried, or None when it is fine."""
+        if choice.mode == "none":
+            return None
+        for issue in issues:
+            if issue.kind == "unknown_tool":
+                return Verdict("unknown_tool", issue.call.name)
+        for issue in issues:
+            if issue.kind == "invalid_arguments":
+                return Verdict("invalid_arguments", issue.detail, issue.spec)
+        unreadable = [p for p in problems if p.kind in UNREADABLE]
+        if unreadable:
+            return Verdict("unreadable", "; ".join(p.detail for p in unreadable))
+        good = [c for c in calls if c.name in {t.name for t in tools}]
+        if choice.mode == "tool" and good and all(c.name != choice.name for c in good):
+            return Verdict("wrong_tool", ", ".join(c.name for c in good))
+        if choice.forces_call and not good:
+            if refusal is not None:
+                return Verdict("refusal", refusal.phrase, about_text=True)
+            return Verdict("no_call", "", about_text=True)
+        if not calls and refusal is not None and refusal.kind == "soft":
+            return Verdict("refusal", refusal.phrase, about_text=True)
+        return None
+
+    def allows(self, attempt: int) -> bool:
+        """May attempt number `attempt` (0-based) be followed by another?"""
+        return attempt < self.max_retries
