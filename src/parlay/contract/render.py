@@ -68,6 +68,8 @@ def _template(options: ContractOptions, name: str, **variables: Any) -> str:
 
 def schema_summary(spec: ToolSpec) -> str:
     """`city (string, required): The city; unit (one of "c", "f")` — short, for a prompt."""
+    if "properties" not in spec.parameters:
+        return ""  # schema unknown (a tool seen only in the history)
     properties = spec.parameters.get("properties") or {}
     required = set(spec.parameters.get("required") or ())
     parts = []
@@ -176,7 +178,9 @@ def _tools_from_history(messages: Sequence[Message]) -> tuple[ToolSpec, ...]:
                 names.setdefault(call.name)
         elif isinstance(message, ToolResult):
             names.setdefault(message.name)
-    return tuple(ToolSpec(name, "(used earlier in this conversation)") for name in names)
+    return tuple(
+        ToolSpec(name, "(used earlier in this conversation)", {"type": "object"}) for name in names
+    )
 
 
 def project_history(messages: Sequence[Message], options: ContractOptions) -> list[Message]:
@@ -200,7 +204,13 @@ def project_history(messages: Sequence[Message], options: ContractOptions) -> li
         flush()
         if isinstance(message, AssistantMessage):
             parts = [message.content.strip()] if message.content.strip() else []
-            if message.tool_calls:
+            if message.tool_calls and options.action_format == "json":
+                # One JSON object per reply: the text before the call becomes its thought.
+                thought = " ".join(parts)[: options.thought_limit]
+                parts = [render_call(message.tool_calls[0], options, thought)]
+                parts.extend(render_call(call, options) for call in message.tool_calls[1:])
+                out.append(AssistantMessage("\n".join(parts)))
+            elif message.tool_calls:
                 parts.extend(render_call(call, options) for call in message.tool_calls)
                 out.append(AssistantMessage("\n".join(parts)))
             else:

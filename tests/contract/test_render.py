@@ -1,0 +1,102 @@
+"""Snapshots of every rendering: each format x each tool_choice x with/without history."""
+
+from __future__ import annotations
+
+import pytest
+
+from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
+from parlay.contract.render import FORMATS, ContractOptions, render_contract, render_results
+from parlay.contract.state import ToolState
+from parlay.request import ChatRequest, ToolChoice
+
+from .conftest import FRESH, HISTORY, TOOLS
+
+CHOICES = {
+    "auto": ToolChoice("auto"),
+    "none": ToolChoice("none"),
+    "required": ToolChoice("required"),
+    "named": ToolChoice("tool", "add"),
+}
+
+
+def show(messages) -> str:
+    return "\n".join(f"<<{m.role}>>\n{m.content}" for m in messages)
+
+
+@pytest.mark.parametrize("history", [False, True], ids=["fresh", "history"])
+@pytest.mark.parametrize("choice", list(CHOICES))
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_rendering(snapshot, fmt: str, choice: str, history: bool) -> None:
+    request = ChatRequest(HISTORY if history else FRESH, TOOLS, CHOICES[choice])
+    contract = render_contract(request, ContractOptions(action_format=fmt))
+    assert show(contract.messages) == snapshot
+    assert contract.tool_history is history
+    # No tool roles reach a plain-chat model.
+    assert all(m.role in ("system", "user", "assistant") for m in contract.messages)
+    assert all(not getattr(m, "tool_calls", ()) for m in contract.messages)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_constrained_auto_teaches_the_final_object(snapshot, fmt: str) -> None:
+    contract = render_contract(
+        ChatRequest(FRESH, TOOLS), ContractOptions(action_format=fmt), constrained=True
+    )
+    assert show(contract.messages) == snapshot
+
+
+def test_later_turn_without_tools_keeps_tool_mode(snapshot) -> None:
+    request = ChatRequest((*HISTORY, AssistantMessage("Sunny, 21 C."), UserMessage("And Oslo?")))
+    contract = render_contract(request, ContractOptions())
+    assert contract.tools_from_history
+    assert [t.name for t in contract.tools] == ["get_weather"]
+    assert contract.state is ToolState.FIRST_DECISION
+    assert show(contract.messages) == snapshot
+
+
+def test_results_empty_error_and_large_are_worded_the_same_way(snapshot) -> None:
+    results = [
+        ToolResult("c1", "search", ""),
+        ToolResult("c2", "search", error="timeout after 5 s"),
+        ToolResult("c3", "fetch", "x" * 120),
+    ]
+    text = render_results(results, ContractOptions(max_result_chars=50), show_ids=True)
+    assert "(the tool returned nothing)" in text
+    assert "ERROR: timeout after 5 s" in text
+    assert "[... 70 more characters cut ...]" in text
+    assert text == snapshot
+
+
+def test_waiting_for_more_results(snapshot) -> None:
+    calls = (ToolCall("add", {"a": 1, "b": 2}, "c1"), ToolCall("add", {"a": 3, "b": 4}, "c2"))
+    request = ChatRequest(
+        (UserMessage("two sums"), AssistantMessage("", calls), ToolResult("c1", "add", "3")),
+        TOOLS,
+    )
+    contract = render_contract(request, ContractOptions())
+    assert contract.state is ToolState.WAITING_FOR_RESULT
+    assert show(contract.messages[-2:]) == snapshot
+
+
+def test_user_template_folder_overrides(tmp_path) -> None:
+    folder = tmp_path / "contract" / "formats" / "fenced"
+    folder.mkdir(parents=True)
+    (folder / "instructions.j2").write_text("CALL TOOLS LIKE THIS: <my own format>")
+    contract = render_contract(
+        ChatRequest(FRESH, TOOLS), ContractOptions(template_dir=str(tmp_path), few_shot=False)
+    )
+    assert "CALL TOOLS LIKE THIS: <my own format>" in contract.messages[0].content
+
+
+def test_few_shot_off_has_no_example_turns() -> None:
+    contract = render_contract(ChatRequest(FRESH, TOOLS), ContractOptions(few_shot=False))
+    assert [m.role for m in contract.messages] == ["system", "user"]
+
+
+def test_few_shot_has_single_calls_a_no_tool_answer_and_a_chain() -> None:
+    contract = render_contract(ChatRequest(FRESH, TOOLS), ContractOptions())
+    assistant = [m.content for m in contract.messages if m.role == "assistant"]
+    calls = [a for a in assistant if "```json action" in a]
+    plain = [a for a in assistant if "```" not in a]
+    assert len(calls) >= 3  # one per tool and the chain's steps
+    assert len(plain) >= 2  # the no-tool answer and the chain's final answer
+    assert any("Result of" in m.content for m in contract.messages if m.role == "user")
