@@ -75,12 +75,13 @@ class AnthropicBackend:
             return
         decoder = codec.StreamDecoder()
         async for sse in self.http.post_sse("/v1/messages", body):
+            if decoder.stopped:
+                continue  # read to the end so the connection returns to the pool
             data = codec.decode_sse_data(sse.data, self.base_url)
             for event in decoder.feed(data):
                 yield event
-            if decoder.stopped:
-                return
-        raise BackendProtocolError(f"the stream from {self.base_url} ended before message_stop")
+        if not decoder.stopped:
+            raise BackendProtocolError(f"the stream from {self.base_url} ended before message_stop")
 
     async def aclose(self) -> None:
         await self.http.aclose()

@@ -74,9 +74,16 @@ class OpenAIBackend:
             return
         body = codec.encode_request(request, model=self.model, stream=True)
         decoder = codec.StreamDecoder()
+        done = False
         async for sse in self.http.post_sse("/chat/completions", body):
+            if done:
+                # Read to the end of the body: a response left unread closes its
+                # connection instead of returning it to the pool (a new TCP connect and
+                # close per request, which the proxy bench showed as ~2 ms).
+                continue
             if sse.data.strip() == "[DONE]":
-                break
+                done = True
+                continue
             try:
                 chunk = json.loads(sse.data)
             except json.JSONDecodeError as exc:
@@ -88,7 +95,7 @@ class OpenAIBackend:
             for event in decoder.feed(chunk):
                 yield event
         else:
-            if not decoder.saw_finish_reason:
+            if not done and not decoder.saw_finish_reason:
                 raise BackendProtocolError(
                     f"the stream from {self.base_url} ended before the model finished"
                 )
