@@ -74,6 +74,7 @@ def summarize(events: list) -> tuple:
             seen.add(e.id)
         elif isinstance(e, (ToolCallArgsDelta, ToolCallEnd)):
             assert e.id in seen, "a call event came before its start"
+    assert [s[0] for s in starts] == [e[0] for e in ends], "every started call must end"
     return text, starts, deltas, ends
 
 

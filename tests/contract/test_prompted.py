@@ -232,7 +232,7 @@ async def test_arguments_failing_the_schema_show_schema_and_error() -> None:
 
 async def test_scalars_are_coerced_and_wrappers_unwrapped() -> None:
     reply = '```json action\n{"tool": "add", "parameters": {"parameters": {"a": "2", "b": 3}}}\n```'
-    events, finish = await run(PromptedBackend(scripted(reply)), ask("2+3"))
+    events, _finish = await run(PromptedBackend(scripted(reply)), ask("2+3"))
     assert calls_of(events) == [("add", {"a": 2, "b": 3})]
     deltas = "".join(e.delta for e in events if isinstance(e, ToolCallArgsDelta))
     assert json.loads(deltas) == {"a": 2, "b": 3}  # held calls carry the repaired JSON
@@ -284,7 +284,7 @@ async def test_constraint_not_used_under_auto_by_default() -> None:
 
 async def test_constrained_true_under_auto_allows_a_final_answer() -> None:
     inner = scripted('{"final": {"content": "Hello!"}}', caps=PLAIN_SCHEMA)
-    events, finish = await run(PromptedBackend(inner, constrained=True), ask("hi"))
+    events, _finish = await run(PromptedBackend(inner, constrained=True), ask("hi"))
     assert text_of(events) == "Hello!"
     options = inner.requests[0].response_format.schema["anyOf"]
     assert {"final"} in [set(o["properties"]) for o in options]

@@ -75,6 +75,7 @@ _QUOTES = {'"': '"', "'": "'", "“": "”", "‘": "’", "”": "”"}
 _ATOM_CHARS = re.compile(r"[A-Za-z0-9_.+\-$]")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?\Z")
 _TEXT_TRIGGER = re.compile(r"[`\n@{]")
+_HARD_TRIGGER = re.compile(r"[`@{]")
 _NAME_CHARS = re.compile(r"[A-Za-z0-9_.\-:/]+")
 _LITERALS = {
     "true": "true",
@@ -181,6 +182,8 @@ class ActionStreamParser:
         self._state = "text"  # text | info | block | code | cmd_name
         self._line_blank = True
         self._out: list[Event] = []
+        self._pending: list[str] = []
+        self._idle = True  # text state, nothing held back: `feed` may take the fast path
         self._text: list[str] = []
         self._calls: list[ToolCall] = []
         self._problems: list[ParseProblem] = []
@@ -210,10 +213,24 @@ class ActionStreamParser:
 
     # -- public ---------------------------------------------------------------------------
     def feed(self, text: str) -> list[Event]:
+        if self._idle and _HARD_TRIGGER.search(text) is None:
+            # The common case while prose streams: nothing held, nothing to decide.
+            # Same outcome as the general path below, at a fraction of the cost.
+            if not text:
+                return []
+            self._text.append(text)
+            newline = text.rfind("\n")
+            if newline >= 0:
+                tail = text[newline + 1 :]
+                self._line_blank = not tail or tail.isspace()
+            elif self._line_blank and not text.isspace():
+                self._line_blank = False
+            return [TextDelta(text)]
         if self._ended or not text:
             return []
         self._buf += text
         self._run(final=False)
+        self._idle = not self._buf and self._state == "text" and not self._ended
         return self._take()
 
     def finish(self) -> list[Event]:
@@ -221,6 +238,7 @@ class ActionStreamParser:
             return []
         self._run(final=True)
         self._ended = True
+        self._idle = False
         return self._take()
 
     def result(self) -> ParseResult:
@@ -234,25 +252,39 @@ class ActionStreamParser:
 
     # -- plumbing -------------------------------------------------------------------------
     def _take(self) -> list[Event]:
+        self._flush_text()
         out, self._out = self._out, []
         return out
 
     def _emit_text(self, text: str) -> None:
-        if not text:
-            return
-        self._text.append(text)
-        if self._out and isinstance(self._out[-1], TextDelta):
-            self._out[-1] = TextDelta(self._out[-1].text + text)
-        else:
-            self._out.append(TextDelta(text))
+        if text:
+            self._text.append(text)
+            self._pending.append(text)
+
+    def _flush_text(self) -> None:
+        # Text pieces join into one delta per run of text (joined once: linear).
+        if self._pending:
+            self._out.append(TextDelta("".join(self._pending)))
+            self._pending = []
 
     def _emit(self, event: Event) -> None:
+        self._flush_text()
         self._out.append(event)
 
     def _compact(self) -> None:
-        # Drop consumed text; inside a block keep it (a block may turn back into text).
-        keep = self._block_start if self._state in ("block", "info") else self._pos
-        if keep > 4096 and keep > len(self._buf) // 2:
+        """Drop consumed text, so each feed costs what it adds (not the whole buffer).
+
+        Text from the block's start is kept only while the block may still turn out to
+        be text (an unlabeled block before its name is read) or is being decided.
+        """
+        state = self._state
+        need_raw = state in ("info", "cmd_name") or (
+            state == "block"
+            and not self._block_labeled
+            and (self._block_as_text or not self._block_emitted)
+        )
+        keep = min(self._block_start, self._pos) if need_raw else self._pos
+        if keep > 0:
             self._buf = self._buf[keep:]
             self._pos -= keep
             self._block_start -= keep
@@ -583,7 +615,13 @@ class ActionStreamParser:
             self._begin_string(ch, is_key)
         elif ch in "{[":
             if top.kind == "{" and top.expect in ("key", "comma"):
-                top.expect = "value"  # a value where a key should be: read it anyway
+                # A value where a key should be: read it anyway, under a made-up key so
+                # the normalised arguments stay JSON.
+                if top.expect == "comma":
+                    self._norm_comma()
+                top.key = "_"
+                top.expect = "value"
+                self._norm('"_": ', inner_only=True)
             self._open_value(ch)
         elif ch in "}]":
             self._close_value()
@@ -767,8 +805,9 @@ class ActionStreamParser:
         if role == "args":
             self._norm(json.dumps(text, ensure_ascii=False)[1:-1])
         elif role == "content":
-            self._block_emitted = True
-            self._emit_text(text)
+            if not self._block_as_text:  # else the whole block is shown as it was written
+                self._block_emitted = True
+                self._emit_text(text)
         elif role != "skip":
             self._str_chars.append(text)
 
@@ -848,7 +887,7 @@ class ActionStreamParser:
 
     def _set_name(self, name: str, key: str) -> None:
         record = self._record
-        if record is None or record.name is not None or not name:
+        if record is None or record.name is not None or not name or self._block_as_text:
             return
         record.name = name
         record.name_key = key.lower()
@@ -910,13 +949,13 @@ class ActionStreamParser:
             self._atom = []
             self._after_value()
         depth = self._args_depth or 0
-        for frame in reversed(self._stack[depth:]):
-            if frame.kind == "{" and frame.expect == "colon":
+        for n, frame in enumerate(reversed(self._stack[depth:])):
+            # Only the innermost frame can be missing a value; outer ones hold the child.
+            if n == 0 and frame.kind == "{" and frame.expect == "colon":
                 closers.append(": null")
-            elif frame.kind == "{" and frame.expect == "value":
+            elif n == 0 and frame.kind == "{" and frame.expect == "value":
                 closers.append("null")
             closers.append("}" if frame.kind == "{" else "]")
-            frame.expect = "comma"
         self._pending_comma = False
         if closers:
             self._norm("".join(closers))

@@ -1,0 +1,157 @@
+"""Action-parser throughput: 1 MB of mixed prose and action blocks, whole vs streamed.
+
+    python bench/parser_bench.py
+
+The streaming parser must be linear: feeding the same text in 4-character chunks (a
+token or so at a time, as a model streams) may cost at most 3x parsing it whole.
+Several mixes are measured side by side: mostly prose, mostly blocks (each format) and
+long string arguments. Every streamed run is checked to give the same calls and text.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+from _table import markdown_table, write_result
+
+from parlay.contract.parser import ActionStreamParser
+
+SIZE = 1_000_000
+CHUNK = 4
+TOOLS = ("get_weather", "add", "search", "write_file")
+RATIO_LIMIT = 3.0
+
+PROSE = (
+    "The weather in Paris is usually mild in spring, with showers now and then. "
+    "Here is what I found: the {numbers} are in order, and `code` spans are fine. "
+    "Let me think about this step by step before I answer.\n"
+)
+
+
+def fenced(rng: random.Random) -> str:
+    args = {"city": rng.choice(["Paris", "Rome", "Oslo"]), "days": rng.randint(1, 9)}
+    return "```json action\n" + json.dumps({"tool": "get_weather", "parameters": args}) + "\n```\n"
+
+
+def json_object(rng: random.Random) -> str:
+    action = {"tool": "add", "args": {"a": rng.randint(0, 99), "b": rng.randint(0, 99)}}
+    return json.dumps({"thought": "adding", "action": action}) + "\n"
+
+
+def command(rng: random.Random) -> str:
+    return "@tool search " + json.dumps({"q": "blue whales", "limit": rng.randint(1, 5)}) + "\n"
+
+
+def sloppy(rng: random.Random) -> str:
+    return "```json\n{'tool': 'add', 'parameters': {'a': 1, 'b': 2,},}\n```\n"
+
+
+def long_string(rng: random.Random) -> str:
+    body = 'line of a file with "quotes" and \\ slashes\n' * rng.randint(20, 60)
+    return (
+        "```json action\n"
+        + json.dumps({"tool": "write_file", "parameters": {"path": "a.txt", "content": body}})
+        + "\n```\n"
+    )
+
+
+MIXES = {
+    "prose 80% + fenced blocks": [(PROSE, 4), (fenced, 1)],
+    "fenced blocks only": [(fenced, 1)],
+    "json protocol objects": [(PROSE, 1), (json_object, 2)],
+    "command lines": [(PROSE, 1), (command, 2)],
+    "sloppy JSON (repairs)": [(PROSE, 1), (sloppy, 2)],
+    "long string arguments": [(PROSE, 1), (long_string, 1)],
+}
+
+
+def build(parts: list, size: int, seed: int = 7) -> str:
+    rng = random.Random(seed)
+    pieces: list[str] = []
+    total = 0
+    population = [p for p, weight in parts for _ in range(weight)]
+    while total < size:
+        part = rng.choice(population)
+        piece = part if isinstance(part, str) else part(rng)
+        pieces.append(piece)
+        total += len(piece)
+    return "".join(pieces)[:size]
+
+
+def run(text: str, chunk: int) -> tuple[float, tuple]:
+    parser = ActionStreamParser(TOOLS, id_factory=lambda: "id")
+    started = time.perf_counter()
+    if chunk:
+        for i in range(0, len(text), chunk):
+            parser.feed(text[i : i + chunk])
+    else:
+        parser.feed(text)
+    parser.finish()
+    elapsed = time.perf_counter() - started
+    result = parser.result()
+    return elapsed, (result.text, [(c.name, c.arguments) for c in result.calls])
+
+
+def best_of(text: str, chunk: int, repeats: int = 3) -> tuple[float, tuple]:
+    times = []
+    outcome: tuple = ()
+    for _ in range(repeats):
+        elapsed, outcome = run(text, chunk)
+        times.append(elapsed)
+    return min(times), outcome
+
+
+def main() -> None:
+    rows: list[list[object]] = []
+    worst = 0.0
+    for label, parts in MIXES.items():
+        text = build(parts, SIZE)
+        whole, whole_out = best_of(text, 0)
+        streamed, streamed_out = best_of(text, CHUNK)
+        assert streamed_out == whole_out, f"{label}: streamed parse differs from whole parse"
+        ratio = streamed / whole
+        worst = max(worst, ratio)
+        rows.append(
+            [
+                label,
+                f"{len(whole_out[1]):,}",
+                f"{whole * 1000:.0f} ms",
+                f"{SIZE / whole / 1e6:.2f} MB/s",
+                f"{streamed * 1000:.0f} ms",
+                f"{SIZE / streamed / 1e6:.2f} MB/s",
+                f"{ratio:.2f}",
+            ]
+        )
+    # Linearity: doubling the input should double the time (streamed).
+    scale_rows: list[list[object]] = []
+    for size in (250_000, 500_000, 1_000_000):
+        text = build(MIXES["prose 80% + fenced blocks"], size)
+        elapsed, _ = best_of(text, CHUNK)
+        scale_rows.append(
+            [f"{size:,}", f"{elapsed * 1000:.0f} ms", f"{elapsed / size * 1e9:.0f} ns"]
+        )
+    headers = ["mix (1 MB)", "calls", "whole", "whole rate", "4-char chunks", "chunk rate", "ratio"]
+    table = markdown_table(headers, rows)
+    scale = markdown_table(["chars", "4-char chunks", "per char"], scale_rows)
+    verdict = f"Worst streamed/whole ratio: {worst:.2f} (limit {RATIO_LIMIT})."
+    print(table)
+    print()
+    print(scale)
+    print()
+    print(verdict)
+    write_result(
+        "parser",
+        "Action parser throughput",
+        [
+            ("Whole vs streamed in 4-character chunks", table + "\n\n" + verdict),
+            ("Linearity (streamed, prose 80% + fenced blocks)", scale),
+        ],
+    )
+    if worst > RATIO_LIMIT:
+        raise SystemExit(f"streamed parsing is {worst:.2f}x slower than whole (> {RATIO_LIMIT})")
+
+
+if __name__ == "__main__":
+    main()
