@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from parlay import AssistantMessage, ChatRequest, ScriptedBackend, ToolCall, ToolChoice
+from parlay import AssistantMessage, ChatRequest, ScriptedBackend, ToolCall, ToolChoice, ToolResult
 from parlay.errors import ConfigurationError
 from parlay.server import ServerConfig, create_app
 
@@ -116,8 +116,9 @@ async def test_request_reaches_backend_decoded_without_the_client_model_name() -
     assert sent.options.max_tokens == 9
 
 
-async def test_later_turn_without_tools_derives_them_from_history() -> None:
-    backend = ScriptedBackend(["It is sunny.", "It is sunny."])
+async def test_later_turn_without_tools_keeps_its_history() -> None:
+    """No server state: the calls and results in the history reach the backend intact."""
+    backend = ScriptedBackend(["It is sunny."])
     history = [
         {"role": "user", "content": "Weather in Paris?"},
         {
@@ -133,16 +134,15 @@ async def test_later_turn_without_tools_derives_them_from_history() -> None:
         },
         {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
     ]
-    async with client_for(backend, history_tools=True) as c:
+    async with client_for(backend) as c:
         r = await c.post("/v1/chat/completions", json={"model": "m", "messages": history})
         assert r.status_code == 200
-    (spec,) = backend.requests[0].tools
-    assert spec.name == "get_weather"
-    assert spec.parameters["properties"] == {"city": {"type": "string"}}
-    # Passed through untouched when the upstream is native.
-    async with client_for(backend, history_tools=False) as c:
-        await c.post("/v1/chat/completions", json={"model": "m", "messages": history})
-    assert backend.requests[1].tools == ()
+    sent = backend.requests[0]
+    assert sent.tools == ()
+    assert sent.messages[1] == AssistantMessage(
+        "", (ToolCall("get_weather", {"city": "Paris"}, "c1"),)
+    )
+    assert sent.messages[2] == ToolResult("c1", "get_weather", "sunny")
 
 
 async def test_anthropic_round_trip_through_backend() -> None:

@@ -136,3 +136,50 @@ def test_text_reaches_the_client_as_the_upstream_produces_it(stub_upstream: Stub
     # The first word left the stub at once, the last about 0.9 s later.
     assert arrivals[0] < 0.25
     assert arrivals[-1] - arrivals[0] > 0.6
+
+
+@pytest.mark.parametrize("choice", ["auto", "required"])
+def test_stream_cut_inside_an_action_block_through_the_engine(
+    stub_upstream: StubUpstream, choice: str
+) -> None:
+    """A plain-chat upstream dies halfway through writing an action block. Depending on
+    whether the engine had released anything yet, the client gets a 502 error body or a
+    stream that ends in an error event; either way in its own protocol, and promptly."""
+    from parlay import Capabilities
+    from parlay.backends.prompted import PromptedBackend
+
+    inner = OpenAIBackend(
+        "cut",
+        base_url=stub_upstream.base_url,
+        api_key="",
+        timeout=2,
+        capabilities=Capabilities(native_tools=False),
+    )
+    tools = [
+        {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+    ]
+    an_tools = [{"name": "get_weather", "input_schema": {"type": "object"}}]
+    an_choice = {"type": "auto" if choice == "auto" else "any"}
+    with running(create_app(PromptedBackend(inner))) as server:
+        started = time.monotonic()
+        r = httpx.post(
+            server.url + "/v1/chat/completions",
+            json={**OA, "stream": True, "tools": tools, "tool_choice": choice},
+            timeout=10,
+        )
+        if r.status_code == 200:
+            last = sse_events(r.text)[-1][1]
+            assert last["error"]["type"] == "upstream_error" and "cut" in last["error"]["message"]
+        else:
+            assert r.status_code == 502 and "cut" in r.json()["error"]["message"]
+        r = httpx.post(
+            server.url + "/v1/messages",
+            json={**AN, "stream": True, "tools": an_tools, "tool_choice": an_choice},
+            timeout=10,
+        )
+        if r.status_code == 200:
+            name, data = sse_events(r.text)[-1]
+            assert name == "error" and data["error"]["type"] == "api_error"
+        else:
+            assert r.status_code == 502 and r.json()["type"] == "error"
+        assert time.monotonic() - started < 8

@@ -24,7 +24,6 @@ from parlay.backends.base import Backend
 from parlay.events import Event, Finish
 from parlay.request import ChatRequest
 from parlay.server.errors import Failure, ProxyError, classify
-from parlay.server.history import with_history_tools
 from parlay.wire import anthropic_server as anthropic
 from parlay.wire import openai_server as openai
 from parlay.wire.reply import ReplyBuilder
@@ -156,12 +155,10 @@ class Proxy:
         *,
         models: Sequence[str] = (),
         client_keys: Sequence[str] = (),
-        history_tools: bool = False,
     ) -> None:
         self.backend = backend
         self.models = tuple(models)
         self._keys = tuple(k.encode() for k in client_keys)
-        self.history_tools = history_tools
         self.created = int(time.time())
 
     # -- checks ----------------------------------------------------------------------
@@ -204,8 +201,6 @@ class Proxy:
             self._check_model(model)
             # The upstream answers with its own configured model, whatever the alias.
             chat = chat.replace(model=None)
-            if self.history_tools:
-                chat = with_history_tools(chat)
         except Exception as exc:
             return wire.error(classify(exc))
         if stream:
@@ -308,15 +303,17 @@ def create_app(
     *,
     models: Sequence[str] = (),
     client_keys: Sequence[str] = (),
-    history_tools: bool = False,
 ) -> Starlette:
     """The ASGI app serving `backend`.
 
     `models`: names clients may ask for (empty accepts any). `client_keys`: keys clients
-    must present (empty: open). `history_tools`: rebuild tool specs from the history when
-    a request carries none (wanted in front of the prompt engine).
+    must present (empty: open).
+
+    Tool mode needs no state here: a later request that does not repeat the tools still
+    carries the calls and results in its history, and the backend reads them from there
+    (the prompt engine rebuilds the specs from the calls; a native upstream has its own).
     """
-    proxy = Proxy(backend, models=models, client_keys=client_keys, history_tools=history_tools)
+    proxy = Proxy(backend, models=models, client_keys=client_keys)
     routes = [
         Route("/v1/chat/completions", proxy.openai_chat, methods=["POST"]),
         Route("/chat/completions", proxy.openai_chat, methods=["POST"]),

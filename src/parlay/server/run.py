@@ -13,7 +13,6 @@ def app_from_config(config: ServerConfig) -> Starlette:
         build_backend(config),
         models=config.advertised_models if config.models else (),
         client_keys=config.client_keys,
-        history_tools=config.tools == "prompted",
     )
 
 

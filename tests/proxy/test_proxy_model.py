@@ -1,0 +1,286 @@
+"""The official SDKs against `parlay serve` on uvicorn whose upstream is the real llama.cpp
+server with SmolLM2 (no tool support of its own) behind the prompt-contract engine.
+
+The model decides the wording; these tests assert protocol facts only: statuses, finish
+and stop reasons, that calls name a declared tool and carry a JSON object, that the SDKs'
+own stream accumulators accept what we send.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+from proxy_harness import RunningServer, running
+
+from parlay import Capabilities, OpenAIBackend
+from parlay.backends.local import LlamaServer
+from parlay.backends.prompted import PromptedBackend
+from parlay.server import create_app
+
+pytestmark = pytest.mark.model
+
+MAX = 48
+# The Anthropic SDK has no `temperature` argument any more; the field still goes on the wire.
+GREEDY: Any = {"temperature": 0}
+WEATHER_OA: Any = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+TIME_OA: Any = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "Current local time in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+WEATHER_AN: Any = {
+    "name": "get_weather",
+    "description": "Current weather for a city.",
+    "input_schema": WEATHER_OA["function"]["parameters"],
+}
+TIME_AN: Any = {
+    "name": "get_time",
+    "description": "Current local time in a city.",
+    "input_schema": TIME_OA["function"]["parameters"],
+}
+ASK = "What is the weather in Paris?"
+OA_HISTORY: Any = [
+    {"role": "user", "content": ASK},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "Sunny, 21 C"},
+]
+AN_HISTORY: Any = [
+    {"role": "user", "content": ASK},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}
+        ],
+    },
+    {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "Sunny, 21 C"}],
+    },
+]
+
+
+@pytest.fixture(scope="module")
+def proxy(llama_server: LlamaServer) -> Iterator[RunningServer]:
+    inner = OpenAIBackend(
+        "smollm2",
+        base_url=llama_server.base_url,
+        api_key="",
+        capabilities=Capabilities(native_tools=False, json_schema=True),
+    )
+    with running(create_app(PromptedBackend(inner), models=["smollm2"])) as server:
+        yield server
+
+
+@pytest.fixture
+def oa(proxy: RunningServer) -> openai.OpenAI:
+    return openai.OpenAI(base_url=proxy.url + "/v1", api_key="unused", max_retries=0, timeout=300)
+
+
+@pytest.fixture
+def an(proxy: RunningServer) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=proxy.url, api_key="unused", max_retries=0, timeout=300)
+
+
+def assert_call(name: str, arguments: str, allowed: set[str]) -> None:
+    assert name in allowed
+    assert isinstance(json.loads(arguments), dict)
+
+
+def test_openai_required_single_call(oa: openai.OpenAI) -> None:
+    done = oa.chat.completions.create(
+        model="smollm2",
+        messages=[{"role": "user", "content": ASK}],
+        tools=[WEATHER_OA, TIME_OA],
+        tool_choice="required",
+        parallel_tool_calls=False,
+        max_tokens=MAX,
+        temperature=0,
+    )
+    choice = done.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    calls = choice.message.tool_calls or []
+    assert len(calls) == 1
+    assert_call(calls[0].function.name, calls[0].function.arguments, {"get_weather", "get_time"})
+    assert done.usage is not None and done.usage.prompt_tokens > 0
+
+
+def test_openai_named_tool_streams_into_the_sdk_accumulator(oa: openai.OpenAI) -> None:
+    with oa.chat.completions.stream(
+        model="smollm2",
+        messages=[{"role": "user", "content": ASK}],
+        tools=[WEATHER_OA, TIME_OA],
+        tool_choice={"type": "function", "function": {"name": "get_time"}},
+        max_tokens=MAX,
+        temperature=0,
+    ) as stream:
+        kinds = [type(event).__name__ for event in stream]
+        final = stream.get_final_completion()
+    assert "FunctionToolCallArgumentsDeltaEvent" in kinds
+    assert "FunctionToolCallArgumentsDoneEvent" in kinds
+    calls = final.choices[0].message.tool_calls or []
+    assert calls and all(c.function.name == "get_time" for c in calls)
+    assert_call(calls[0].function.name, calls[0].function.arguments, {"get_time"})
+    assert final.choices[0].finish_reason == "tool_calls"
+
+
+def test_openai_tool_choice_none_streams_text(oa: openai.OpenAI) -> None:
+    stream = oa.chat.completions.create(
+        model="smollm2",
+        messages=[{"role": "user", "content": ASK}],
+        tools=[WEATHER_OA],
+        tool_choice="none",
+        max_tokens=MAX,
+        temperature=0,
+        stream=True,
+    )
+    text = []
+    reasons = []
+    for chunk in stream:
+        for choice in chunk.choices:
+            assert not choice.delta.tool_calls
+            text.append(choice.delta.content or "")
+            reasons.append(choice.finish_reason)
+    assert "".join(text).strip()
+    assert reasons[-1] in ("stop", "length")
+    # More than one content chunk: the text streamed, it was not sent in one piece.
+    assert sum(1 for t in text if t) > 1
+
+
+def test_openai_continuation_and_later_turn_without_tools(oa: openai.OpenAI) -> None:
+    with_tools = oa.chat.completions.create(
+        model="smollm2", messages=OA_HISTORY, tools=[WEATHER_OA], max_tokens=MAX, temperature=0
+    )
+    without = oa.chat.completions.create(
+        model="smollm2", messages=OA_HISTORY, max_tokens=MAX, temperature=0
+    )
+    for done in (with_tools, without):
+        choice = done.choices[0]
+        assert choice.finish_reason in ("stop", "length", "tool_calls")
+        if choice.finish_reason == "tool_calls":
+            for call in choice.message.tool_calls or []:
+                # Without tools in the request, the engine knows them from the history.
+                assert_call(call.function.name, call.function.arguments, {"get_weather"})
+        else:
+            assert (choice.message.content or "").strip()
+
+
+def test_openai_plain_text_final_answer(oa: openai.OpenAI) -> None:
+    done = oa.chat.completions.create(
+        model="smollm2",
+        messages=OA_HISTORY,
+        tools=[WEATHER_OA],
+        tool_choice="none",
+        max_tokens=MAX,
+        temperature=0,
+    )
+    choice = done.choices[0]
+    assert not choice.message.tool_calls
+    assert choice.finish_reason in ("stop", "length")
+    # The wording, and whether SmolLM2 writes any text at all here, is the model's: when it
+    # answers with an action block anyway, the engine drops the call and the text is empty.
+    assert isinstance(choice.message.content, str)
+
+
+def test_anthropic_any_without_parallel_calls(an: anthropic.Anthropic) -> None:
+    message = an.messages.create(
+        model="smollm2",
+        max_tokens=MAX,
+        extra_body=GREEDY,
+        messages=[{"role": "user", "content": ASK}],
+        tools=[WEATHER_AN, TIME_AN],
+        tool_choice={"type": "any", "disable_parallel_tool_use": True},
+    )
+    assert message.stop_reason == "tool_use"
+    uses = [b for b in message.content if b.type == "tool_use"]
+    assert len(uses) == 1
+    assert uses[0].name in ("get_weather", "get_time") and isinstance(uses[0].input, dict)
+
+
+def test_anthropic_named_tool_streams_into_get_final_message(an: anthropic.Anthropic) -> None:
+    with an.messages.stream(
+        model="smollm2",
+        max_tokens=MAX,
+        extra_body=GREEDY,
+        messages=[{"role": "user", "content": ASK}],
+        tools=[WEATHER_AN, TIME_AN],
+        tool_choice={"type": "tool", "name": "get_weather"},
+    ) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_message()
+    assert kinds[0] == "message_start" and kinds[-1] == "message_stop"
+    assert final.stop_reason == "tool_use"
+    uses = [b for b in final.content if b.type == "tool_use"]
+    assert uses and all(u.name == "get_weather" and isinstance(u.input, dict) for u in uses)
+
+
+def test_anthropic_none_and_later_turn_without_tools(an: anthropic.Anthropic) -> None:
+    plain = an.messages.create(
+        model="smollm2",
+        max_tokens=MAX,
+        extra_body=GREEDY,
+        messages=[{"role": "user", "content": ASK}],
+        tools=[WEATHER_AN],
+        tool_choice={"type": "none"},
+    )
+    assert plain.stop_reason in ("end_turn", "max_tokens")
+    assert [b.type for b in plain.content] == ["text"]
+    assert plain.content[0].type == "text" and plain.content[0].text.strip()
+    later = an.messages.create(
+        model="smollm2", max_tokens=MAX, extra_body=GREEDY, messages=AN_HISTORY
+    )
+    assert later.stop_reason in ("end_turn", "max_tokens", "tool_use")
+    for block in later.content:
+        assert block.type in ("text", "tool_use")
+        if block.type == "tool_use":
+            assert block.name == "get_weather" and isinstance(block.input, dict)
+
+
+def test_anthropic_plain_text_final_answer_streamed(an: anthropic.Anthropic) -> None:
+    with an.messages.stream(
+        model="smollm2",
+        max_tokens=MAX,
+        extra_body=GREEDY,
+        messages=AN_HISTORY,
+        tools=[WEATHER_AN],
+        tool_choice={"type": "none"},
+    ) as stream:
+        deltas = [e for e in stream if e.type == "content_block_delta"]
+        final = stream.get_final_message()
+    assert final.stop_reason in ("end_turn", "max_tokens")
+    assert all(b.type == "text" for b in final.content)
+    assert "".join(b.text for b in final.content if b.type == "text") == "".join(
+        d.delta.text for d in deltas if d.delta.type == "text_delta"
+    )
