@@ -22,6 +22,11 @@ def _store() -> Store:
     return Store()
 
 
+def _model_name(model: str) -> str:
+    # llama.cpp reports the model file's full path; its file name says as much.
+    return model.rsplit("/", 1)[-1] if model.startswith("/") else model
+
+
 def _short(text: str | None, width: int = 60) -> str:
     flat = " ".join((text or "").split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
@@ -56,7 +61,7 @@ def list_logs(
         table.add_row(
             str(row.id),
             row.created_at[:19].replace("T", " "),
-            escape(row.model or row.backend or ""),
+            escape(_model_name(row.model or row.backend or "")),
             escape(_short(row.prompt, 40)),
             escape(_short(row.text, 40)),
             escape(", ".join(c.name for c in row.calls)),
