@@ -32,6 +32,7 @@ from parlay.cli.options import (
 )
 from parlay.cli.protocol import CliSession
 from parlay.cli.run import run_turn
+from parlay.cli.serve import serve
 from parlay.cli.tools_cmd import tools_app
 from parlay.errors import (
     BackendConnectionError,
@@ -50,6 +51,7 @@ app = typer.Typer(
 )
 app.add_typer(tools_app, name="tools")
 app.add_typer(logs_app, name="logs")
+app.command("serve")(serve)
 
 
 def stderr_console() -> Console:

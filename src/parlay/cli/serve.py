@@ -13,28 +13,28 @@ def serve(
     upstream_url: Annotated[
         str | None,
         typer.Option(
-            help="Upstream base URL, e.g. http://127.0.0.1:8080/v1 [env PARLAY_SERVE_UPSTREAM_URL]"
+            help="Upstream base URL, e.g. http://127.0.0.1:8080/v1 (env PARLAY_SERVE_UPSTREAM_URL)"
         ),
     ] = None,
     upstream_kind: Annotated[
         str | None,
         typer.Option(
-            help="Upstream protocol: openai or anthropic [env PARLAY_SERVE_UPSTREAM_KIND]"
+            help="Upstream protocol: openai or anthropic (env PARLAY_SERVE_UPSTREAM_KIND)"
         ),
     ] = None,
     upstream_key: Annotated[
         str | None,
-        typer.Option(help="API key sent upstream [env PARLAY_SERVE_UPSTREAM_KEY]"),
+        typer.Option(help="API key sent upstream (env PARLAY_SERVE_UPSTREAM_KEY)"),
     ] = None,
     upstream_model: Annotated[
         str | None,
-        typer.Option(help="Model name sent upstream [env PARLAY_SERVE_UPSTREAM_MODEL]"),
+        typer.Option(help="Model name sent upstream (env PARLAY_SERVE_UPSTREAM_MODEL)"),
     ] = None,
     tools: Annotated[
         str | None,
         typer.Option(
             help="prompted: run a plain-chat upstream through the prompt-contract engine; "
-            "native: pass tools through to an upstream that has them [env PARLAY_SERVE_TOOLS]"
+            "native: pass tools through to an upstream that has them (env PARLAY_SERVE_TOOLS)"
         ),
     ] = None,
     model: Annotated[
@@ -42,7 +42,7 @@ def serve(
         typer.Option(
             "--model",
             help="A model name clients may ask for (repeatable; default: any) "
-            "[env PARLAY_SERVE_MODELS, comma-separated]",
+            "(env PARLAY_SERVE_MODELS, comma-separated)",
         ),
     ] = None,
     client_key: Annotated[
@@ -50,19 +50,19 @@ def serve(
         typer.Option(
             "--client-key",
             help="A key clients must present (repeatable; required unless bound to loopback) "
-            "[env PARLAY_SERVE_CLIENT_KEYS, comma-separated]",
+            "(env PARLAY_SERVE_CLIENT_KEYS, comma-separated)",
         ),
     ] = None,
     host: Annotated[
-        str | None, typer.Option(help="Address to bind (default 127.0.0.1) [env PARLAY_SERVE_HOST]")
+        str | None, typer.Option(help="Address to bind (default 127.0.0.1) (env PARLAY_SERVE_HOST)")
     ] = None,
     port: Annotated[
-        int | None, typer.Option(help="Port (default 8000) [env PARLAY_SERVE_PORT]")
+        int | None, typer.Option(help="Port (default 8000) (env PARLAY_SERVE_PORT)")
     ] = None,
     timeout: Annotated[
         float | None,
         typer.Option(
-            help="Seconds to wait for the upstream (default 300) [env PARLAY_SERVE_TIMEOUT]"
+            help="Seconds to wait for the upstream (default 300) (env PARLAY_SERVE_TIMEOUT)"
         ),
     ] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",

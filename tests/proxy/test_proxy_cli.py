@@ -1,0 +1,68 @@
+"""`parlay serve` as users run it: flags, refusals, and the real command serving a stub."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import httpx
+from proxy_stub import StubUpstream, free_port
+from typer.testing import CliRunner
+
+from parlay.cli.app import app
+
+
+def test_refuses_public_bind_without_a_key() -> None:
+    result = CliRunner().invoke(
+        app, ["serve", "--upstream-url", "http://up/v1", "--host", "0.0.0.0"]
+    )
+    assert result.exit_code == 2
+    assert "without a client key" in result.output
+
+
+def test_needs_an_upstream() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PARLAY_SERVE_")}
+    result = CliRunner().invoke(app, ["serve"], env=env)
+    assert result.exit_code == 2
+    assert "--upstream-url" in result.output
+
+
+def test_the_command_serves(stub_upstream: StubUpstream) -> None:
+    port = free_port()
+    env = {**os.environ, "PARLAY_SERVE_CLIENT_KEYS": "sk-1", "PARLAY_SERVE_UPSTREAM_MODEL": "call"}
+    code = "from parlay.cli.app import main; main()"
+    args = [
+        "serve",
+        "--upstream-url",
+        stub_upstream.base_url,
+        "--tools",
+        "native",
+        "--port",
+        str(port),
+    ]
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], env=env, stderr=subprocess.PIPE)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(url + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.1)
+        body = {"model": "any", "messages": [{"role": "user", "content": "weather?"}]}
+        assert httpx.post(url + "/v1/chat/completions", json=body).status_code == 401
+        r = httpx.post(
+            url + "/v1/chat/completions", json=body, headers={"Authorization": "Bearer sk-1"}
+        )
+        assert r.status_code == 200
+        assert (
+            r.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_weather"
+        )
+    finally:
+        proc.terminate()
+        proc.wait(10)
