@@ -1,5 +1,6 @@
 """parlay: sessions for chat models, with tool calling that works on every model."""
 
+from parlay.backends.anthropic import AnthropicBackend
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.local import LocalBackend
 from parlay.backends.openai import OpenAIBackend
@@ -52,6 +53,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_REFUSALS",
+    "AnthropicBackend",
     "AssistantMessage",
     "Backend",
     "BackendConnectionError",
