@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
 import sys
 import time
@@ -39,6 +38,7 @@ from bench.bfcl.models import Model, models
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.local import LlamaServer
 from parlay.backends.openai import OpenAIBackend
+from parlay.backends.prompted import PromptedBackend
 from parlay.events import Finish, TextDelta, ToolCallEnd
 from parlay.request import ChatRequest, GenerationOptions
 
@@ -65,16 +65,10 @@ NATIVE_CONFIG = Config("llama.cpp native tools")
 
 
 def engine_formats() -> tuple[str, ...]:
-    """The action formats the prompted engine offers (empty while it does not exist)."""
-    try:
-        contract = importlib.import_module("parlay.contract")
-    except ImportError:
-        return ()
-    for attribute in ("ACTION_FORMATS", "FORMATS"):
-        found = getattr(contract, attribute, None)
-        if found:
-            return tuple(str(name) for name in found)
-    return ()
+    """The action formats the prompted engine offers."""
+    from parlay.contract.render import FORMATS
+
+    return tuple(FORMATS)
 
 
 def engine_config(action_format: str, constrained: bool) -> Config:
@@ -83,10 +77,8 @@ def engine_config(action_format: str, constrained: bool) -> Config:
 
 
 def make_backend(config: Config, server: LlamaServer, model: Model) -> Backend:
-    if config.native:
+    if config.action_format is None:
         return OpenAIBackend(model.key, base_url=server.base_url, api_key="", capabilities=NATIVE)
-    from parlay.backends.prompted import PromptedBackend
-
     inner = OpenAIBackend(model.key, base_url=server.base_url, api_key="", capabilities=PLAIN_CHAT)
     return PromptedBackend(
         inner, action_format=config.action_format, constrained=config.constrained
@@ -202,6 +194,42 @@ def table(results: dict[str, Any]) -> str:
     return header + "\n".join(rows) + "\n"
 
 
+def _score(summary: dict[str, Any]) -> tuple[float, float]:
+    # Right calls and right abstentions weigh the same: calling on everything is no win.
+    right, abstained = summary["right"] or 0.0, summary["abstained"] or 0.0
+    return ((right + abstained) / 2, summary["well_formed"] or 0.0)
+
+
+def targets(results: dict[str, Any]) -> str:
+    """Per model: the best engine configuration and the issue's targets, met or not."""
+    lines = []
+    for model_key, by_config in results["runs"].items():
+        summaries = {key: summarize(list(o.values())) for key, o in by_config.items() if o}
+        native = summaries.get(NATIVE_CONFIG.key)
+        engine = {key: s for key, s in summaries.items() if key != NATIVE_CONFIG.key}
+        if not engine:
+            continue
+        best_key = max(engine, key=lambda key: _score(engine[key]))
+        best = engine[best_key]
+        lines.append(f"- **{model_key}**: best configuration `{best_key}`")
+        lines.append(
+            f"  - well-formed calls {_pct(best['well_formed'])} (target >= 95 %): "
+            f"{'met' if (best['well_formed'] or 0) >= 0.95 else 'not met'}"
+        )
+        if native is not None:
+            gain = 100 * ((best["right"] or 0) - (native["right"] or 0))
+            lines.append(
+                f"  - right calls {_pct(best['right'])} vs {_pct(native['right'])} with "
+                f"llama.cpp's own tools: {gain:+.0f} points (target >= +20): "
+                f"{'met' if gain >= 20 else 'not met'}"
+            )
+        lines.append(
+            f"  - right abstentions {_pct(best['abstained'])} (target >= 90 %): "
+            f"{'met' if (best['abstained'] or 0) >= 0.90 else 'not met'}"
+        )
+    return "\n".join(lines) + "\n" if lines else ""
+
+
 def load_results(path: Path, settings: dict[str, Any]) -> dict[str, Any]:
     if path.is_file():
         results = json.loads(path.read_text())
@@ -224,7 +252,10 @@ def write_markdown(path: Path, results: dict[str, Any], notes: str) -> None:
         "- right calls: the same questions answered right by BFCL's AST rules "
         "(`bench/bfcl/checker.py`);\n"
         "- right abstentions: live_irrelevance questions (no offered tool fits) answered "
-        "without a call.\n\n" + table(results) + (f"\n{notes}\n" if notes else "")
+        "without a call.\n\n"
+        + table(results)
+        + ("\n## Targets (issue 3)\n\n" + targets(results) if targets(results) else "")
+        + (f"\n{notes}\n" if notes else "")
     )
     path.write_text(text)
 
@@ -262,9 +293,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "engine format both ways plus native; 'engine' for the engine ones only",
     )
     parser.add_argument("--categories", default=",".join(CATEGORIES))
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="llama.cpp threads; 1 on a busy machine (spinning threads thrash when shared)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "bfcl.json")
     parser.add_argument("--notes", type=Path, help="markdown appended to the results page")
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        help="no run: merge these result files (same settings) into --out and its .md",
+    )
     return parser.parse_args(argv)
 
 
@@ -319,10 +361,33 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+def merge(paths: Sequence[Path], out: Path, notes: str) -> dict[str, Any]:
+    """One results file from several runs (say, one process per model) of the same sample."""
+    merged: dict[str, Any] | None = None
+    for path in paths:
+        part = json.loads(path.read_text())
+        if merged is None:
+            merged = {"settings": part["settings"], "runs": {}}
+        elif part["settings"] != merged["settings"]:
+            raise SystemExit(f"{path} was run with other settings: {part['settings']}")
+        for model_key, by_config in part["runs"].items():
+            merged["runs"].setdefault(model_key, {}).update(by_config)
+    if merged is None:
+        raise SystemExit("nothing to merge")
+    out.write_text(json.dumps(merged, indent=1, ensure_ascii=False) + "\n")
+    write_markdown(out.with_suffix(".md"), merged, notes)
+    return merged
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    results = asyncio.run(main_async(args))
+    if args.merge:
+        notes = args.notes.read_text() if args.notes else ""
+        results = merge(args.merge, args.out, notes)
+    else:
+        results = asyncio.run(main_async(args))
     print(table(results))
+    print(targets(results))
 
 
 if __name__ == "__main__":
