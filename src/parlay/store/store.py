@@ -2,8 +2,8 @@
 
 One file, WAL mode, a busy timeout and `BEGIN IMMEDIATE` for every write, so several
 processes (two `parlay` commands, a notebook and a script) can write at once and nothing
-is lost: a writer waits for the lock instead of failing. Connections are opened per
-operation, so a `Store` is safe to share between threads.
+is lost: a writer waits for the lock instead of failing. Each thread gets its own
+connection, so a `Store` is safe to share between threads.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -122,6 +123,7 @@ class Store:
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path).expanduser() if path is not None else default_path()
         self._ready = False
+        self._connections: dict[tuple[int, int], sqlite3.Connection] = {}
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
@@ -130,15 +132,21 @@ class Store:
     def _open(self) -> sqlite3.Connection:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            conn = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(
-                f"cannot open the log {str(self.path)!r}: {exc}; set ${ENV_VAR} to a writable file"
+                f"cannot open the log {str(self.path)!r}: {exc}; set ${ENV_VAR} to a writable "
+                "file"
             ) from exc
         conn.row_factory = sqlite3.Row
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             conn.execute("PRAGMA foreign_keys = ON")
+            # In WAL mode NORMAL never corrupts the file; a power cut may lose the last
+            # commits, an application crash loses nothing. FULL costs an fsync per turn.
+            conn.execute("PRAGMA synchronous = NORMAL")
             if not self._ready:
                 conn.execute("PRAGMA journal_mode = WAL")
                 version = schema_version(conn)
@@ -159,11 +167,25 @@ class Store:
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
-        conn = self._open()
+        """This thread's connection (kept open: opening one per write costs more than it)."""
+        key = (os.getpid(), threading.get_ident())
+        conn = self._connections.get(key)
+        if conn is None:
+            conn = self._connections[key] = self._open()
         try:
             yield conn
-        finally:
+        except sqlite3.DatabaseError:
+            # A broken connection is dropped; the next operation opens a fresh one.
+            self._connections.pop(key, None)
             conn.close()
+            raise
+
+    def close(self) -> None:
+        """Close this process's connections (they are also closed when the store is freed)."""
+        for key, conn in list(self._connections.items()):
+            if key[0] == os.getpid():
+                conn.close()
+            self._connections.pop(key, None)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
