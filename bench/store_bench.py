@@ -18,14 +18,14 @@ from pathlib import Path
 from _table import markdown_table, write_result
 
 from parlay import ScriptedBackend, Session
-from parlay.store import LoggedCall, LoggedResponse, LoggedResult, LoggedSession, Store
+from parlay.store import Store
 
 TURNS = 300
 PER_PROCESS = 300
 
 WRITER = """
 import sys, time
-from parlay.store import LoggedCall, LoggedResponse, LoggedResult, LoggedSession, Store
+from parlay.store import Store
 store, name, n = Store(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 session = LoggedSession(name, "", "bench", None, None, ("f",))
 for i in range(n):
@@ -40,10 +40,10 @@ for i in range(n):
 
 def turn_cost(log: Store | None) -> float:
     session = Session(ScriptedBackend(lambda request: "ok"), log=log or False)
-    session.chat("warm up").value
+    assert session.chat("warm up").value == "ok"
     started = time.perf_counter()
     for i in range(TURNS):
-        session.chat(f"turn {i}").value
+        assert session.chat(f"turn {i}").value == "ok"
     return (time.perf_counter() - started) / TURNS
 
 
@@ -84,8 +84,15 @@ def main() -> None:
             ],
         )
         writers = markdown_table(
-            ["processes", "rows written", "rows found", "tool results", "none lost",
-             "wall time (incl. start-up)", "rows per second"],
+            [
+                "processes",
+                "rows written",
+                "rows found",
+                "tool results",
+                "none lost",
+                "wall time (incl. start-up)",
+                "rows per second",
+            ],
             [processes(folder, n) for n in (1, 2, 4)],
         )
     print(turns, "\n")
