@@ -25,7 +25,7 @@ from parlay.events import (
 )
 from parlay.request import ChatRequest, ToolChoice
 
-from .conftest import ADD, HISTORY, TOOLS
+from .conftest import ADD, CALL, HISTORY, TOOLS
 
 PLAIN = Capabilities(native_tools=False, json_schema=False)
 PLAIN_SCHEMA = Capabilities(native_tools=False, json_schema=True)
@@ -360,3 +360,19 @@ async def test_session_runs_the_tool_loop_through_the_prompted_backend() -> None
     second = inner.requests[1].messages
     assert any(isinstance(m, UserMessage) and "Result of add" in m.content for m in second)
     assert not any(isinstance(m, ToolResult) for m in second)
+
+
+async def test_a_call_repeating_an_answered_one_is_retried() -> None:
+    history = (
+        UserMessage("Weather in Rome, then add 2 and 3?"),
+        AssistantMessage("", (CALL,)),
+        ToolResult("call_1", "get_weather", "sunny"),
+    )
+    inner = scripted(block("get_weather", city="Rome"), block("add", a=2, b=3), caps=PLAIN_SCHEMA)
+    request = ChatRequest(history, TOOLS, ToolChoice("required"))
+    events, finish = await run(PromptedBackend(inner), request)
+    assert calls_of(events) == [("add", {"a": 2, "b": 3})]
+    assert [r.reason for r in finish.diagnostics.retries] == ["repeated_call"]
+    assert "already called get_weather" in inner.requests[1].messages[-1].content
+    # Under a grammar the retry leaves the repeated tool out.
+    assert inner.requests[1].response_format.schema["properties"]["tool"]["enum"] == ["add"]

@@ -27,12 +27,13 @@ carries the repaired ones.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 from parlay.backends.base import Backend, Capabilities
-from parlay.context import AssistantMessage, ToolCall, UserMessage
+from parlay.context import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 from parlay.contract.constrain import action_response_format
 from parlay.contract.parser import ActionStreamParser
 from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases, RefusalSignal, detect_refusal
@@ -197,6 +198,7 @@ class PromptedBackend:
             contract.state.value,
             constrained,
         )
+        answered = _answered_calls(request.messages)
         messages = contract.messages
         retries: list[Retry] = []
         notes: list[str] = []
@@ -224,9 +226,11 @@ class PromptedBackend:
                     produced = parser.feed(event.text)
                 else:  # a native call from the inner backend: take it as it is
                     produced = [event]
-                for out in self._route(produced, attempt, contract, specs, choice.mode):
+                for out in self._route(produced, attempt, contract, specs, choice.mode, answered):
                     yield out
-            for out in self._route(parser.finish(), attempt, contract, specs, choice.mode):
+            for out in self._route(
+                parser.finish(), attempt, contract, specs, choice.mode, answered
+            ):
                 yield out
             parsed = parser.result()
             notes.extend(attempt.notes)
@@ -270,6 +274,14 @@ class PromptedBackend:
                     self.options,
                     verdict.tool,
                 )
+                if verdict.reason == "repeated_call" and constrained and choice.mode != "tool":
+                    # Under a grammar the model would repeat itself: leave that tool out.
+                    repeated = {i.call.name for i in attempt.issues if i.kind == "repeated_call"}
+                    others = tuple(t for t in contract.tools if t.name not in repeated)
+                    if others:
+                        response_format = action_response_format(
+                            others, choice, self.options.action_format
+                        )
                 messages = (
                     *messages,
                     AssistantMessage("".join(attempt.raw)),
@@ -315,12 +327,13 @@ class PromptedBackend:
         contract: Contract,
         specs: dict[str, ToolSpec],
         choice_mode: str,
+        answered: frozenset[tuple[str, str]],
     ) -> list[Event]:
         """Repair calls, then show, hold or drop each event by the attempt's mode."""
         now: list[Event] = []
         for event in events:
             if isinstance(event, ToolCallEnd):
-                event = self._check(event, attempt, contract, specs)
+                event = self._check(event, attempt, contract, specs, answered)
             if choice_mode == "none" and isinstance(event, CALL_EVENTS):
                 if isinstance(event, ToolCallEnd):
                     attempt.notes.append(f"ignored a {event.call.name} call: tool_choice is none")
@@ -361,6 +374,7 @@ class PromptedBackend:
         attempt: _Attempt,
         contract: Contract,
         specs: dict[str, ToolSpec],
+        answered: frozenset[tuple[str, str]],
     ) -> ToolCallEnd:
         call = event.call
         spec = specs.get(call.name)
@@ -373,7 +387,25 @@ class PromptedBackend:
             attempt.issues.append(
                 CallIssue(repaired.call, "invalid_arguments", repaired.error, spec)
             )
+        if _call_key(repaired.call) in answered:
+            attempt.issues.append(CallIssue(repaired.call, "repeated_call", call.name, spec))
         return ToolCallEnd(repaired.call)
+
+
+def _call_key(call: ToolCall) -> tuple[str, str]:
+    return call.name, json.dumps(call.arguments, sort_keys=True, default=str)
+
+
+def _answered_calls(messages: tuple[Message, ...]) -> frozenset[tuple[str, str]]:
+    """Calls in the history that already have their result."""
+    results = {m.call_id for m in messages if isinstance(m, ToolResult)}
+    return frozenset(
+        _call_key(call)
+        for m in messages
+        if isinstance(m, AssistantMessage)
+        for call in m.tool_calls
+        if call.id in results
+    )
 
 
 def _canonical(events: list[Event]) -> list[Event]:

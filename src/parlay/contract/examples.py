@@ -115,32 +115,61 @@ def single_example(spec: ToolSpec, index: int) -> Example:
     return Example(request, call, f"The user needs {spec.name}.")
 
 
+def other_value(name: str, schema: Any) -> Any:
+    """A value unlike `example_value`'s: what a tool result hands to the next call."""
+    schema = schema if isinstance(schema, dict) else {}
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][-1]
+    kind = schema.get("type")
+    if kind == "integer":
+        return 7
+    if kind == "number":
+        return 4.5
+    if kind == "boolean":
+        return False
+    if kind in ("array", "object"):
+        return example_value(name, schema)
+    return {"city": "Lyon", "location": "Lyon", "name": "Bob"}.get(name.lower(), "from-result")
+
+
 def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
-    """A two-step example: a result arrives and the model decides the next action."""
+    """A two-step example: a result arrives and the model decides the next action.
+
+    With two tools or more, the first result carries the value the second call needs,
+    so the example teaches reading results rather than copying the question.
+    """
     if not tools:
         return None
     first = single_example(tools[0], 90)
-    first_result = ToolResult(first.call.id, first.call.name, '{"result": "example result"}')
-    if len(tools) > 1:
-        second = single_example(tools[1], 91)
-        request = f"{first.request[:-1]}, then {second.request[0].lower()}{second.request[1:]}"
+    if len(tools) == 1:
+        result = ToolResult(first.call.id, first.call.name, '{"result": "example result"}')
         return Chain(
-            request,
+            first.request,
             first.call,
-            f"First {tools[0].name}.",
-            first_result,
-            second.call,
-            f"Now {tools[1].name}.",
-            ToolResult(second.call.id, second.call.name, '{"result": "second result"}'),
-            "Both are done: example result, then second result.",
+            first.thought,
+            result,
+            None,
+            "",
+            None,
+            "The result is: example result.",
         )
+    spec = tools[1]
+    arguments = example_arguments(spec)
+    properties = spec.parameters.get("properties") or {}
+    handed = next(iter(arguments), None)
+    if handed is not None:
+        arguments[handed] = other_value(handed, properties.get(handed))
+    payload = json.dumps({handed: arguments[handed]} if handed else {"result": "ok"})
+    first_result = ToolResult(first.call.id, first.call.name, payload)
+    second = ToolCall(spec.name, arguments, "call_example_91")
+    request = f"{first.request[:-1]}, then {_sentence(spec)[0].lower()}{_sentence(spec)[1:]}."
     return Chain(
-        first.request,
+        request,
         first.call,
-        first.thought,
+        f"First {tools[0].name}.",
         first_result,
-        None,
-        "",
-        None,
-        "The result is: example result.",
+        second,
+        f"Now {spec.name} with the result.",
+        ToolResult(second.id, spec.name, '{"result": "ok"}'),
+        "All done: the result is ok.",
     )

@@ -1,6 +1,7 @@
 """The retry policy: when a reply is not good enough, and why.
 
 Triggers, in order: a call to a tool that does not exist; arguments that fail the schema;
+a reply whose every call repeats one the history already answered (small models loop);
 an action that cannot be read; a forced choice (`required` / a named tool) answered
 without the call it asked for; refusal language. A hard refusal under `auto` is an
 answer (the model may decline a task), so only a soft one ("I can't access real-time
@@ -26,14 +27,16 @@ class CallIssue:
     """A parsed call the engine cannot hand on: unknown tool or bad arguments."""
 
     call: ToolCall
-    kind: str  # "unknown_tool" | "invalid_arguments"
+    kind: str  # "unknown_tool" | "invalid_arguments" | "repeated_call"
     detail: str
     spec: ToolSpec | None = None
 
 
 @frozen
 class Verdict:
-    reason: str  # no_call | wrong_tool | refusal | unreadable | unknown_tool | invalid_arguments
+    # no_call | wrong_tool | refusal | unreadable | unknown_tool | invalid_arguments
+    # | repeated_call
+    reason: str
     detail: str = ""
     tool: ToolSpec | None = None
     # Whether the reply's text alone decided it (the text must not have been shown yet).
@@ -69,6 +72,10 @@ class RetryPolicy:
         for issue in issues:
             if issue.kind == "invalid_arguments":
                 return Verdict("invalid_arguments", issue.detail, issue.spec)
+        repeats = [i for i in issues if i.kind == "repeated_call"]
+        if repeats and len(repeats) == len(calls):
+            # Every call asks again for a result the history already holds.
+            return Verdict("repeated_call", ", ".join(i.call.name for i in repeats))
         unreadable = [p for p in problems if p.kind in UNREADABLE]
         if unreadable:
             return Verdict("unreadable", "; ".join(p.detail for p in unreadable))

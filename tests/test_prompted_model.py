@@ -1,0 +1,123 @@
+"""The prompted backend on a real model: SmolLM2-135M through a real llama.cpp server.
+
+Protocol facts only (a call came, to which tool, with arguments that fit the schema;
+no call under `none`), never wording. Few requests, small `max_tokens`, temperature 0.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from parlay import GenerationOptions, Session
+from parlay.backends.prompted import PromptedBackend
+from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
+from parlay.events import Finish, ToolCallEnd
+from parlay.request import ChatRequest, ToolChoice, ToolSpec
+
+pytestmark = pytest.mark.model
+
+OPTIONS = GenerationOptions(temperature=0, max_tokens=60)
+
+USER_ID = ToolSpec(
+    "get_user_id",
+    "Look up the numeric id of a user by name.",
+    {
+        "type": "object",
+        "properties": {"name": {"type": "string", "description": "The user's name"}},
+        "required": ["name"],
+    },
+)
+ORDERS = ToolSpec(
+    "get_orders",
+    "List the orders of a user, by user id.",
+    {
+        "type": "object",
+        "properties": {"user_id": {"type": "integer", "description": "The user's id"}},
+        "required": ["user_id"],
+    },
+)
+
+
+def get_weather(city: str) -> str:
+    """Get the current weather for a city.
+
+    Args:
+        city: The city name.
+    """
+    return f"Sunny and 21 C in {city}."
+
+
+async def collect(backend: PromptedBackend, request: ChatRequest) -> tuple[list[ToolCall], Finish]:
+    calls = []
+    finish = None
+    async for event in backend.stream(request):
+        if isinstance(event, ToolCallEnd):
+            calls.append(event.call)
+        elif isinstance(event, Finish):
+            finish = event
+    assert finish is not None and finish.diagnostics is not None
+    return calls, finish
+
+
+async def test_single_call_through_a_session(llama_backend) -> None:
+    session = Session(PromptedBackend(llama_backend), tools=[get_weather], options=OPTIONS)
+    thunk = await session.chat("What is the weather in Paris?")
+    assert [call.name for call in thunk.tools] == ["get_weather"]
+    assert isinstance(thunk.tools[0].arguments.get("city"), str)
+    assert thunk.finish_reason == "tool_calls"
+    assert thunk.diagnostics.contract_injected and thunk.diagnostics.calls_parsed == 1
+
+
+async def test_two_step_chain_uses_the_first_result(llama_backend) -> None:
+    backend = PromptedBackend(llama_backend)
+    tools = (USER_ID, ORDERS)
+    question = UserMessage("Show me the orders of the user named Alice.")
+    first, finish = await collect(
+        backend, ChatRequest((question,), tools, ToolChoice("required"), options=OPTIONS)
+    )
+    assert [c.name for c in first] == ["get_user_id"]
+    assert finish.diagnostics.constrained  # llama.cpp takes a JSON-schema grammar
+    history = (
+        question,
+        AssistantMessage("", (first[0],)),
+        ToolResult(first[0].id, "get_user_id", '{"user_id": 4711}'),
+    )
+    second, finish = await collect(
+        backend, ChatRequest(history, tools, ToolChoice("required"), options=OPTIONS)
+    )
+    assert [c.name for c in second] == ["get_orders"]
+    assert second[0].arguments == {"user_id": 4711}
+    assert finish.diagnostics.tool_history_detected
+    assert finish.diagnostics.tool_state == "result_received"
+
+
+async def test_tool_choice_none_gives_no_call(llama_backend) -> None:
+    backend = PromptedBackend(llama_backend)
+    request = ChatRequest(
+        (UserMessage("What is the weather in Paris?"),),
+        (USER_ID, ORDERS, ToolSpec("get_weather", "Get the weather for a city.")),
+        ToolChoice("none"),
+        options=OPTIONS,
+    )
+    calls, finish = await collect(backend, request)
+    assert calls == [] and finish.reason != "tool_calls"
+
+
+async def test_required_gives_a_call_without_a_grammar(llama_backend) -> None:
+    # Unconstrained, so the retry policy is what guarantees the call when the model
+    # answers in prose first; each retry is visible in the diagnostics with its reason.
+    backend = PromptedBackend(llama_backend, constrained=False)
+    request = ChatRequest(
+        (UserMessage("Alice"),), (USER_ID, ORDERS), ToolChoice("required"), options=OPTIONS
+    )
+    calls, finish = await collect(backend, request)
+    diagnostics = finish.diagnostics
+    assert not diagnostics.constrained
+    assert len(calls) >= 1 or len(diagnostics.retries) == backend.max_retries
+    assert all(
+        r.reason in {"no_call", "refusal", "unreadable", "unknown_tool", "invalid_arguments"}
+        for r in diagnostics.retries
+    )
+    if calls:
+        assert calls[0].name in {"get_user_id", "get_orders"}
+        assert finish.reason == "tool_calls"
