@@ -228,6 +228,18 @@ class ActionStreamParser:
             return [TextDelta(text)]
         if self._ended or not text:
             return []
+        if (
+            self._str_quote is not None
+            and self._pos == len(self._buf)
+            and self._state == "block"
+            and not _string_stops(text, self._str_close)
+        ):
+            # Inside a string with nothing pending: the chunk is string content.
+            if self._buf:  # the block's raw text is being kept (it may become text)
+                self._buf += text
+                self._pos = len(self._buf)
+            self._string_chars(text)
+            return self._take()
         self._buf += text
         self._run(final=False)
         self._idle = not self._buf and self._state == "text" and not self._ended
@@ -1020,6 +1032,17 @@ class ActionStreamParser:
         self._atom = []
         self._state = "text"
         self._line_blank = not self._block_fenced
+
+
+def _string_stops(text: str, close: str) -> bool:
+    """Whether `text` holds a character that ends or escapes a string (or may: a fence)."""
+    return (
+        close in text
+        or "\\" in text
+        or "`" in text
+        or "\n" in text
+        or (close == "”" and "“" in text)
+    )
 
 
 def _loads(text: str) -> Any:
