@@ -120,14 +120,27 @@ def start_litellm(binary: str, upstream: str, workdir: Path) -> tuple[subprocess
 # (and its pool under 64 connections) would otherwise dominate what is measured.
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def request_bytes(url: str, stream: bool) -> tuple[str, int, bytes]:
-    parsed = httpx.URL(url + "/chat/completions")
-    body = json.dumps({**BODY, "stream": stream}).encode()
+def request_bytes(url: str, stream: bool, api: str = "openai") -> tuple[str, int, bytes]:
+    if api == "anthropic":
+        parsed = httpx.URL(url + "/messages")
+        body = json.dumps({**BODY, "stream": stream}).encode()
+    else:
+        parsed = httpx.URL(url + "/chat/completions")
+        body = json.dumps({**BODY, "stream": stream}).encode()
     head = (
         f"POST {parsed.raw_path.decode()} HTTP/1.1\r\nHost: {parsed.host}:{parsed.port}\r\n"
         f"Authorization: Bearer {KEY}\r\nContent-Type: application/json\r\n"
@@ -171,17 +184,23 @@ async def read_response(reader: asyncio.StreamReader, on_first: Any = None) -> t
             on_first()
 
 
-def ok(stream: bool, status: int, body: bytes) -> bool:
+def ok(stream: bool, status: int, body: bytes, api: str = "openai") -> bool:
     if status != 200:
         return False
+    if api == "anthropic":
+        if stream:
+            return body.rstrip().endswith(b'data: {"type":"message_stop"}')
+        return b'"content"' in body
     if stream:
         return body.rstrip().endswith(b"data: [DONE]") and b'"error"' not in body
     return b'"choices"' in body
 
 
-async def latencies(url: str, n: int, stream: bool) -> tuple[list[float], list[float]]:
+async def latencies(
+    url: str, n: int, stream: bool, api: str = "openai"
+) -> tuple[list[float], list[float]]:
     """Sequential requests on one keep-alive connection: (total ms, first-body-byte ms)."""
-    host, port, raw = request_bytes(url, stream)
+    host, port, raw = request_bytes(url, stream, api)
     reader, writer = await asyncio.open_connection(host, port)
     writer.transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     totals: list[float] = []
@@ -195,7 +214,7 @@ async def latencies(url: str, n: int, stream: bool) -> tuple[list[float], list[f
                 reader, lambda f=first: f.append(time.perf_counter())
             )
             end = time.perf_counter()
-            if not ok(stream, status, body):
+            if not ok(stream, status, body, api):
                 raise RuntimeError(f"{url}: bad answer {status} {body[:200]!r}")
             if i >= n // 10:  # the first tenth warms up
                 totals.append((end - start) * 1000)
@@ -205,15 +224,24 @@ async def latencies(url: str, n: int, stream: bool) -> tuple[list[float], list[f
     return totals, firsts
 
 
-async def load(url: str, concurrency: int, seconds: float, stream: bool) -> tuple[float, int, int]:
+async def load(
+    url: str, concurrency: int, seconds: float, stream: bool, api: str = "openai"
+) -> tuple[float, int, int]:
     """`concurrency` keep-alive clients in a loop for `seconds`: (requests/s, done, errors)."""
-    host, port, raw = request_bytes(url, stream)
+    return await load_mixed(url, concurrency, seconds, [(stream, api)])
+
+
+async def load_mixed(
+    url: str, concurrency: int, seconds: float, variants: list[tuple[bool, str]]
+) -> tuple[float, int, int]:
+    """Client i sends variant i mod len(variants) (streaming or not, which protocol)."""
     done = 0
     errors = 0
     stop = time.perf_counter() + seconds
 
-    async def worker() -> None:
+    async def worker(stream: bool, api: str) -> None:
         nonlocal done, errors
+        host, port, raw = request_bytes(url, stream, api)
         writer = None
         while time.perf_counter() < stop:
             try:
@@ -221,7 +249,7 @@ async def load(url: str, concurrency: int, seconds: float, stream: bool) -> tupl
                     reader, writer = await asyncio.open_connection(host, port)
                 writer.write(raw)
                 status, body = await asyncio.wait_for(read_response(reader), 30)
-                if ok(stream, status, body):
+                if ok(stream, status, body, api):
                     done += 1
                 else:
                     errors += 1
@@ -234,7 +262,7 @@ async def load(url: str, concurrency: int, seconds: float, stream: bool) -> tupl
             writer.close()
 
     started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(worker(*variants[i % len(variants)]) for i in range(concurrency)))
     return done / (time.perf_counter() - started), done, errors
 
 
@@ -253,7 +281,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         procs.append(stub)
         parlay_proc, parlay_url = start_parlay(stub_url)
         procs.append(parlay_proc)
-        targets = {"direct (stub)": stub_url, "parlay serve": parlay_url}
+        targets = {
+            "direct (stub)": stub_url,
+            "parlay serve": parlay_url,
+            # Anthropic Messages in front of the OpenAI-speaking stub: the translation cost.
+            "parlay serve, /v1/messages": parlay_url,
+        }
         litellm = args.litellm or shutil.which("litellm")
         if litellm and Path(litellm).exists():
             try:
@@ -264,34 +297,60 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 results["notes"].append(f"LiteLLM proxy did not start: {exc}")
         else:
             results["notes"].append("LiteLLM proxy not installed; not measured")
-        for name, url in targets.items():
-            row: dict[str, Any] = {}
-            for stream in (False, True):
-                key = "stream" if stream else "plain"
-                totals, firsts = asyncio.run(latencies(url, n, stream))
-                row[key] = {
+        pids = {"direct (stub)": stub.pid, "parlay serve": parlay_proc.pid}
+        pids["parlay serve, /v1/messages"] = parlay_proc.pid
+        if "LiteLLM proxy" in targets:
+            pids["LiteLLM proxy"] = procs[-1].pid
+        # Latency: targets take turns in short rounds, so load from elsewhere on the
+        # machine falls on all of them alike; CPU seconds per request of the serving
+        # process are recorded too, as they do not depend on that load.
+        rounds = 10
+        for stream in (False, True):
+            key = "stream" if stream else "plain"
+            samples: dict[str, tuple[list[float], list[float], float]] = {
+                name: ([], [], 0.0) for name in targets
+            }
+            for _ in range(rounds):
+                for name, url in targets.items():
+                    api = "anthropic" if "messages" in name else "openai"
+                    before = cpu_seconds(pids[name])
+                    totals, firsts = asyncio.run(latencies(url, n // rounds, stream, api))
+                    used = cpu_seconds(pids[name]) - before
+                    t, f, c = samples[name]
+                    samples[name] = (t + totals, f + firsts, c + used)
+            for name, (totals, firsts, used) in samples.items():
+                results["targets"].setdefault(name, {})[key] = {
                     "p50_ms": statistics.median(totals),
                     "p99_ms": pct(totals, 0.99),
                     "ttfb_p50_ms": statistics.median(firsts),
                     "ttfb_p99_ms": pct(firsts, 0.99),
+                    # Warm-up requests (a tenth) are included in the CPU count.
+                    "cpu_ms_per_request": 1000 * used / (len(totals) * 11 / 10),
                     "rps": {},
                 }
-                for c in (1, 16, 64):
-                    rps, done, errors = asyncio.run(load(url, c, window, stream))
-                    row[key]["rps"][str(c)] = {"rps": rps, "done": done, "errors": errors}
-                print(f"measured {name} {key}", file=sys.stderr, flush=True)
-            results["targets"][name] = row
-        for name in [t for t in targets if t != "direct (stub)"]:
-            if name != "parlay serve" and not args.soak_all:
-                continue
+            print(f"latency measured ({key})", file=sys.stderr, flush=True)
+        for name, url in targets.items():
+            api = "anthropic" if "messages" in name else "openai"
             for stream in (False, True):
-                rps, done, errors = asyncio.run(load(targets[name], 64, soak / 2, stream))
-                results["soak"].setdefault(name, {})["stream" if stream else "plain"] = {
-                    "seconds": soak / 2,
-                    "done": done,
-                    "errors": errors,
-                    "rps": rps,
-                }
+                key = "stream" if stream else "plain"
+                for c in (1, 16, 64):
+                    rps, done, errors = asyncio.run(load(url, c, window, stream, api))
+                    results["targets"][name][key]["rps"][str(c)] = {
+                        "rps": rps,
+                        "done": done,
+                        "errors": errors,
+                    }
+            print(f"throughput measured: {name}", file=sys.stderr, flush=True)
+        # The soak: 64 clients for the whole window, a quarter each on OpenAI and Anthropic,
+        # streaming and not, every answer checked.
+        variants = [(False, "openai"), (True, "openai"), (False, "anthropic"), (True, "anthropic")]
+        soaked = ["parlay serve"] + (
+            ["LiteLLM proxy"] if args.soak_all and "LiteLLM proxy" in targets else []
+        )
+        for name in soaked:
+            mix = variants if name == "parlay serve" else variants[:2]
+            rps, done, errors = asyncio.run(load_mixed(targets[name], 64, soak, mix))
+            results["soak"][name] = {"seconds": soak, "done": done, "errors": errors, "rps": rps}
             print(f"soaked {name}", file=sys.stderr, flush=True)
     finally:
         for proc in procs:
@@ -309,8 +368,8 @@ def table(results: dict[str, Any]) -> str:
     direct = results["targets"]["direct (stub)"]
     lines = [
         "| target | mode | p50 ms | p99 ms | added p50 ms | added p99 ms | TTFB p50 ms "
-        "| added TTFB p50 ms | req/s @1 | req/s @16 | req/s @64 | errors |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| added TTFB p50 ms | CPU ms/req | req/s @1 | req/s @16 | req/s @64 | errors |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, row in results["targets"].items():
         for key in ("plain", "stream"):
@@ -326,21 +385,20 @@ def table(results: dict[str, Any]) -> str:
                 added_ttfb = ""
             lines.append(
                 f"| {name} | {key} | {m['p50_ms']:.2f} | {m['p99_ms']:.2f} | {added} | {added99} "
-                f"| {ttfb} | {added_ttfb} | {m['rps']['1']['rps']:.0f} | {m['rps']['16']['rps']:.0f} "
+                f"| {ttfb} | {added_ttfb} | {m['cpu_ms_per_request']:.2f} | {m['rps']['1']['rps']:.0f} | {m['rps']['16']['rps']:.0f} "
                 f"| {m['rps']['64']['rps']:.0f} | {errors} |"
             )
     out = "\n".join(lines)
     if results["soak"]:
         soak = [
             "",
-            "| soak (64 clients) | mode | seconds | requests | errors | req/s |",
-            "| --- | --- | ---: | ---: | ---: | ---: |",
+            "| soak: 64 clients (OpenAI and Anthropic, streaming and not) | seconds | requests | errors | req/s |",
+            "| --- | ---: | ---: | ---: | ---: |",
         ]
-        for name, modes in results["soak"].items():
-            for key, s in modes.items():
-                soak.append(
-                    f"| {name} | {key} | {s['seconds']:.0f} | {s['done']} | {s['errors']} | {s['rps']:.0f} |"
-                )
+        for name, s in results["soak"].items():
+            soak.append(
+                f"| {name} | {s['seconds']:.0f} | {s['done']} | {s['errors']} | {s['rps']:.0f} |"
+            )
         out += "\n" + "\n".join(soak)
     return out
 

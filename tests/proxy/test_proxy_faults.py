@@ -3,7 +3,9 @@ error shape with the right status, or in an error event mid-stream; never in a h
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,7 +18,8 @@ import pytest
 from proxy_harness import running
 from proxy_stub import StubUpstream, free_port
 
-from parlay import OpenAIBackend
+from parlay import Capabilities, OpenAIBackend
+from parlay.events import TextDelta
 from parlay.server import create_app
 
 OA = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -145,7 +148,6 @@ def test_stream_cut_inside_an_action_block_through_the_engine(
     """A plain-chat upstream dies halfway through writing an action block. Depending on
     whether the engine had released anything yet, the client gets a 502 error body or a
     stream that ends in an error event; either way in its own protocol, and promptly."""
-    from parlay import Capabilities
     from parlay.backends.prompted import PromptedBackend
 
     inner = OpenAIBackend(
@@ -183,3 +185,32 @@ def test_stream_cut_inside_an_action_block_through_the_engine(
         else:
             assert r.status_code == 502 and r.json()["type"] == "error"
         assert time.monotonic() - started < 8
+
+
+class _Endless:
+    """A backend that sends one word, then waits forever; records when it is closed."""
+
+    name = "endless"
+    capabilities = Capabilities(native_tools=True)
+
+    def __init__(self) -> None:
+        self.closed = threading.Event()
+
+    async def stream(self, request: Any) -> Any:
+        try:
+            yield TextDelta("Hello")
+            await asyncio.sleep(3600)
+        finally:
+            self.closed.set()
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/messages"])
+def test_client_disconnect_closes_the_backend_stream(path: str) -> None:
+    backend = _Endless()
+    with running(create_app(backend)) as server:
+        body = {**(OA if "chat" in path else AN), "stream": True}
+        with httpx.stream("POST", server.url + path, json=body, timeout=10) as r:
+            first = next(r.iter_raw())
+            assert b"Hello" in first
+        # Leaving the block closed the connection mid-stream.
+        assert backend.closed.wait(5)
