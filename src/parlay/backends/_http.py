@@ -114,7 +114,14 @@ class HttpTransport:
         client = self.client()
         try:
             request = client.build_request("POST", path, json=body)
-            response = await client.send(request, stream=True)
+            try:
+                response = await client.send(request, stream=True)
+            except httpx.RemoteProtocolError:
+                # A kept-alive connection the server had closed before answering
+                # (llama.cpp's server does this between requests): nothing was
+                # answered, so send once more, on a fresh connection.
+                request = client.build_request("POST", path, json=body)
+                response = await client.send(request, stream=True)
         except httpx.TimeoutException as exc:
             raise BackendTimeoutError(
                 f"{self._describe(path)} did not answer in time ({type(exc).__name__})"
