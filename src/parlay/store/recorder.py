@@ -104,6 +104,7 @@ class TurnRecorder:
         pending = self._pending.pop(thunk, None)
         if pending is None:
             return
+        self.last_response_id = None
         try:
             self.last_response_id = self.store.add_response(
                 self.response(thunk, pending), self.session
