@@ -35,6 +35,22 @@ _BY_NAME = {
 }
 
 
+_OTHER_BY_NAME = {
+    "city": "Lyon",
+    "location": "Lyon",
+    "place": "Lyon",
+    "country": "Peru",
+    "name": "Bob",
+    "query": "red pandas",
+    "q": "red pandas",
+    "text": "see you soon",
+    "topic": "red pandas",
+    "date": "2025-01-15",
+    "language": "German",
+    "unit": "fahrenheit",
+}
+
+
 @frozen
 class Example:
     request: str
@@ -91,7 +107,12 @@ def example_arguments(spec: ToolSpec) -> dict[str, Any]:
     properties = spec.parameters.get("properties") or {}
     required = [k for k in spec.parameters.get("required") or () if k in properties]
     chosen = required or list(properties)[:1]
-    return {key: example_value(key, properties[key]) for key in chosen[:4]}
+    values = {key: example_value(key, properties[key]) for key in chosen[:4]}
+    # Distinct numbers per argument, so the example shows which value goes where.
+    for position, key in enumerate(values):
+        if type(values[key]) is int and "default" not in properties[key]:
+            values[key] += 2 * position
+    return values
 
 
 def _sentence(spec: ToolSpec) -> str:
@@ -129,7 +150,17 @@ def other_value(name: str, schema: Any) -> Any:
         return False
     if kind in ("array", "object"):
         return example_value(name, schema)
-    return {"city": "Lyon", "location": "Lyon", "name": "Bob"}.get(name.lower(), "from-result")
+    return _OTHER_BY_NAME.get(name.lower(), "other example")
+
+
+def _varied_example(spec: ToolSpec, index: int) -> Example:
+    """Like `single_example` with other values, so two examples never share them (a small
+    model otherwise copies the example's value instead of the user's)."""
+    properties = spec.parameters.get("properties") or {}
+    arguments = {key: other_value(key, properties.get(key)) for key in example_arguments(spec)}
+    phrase = _phrase(arguments)
+    request = f"{_sentence(spec)}{': ' + phrase if phrase else ''}."
+    return Example(request, ToolCall(spec.name, arguments, f"call_example_{index}"), "")
 
 
 def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
@@ -140,7 +171,7 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
     """
     if not tools:
         return None
-    first = single_example(tools[0], 90)
+    first = _varied_example(tools[0], 90)
     if len(tools) == 1:
         result = ToolResult(first.call.id, first.call.name, '{"result": "example result"}')
         return Chain(
