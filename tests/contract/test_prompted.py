@@ -376,3 +376,12 @@ async def test_a_call_repeating_an_answered_one_is_retried() -> None:
     assert "already called get_weather" in inner.requests[1].messages[-1].content
     # Under a grammar the retry leaves the repeated tool out.
     assert inner.requests[1].response_format.schema["properties"]["tool"]["enum"] == ["add"]
+
+
+async def test_parallel_tool_calls_off_keeps_the_first_call() -> None:
+    inner = scripted(block("get_weather", city="Paris") + "\n" + block("add", a=1, b=2))
+    request = ChatRequest((UserMessage("both"),), TOOLS, parallel_tool_calls=False)
+    events, finish = await run(PromptedBackend(inner), request)
+    assert calls_of(events) == [("get_weather", {"city": "Paris"})]
+    assert not any(isinstance(e, ToolCallStart) and e.name == "add" for e in events)
+    assert any("parallel_tool_calls is off" in n for n in finish.diagnostics.notes)

@@ -70,8 +70,10 @@ CALL_EVENTS = (ToolCallStart, ToolCallArgsDelta, ToolCallEnd)
 class _Attempt:
     """One round trip to the inner model: what was parsed, held and shown."""
 
-    def __init__(self, mode: str, suppress_text: bool) -> None:
+    def __init__(self, mode: str, suppress_text: bool, parallel: bool = True) -> None:
         self.mode = mode
+        self.parallel = parallel
+        self.kept_call: str | None = None
         self.suppress_text = suppress_text
         self.held: list[Event] = []
         self.held_text = 0
@@ -212,7 +214,7 @@ class PromptedBackend:
             can_retry = choice.mode != "none" and self.policy.allows(attempt_no)
             mode = "live" if not can_retry else ("buffered" if choice.forces_call else "hybrid")
             modes.append(mode)
-            attempt = _Attempt(mode, suppress_text=shown_text)
+            attempt = _Attempt(mode, shown_text, request.parallel_tool_calls)
             parser = ActionStreamParser(specs, thought_limit=self.options.thought_limit)
             inner_request = request.replace(
                 messages=messages, tools=(), tool_choice=AUTO, response_format=response_format
@@ -332,6 +334,15 @@ class PromptedBackend:
         """Repair calls, then show, hold or drop each event by the attempt's mode."""
         now: list[Event] = []
         for event in events:
+            if not attempt.parallel and isinstance(event, CALL_EVENTS):
+                if attempt.kept_call is None and isinstance(event, ToolCallStart):
+                    attempt.kept_call = event.id
+                if event.id != attempt.kept_call:
+                    if isinstance(event, ToolCallEnd):
+                        attempt.notes.append(
+                            f"dropped a further {event.call.name} call: parallel_tool_calls is off"
+                        )
+                    continue
             if isinstance(event, ToolCallEnd):
                 event = self._check(event, attempt, contract, specs, answered)
             if choice_mode == "none" and isinstance(event, CALL_EVENTS):
