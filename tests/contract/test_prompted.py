@@ -385,3 +385,12 @@ async def test_parallel_tool_calls_off_keeps_the_first_call() -> None:
     assert calls_of(events) == [("get_weather", {"city": "Paris"})]
     assert not any(isinstance(e, ToolCallStart) and e.name == "add" for e in events)
     assert any("parallel_tool_calls is off" in n for n in finish.diagnostics.notes)
+
+
+async def test_retries_and_diagnostics_are_logged_under_parlay(caplog) -> None:
+    inner = scripted("no call", block("add", a=1, b=2))
+    with caplog.at_level("DEBUG", logger="parlay"):
+        await run(PromptedBackend(inner), ask("1+2", "required"))
+    records = [r for r in caplog.records if r.name.startswith("parlay")]
+    assert any("retry 1/2: no_call" in r.getMessage() for r in records)
+    assert any("contract injected" in r.getMessage() for r in records)
