@@ -178,8 +178,8 @@ def _pct(value: float | None) -> str:
 def table(results: dict[str, Any]) -> str:
     header = (
         "| model | configuration | well-formed calls | right calls | simple_python | multiple "
-        "| right abstentions (live_irrelevance) | s / question |\n"
-        "| --- | --- | --- | --- | --- | --- | --- | --- |\n"
+        "| right abstentions (live_irrelevance) | questions (call + abstain) | s / question |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
     )
     rows = []
     for model_key, by_config in results["runs"].items():
@@ -189,7 +189,8 @@ def table(results: dict[str, Any]) -> str:
             rows.append(
                 f"| {model_key} | {config_key} | {_pct(s['well_formed'])} | {_pct(s['right'])} "
                 f"| {_pct(by_cat.get('simple_python'))} | {_pct(by_cat.get('multiple'))} "
-                f"| {_pct(s['abstained'])} | {s['seconds_per_question'] or 0:.1f} |"
+                f"| {_pct(s['abstained'])} | {s['n_call']} + {s['n_abstain']} "
+                f"| {s['seconds_per_question'] or 0:.1f} |"
             )
     return header + "\n".join(rows) + "\n"
 
@@ -260,24 +261,18 @@ def write_markdown(path: Path, results: dict[str, Any], notes: str) -> None:
     path.write_text(text)
 
 
-async def run_config(
-    backend: Backend,
-    questions: Sequence[Question],
-    max_tokens: int,
-    done: dict[str, Any],
-    label: str,
-) -> None:
-    for number, question in enumerate(questions, 1):
-        if question.id in done:
-            continue
-        outcome = await ask(backend, question, max_tokens)
-        done[question.id] = outcome
-        mark = "ok " if outcome["right"] else "-- "
-        print(
-            f"  [{label}] {number}/{len(questions)} {mark}{question.id} "
-            f"{outcome['seconds']:.1f}s {outcome['error_type']}",
-            flush=True,
-        )
+def interleave(groups: Sequence[Sequence[Question]]) -> list[Question]:
+    """Round-robin over the categories, so a run cut short still covers all of them."""
+    out: list[Question] = []
+    for index in range(max((len(g) for g in groups), default=0)):
+        out.extend(group[index] for group in groups if index < len(group))
+    return out
+
+
+def save(path: Path, results: dict[str, Any], notes: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    write_markdown(path.with_suffix(".md"), results, notes)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -338,26 +333,31 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "categories": list(categories),
     }
     results = load_results(args.out, settings)
-    questions = [q for c in categories for q in sample(c, args.n, args.seed)]
+    questions = interleave([sample(c, args.n, args.seed) for c in categories])
     configs = configs_from(args.configs)
     notes = args.notes.read_text() if args.notes else ""
     for model in models(tuple(args.models.split(","))):
         server = LlamaServer(model.path, n_ctx=8192, threads=args.threads)
         await asyncio.to_thread(server.start)
-        for config in configs:
-            done = results["runs"].setdefault(model.key, {}).setdefault(config.key, {})
-            started = time.perf_counter()
-            await run_config(
-                make_backend(config, server, model),
-                questions,
-                args.max_tokens,
-                done,
-                f"{model.key} {config.key}",
-            )
-            print(f"{model.key} / {config.key}: {time.perf_counter() - started:.0f}s", flush=True)
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
-            write_markdown(args.out.with_suffix(".md"), results, notes)
+        backends = {config.key: make_backend(config, server, model) for config in configs}
+        runs = results["runs"].setdefault(model.key, {})
+        # Question-major: every configuration answers a question before the next one, so
+        # a run stopped early leaves all configurations on the same questions, and the
+        # configurations that render the same prompt reuse llama.cpp's prompt cache.
+        for number, question in enumerate(questions, 1):
+            for config in configs:
+                done = runs.setdefault(config.key, {})
+                if question.id in done:
+                    continue
+                outcome = await ask(backends[config.key], question, args.max_tokens)
+                done[question.id] = outcome
+                print(
+                    f"  [{model.key} / {config.key}] {number}/{len(questions)} "
+                    f"{'ok' if outcome['right'] else '--'} {question.id} "
+                    f"{outcome['seconds']:.1f}s {outcome['error_type']}",
+                    flush=True,
+                )
+            save(args.out, results, notes)
     return results
 
 
@@ -374,8 +374,7 @@ def merge(paths: Sequence[Path], out: Path, notes: str) -> dict[str, Any]:
             merged["runs"].setdefault(model_key, {}).update(by_config)
     if merged is None:
         raise SystemExit("nothing to merge")
-    out.write_text(json.dumps(merged, indent=1, ensure_ascii=False) + "\n")
-    write_markdown(out.with_suffix(".md"), merged, notes)
+    save(out, merged, notes)
     return merged
 
 
