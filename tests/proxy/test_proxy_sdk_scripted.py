@@ -11,7 +11,7 @@ import openai
 import pytest
 from proxy_harness import RunningServer, running
 
-from parlay import AssistantMessage, ScriptedBackend, ToolCall
+from parlay import AnthropicBackend, AssistantMessage, ScriptedBackend, ToolCall
 from parlay.server import create_app
 
 TWO_CALLS = AssistantMessage(
@@ -203,3 +203,31 @@ def test_anthropic_errors_are_sdk_exceptions(proxy: RunningServer) -> None:
         )
     with pytest.raises(anthropic.BadRequestError):
         good.messages.create(model="smol", max_tokens=5, messages=[])
+    assert [m.id for m in good.models.list()] == ["smol"]
+
+
+@pytest.mark.parametrize("upstream_streams", [True, False])
+def test_openai_clients_through_an_anthropic_upstream(
+    proxy: RunningServer, upstream_streams: bool
+) -> None:
+    """parlay's AnthropicBackend against a real Messages server (the first proxy), behind a
+    second proxy that OpenAI clients talk to: both codecs and both directions at once."""
+    upstream = AnthropicBackend(
+        "smol", base_url=proxy.url, api_key="sk-test", stream=upstream_streams
+    )
+    with running(create_app(upstream)) as front:
+        oa = openai.OpenAI(base_url=front.url + "/v1", api_key="x", max_retries=0, timeout=10)
+        done = oa.chat.completions.create(
+            model="any", messages=[{"role": "user", "content": "w?"}], tools=TOOLS_OA
+        )
+        assert done.choices[0].finish_reason == "tool_calls"
+        assert [(c.id, c.function.arguments) for c in done.choices[0].message.tool_calls or []] == [
+            ("call_p", '{"city": "Paris"}'),
+            ("call_o", '{"city": "Oslo"}'),
+        ]
+        with oa.chat.completions.stream(
+            model="any", messages=[{"role": "user", "content": "w?"}], tools=TOOLS_OA
+        ) as stream:
+            final = stream.get_final_completion()
+        assert final.choices[0].message.content == "Checking both."
+        assert len(final.choices[0].message.tool_calls or []) == 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing, suppress
@@ -30,8 +31,20 @@ from parlay.wire import anthropic_server as anthropic
 from parlay.wire import openai_server as openai
 from parlay.wire.reply import ReplyBuilder
 
+logger = logging.getLogger("parlay.server")
+
 JSON = "application/json"
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def _failure(exc: BaseException, where: str) -> Failure:
+    """`classify(exc)`, logging what the operator needs: a traceback for a proxy bug."""
+    failure = classify(exc)
+    if failure.status >= 500 and failure.status not in (502, 504):
+        logger.error("%s failed", where, exc_info=exc)
+    elif failure.status >= 500:
+        logger.warning("%s: %s", where, failure.message)
+    return failure
 
 
 def _json(data: Any, status: int = 200) -> Response:
@@ -204,7 +217,7 @@ class Proxy:
             # The upstream answers with its own configured model, whatever the alias.
             chat = chat.replace(model=None)
         except Exception as exc:
-            return wire.error(classify(exc))
+            return wire.error(_failure(exc, "decoding a request"))
         if stream:
             return await self._stream(wire, chat, model, body)
         builder = ReplyBuilder()
@@ -213,7 +226,7 @@ class Proxy:
                 async for event in events:
                     builder.feed(event)
         except Exception as exc:
-            return wire.error(classify(exc))
+            return wire.error(_failure(exc, "a request"))
         return _json(wire.response(builder, model))
 
     async def _stream(self, wire: _Wire, chat: ChatRequest, model: str, body: Any) -> Response:
@@ -226,7 +239,7 @@ class Proxy:
             first = None
         except Exception as exc:
             await _close(events)
-            return wire.error(classify(exc))
+            return wire.error(_failure(exc, "a streamed request"))
         out = wire.stream(model, body)
         return EventStream(_frames(out, first, events))
 
@@ -291,7 +304,7 @@ async def _frames(
             return
         yield out.end()
     except Exception as exc:
-        yield out.error(classify(exc))
+        yield out.error(_failure(exc, "a stream, midway"))
     finally:
         await _close(events)
 
