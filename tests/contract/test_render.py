@@ -100,3 +100,13 @@ def test_few_shot_has_single_calls_a_no_tool_answer_and_a_chain() -> None:
     assert len(calls) >= 3  # one per tool and the chain's steps
     assert len(plain) >= 2  # the no-tool answer and the chain's final answer
     assert any("Result of" in m.content for m in contract.messages if m.role == "user")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_constrained_forced_with_history_shows_the_grammar_shape(snapshot, fmt: str) -> None:
+    request = ChatRequest(HISTORY, TOOLS, ToolChoice("required"))
+    contract = render_contract(request, ContractOptions(action_format=fmt), constrained=True)
+    assistant = [m.content for m in contract.messages if m.role == "assistant"]
+    # Every assistant turn is one JSON object, as the grammar will force.
+    assert all(a.startswith("{") and "```" not in a and "@tool" not in a for a in assistant)
+    assert show(contract.messages) == snapshot

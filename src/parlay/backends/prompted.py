@@ -275,6 +275,7 @@ class PromptedBackend:
                     choice,
                     self.options,
                     verdict.tool,
+                    constrained=constrained,
                 )
                 if verdict.reason == "repeated_call" and constrained and choice.mode != "tool":
                     # Under a grammar the model would repeat itself: leave that tool out.
