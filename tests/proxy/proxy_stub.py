@@ -11,6 +11,7 @@ Used by the fault tests and by bench/proxy_bench.py. The behaviour is chosen by 
 - "cut-call": streams a native tool call halfway, then drops the connection
 - "stall": streams the first chunk, then waits 30 s
 - "drip": streams five text chunks 0.3 s apart
+- "drip-call": streams a native tool call, its argument fragments 0.3 s apart
 
 Run as a script (`python proxy_stub.py PORT`) for a separate process.
 """
@@ -94,6 +95,8 @@ def _stream_chunks(mode: str) -> list[bytes]:
         ]
     if mode == "cut-call":
         return _stream_chunks("call")[:3]
+    if mode == "drip-call":
+        return _stream_chunks("call")
     words = ["Hello ", "from ", "the ", "stub."]
     usage = {
         "id": "chatcmpl-stub",
@@ -177,7 +180,7 @@ async def _answer(line: str, body: dict[str, Any], writer: asyncio.StreamWriter)
         await writer.drain()
         writer.transport.abort()  # no terminating chunk: the peer sees a cut body
         return False
-    if mode in ("stall", "drip"):
+    if mode in ("stall", "drip", "drip-call"):
         writer.write(_head(200, "text/event-stream", None) + _frame(chunks[0] + chunks[1]))
         await writer.drain()
         for chunk in chunks[2:]:
