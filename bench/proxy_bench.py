@@ -410,7 +410,9 @@ def main() -> None:
     parser.add_argument("--soak-all", action="store_true", help="soak LiteLLM's proxy too")
     parser.add_argument("--out", default=str(RESULTS / "proxy.md"))
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     results = run(args)
+    results["load_average"] = [load_before, os.getloadavg()[0]]
     text = table(results)
     print(text)
     for note in results["notes"]:
@@ -425,7 +427,8 @@ def main() -> None:
         (header or "# Proxy overhead\n\n")
         + "<!-- table -->\n"
         + f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
-        + f"Python {sys.version.split()[0]}.\n\n"
+        + f"Python {sys.version.split()[0]}, load average {results['load_average'][0]:.1f} "
+        + f"at the start and {results['load_average'][1]:.1f} at the end.\n\n"
         + text
         + "\n"
         + "".join(f"\nNote: {n}\n" for n in results["notes"])

@@ -14,6 +14,7 @@ from parlay import (
     ChatRequest,
     GenerationOptions,
     InvalidRequestError,
+    ResponseFormat,
     SystemMessage,
     ToolCall,
     ToolChoice,
@@ -169,6 +170,7 @@ def test_decode_tool_choice(raw: Any, expected: ToolChoice) -> None:
             {"model": "m", "max_tokens": 1, "messages": [{"role": "system", "content": "x"}]},
             "use user or assistant",
         ),
+        (body(output_config={"format": {"type": "xml"}}), "json_schema"),
     ],
 )
 def test_decode_errors_say_what_to_fix(request_body: Any, says: str) -> None:
@@ -196,9 +198,11 @@ def test_client_encoding_decodes_back() -> None:
         tool_choice=ToolChoice("tool", "f"),
         parallel_tool_calls=False,
         options=GenerationOptions(temperature=0.5, max_tokens=7, stop=("x",)),
+        response_format=ResponseFormat({"type": "object", "properties": {"a": {"type": "string"}}}),
         model="m",
     )
     wire = json.loads(json.dumps(client.encode_request(original, model=None, stream=True)))
+    assert wire["output_config"]["format"]["type"] == "json_schema"
     assert [t["role"] for t in wire["messages"]] == [
         "user",
         "assistant",

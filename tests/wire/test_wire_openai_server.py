@@ -140,6 +140,7 @@ def test_decode_tool_choice(raw: Any, expected: ToolChoice) -> None:
         ({"model": "m", "messages": [{"role": "wizard", "content": "x"}]}, "`messages[0].role`"),
         (body(temperature="hot"), "`temperature` must be"),
         (body(n=2), "`n` must be 1"),
+        (body(functions=[{"name": "f"}]), "send `tools`"),
         ([1, 2], "must be a JSON object"),
     ],
 )

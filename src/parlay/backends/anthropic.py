@@ -16,7 +16,8 @@ from parlay.wire import anthropic_client as codec
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
-NATIVE = Capabilities(native_tools=True, json_schema=False)
+# Structured outputs: `output_config.format` with a JSON schema.
+NATIVE = Capabilities(native_tools=True, json_schema=True)
 
 
 class AnthropicBackend:

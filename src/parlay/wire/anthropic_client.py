@@ -113,6 +113,10 @@ def encode_request(request: ChatRequest, *, model: str | None, stream: bool) -> 
             body[key] = value
     if options.stop:
         body["stop_sequences"] = list(options.stop)
+    if request.response_format is not None:
+        body["output_config"] = {
+            "format": {"type": "json_schema", "schema": request.response_format.schema}
+        }
     if stream:
         body["stream"] = True
     body.update(request.extra_body)

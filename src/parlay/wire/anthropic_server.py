@@ -28,7 +28,7 @@ from parlay.events import (
     ToolCallStart,
     Usage,
 )
-from parlay.request import ChatRequest, GenerationOptions, ToolChoice, ToolSpec
+from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice, ToolSpec
 from parlay.wire._check import field, number, stop_list
 from parlay.wire.reply import Reply
 
@@ -212,6 +212,23 @@ def decode_tool_choice(raw: Any) -> tuple[ToolChoice, bool]:
     raise InvalidRequestError("`tool_choice.type` must be auto, any, tool or none")
 
 
+def decode_output_format(raw: Any) -> ResponseFormat | None:
+    """`output_config.format` (structured outputs): a JSON schema the reply must match."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise InvalidRequestError("`output_config` must be an object")
+    fmt = raw.get("format")
+    if fmt is None:
+        return None
+    if not isinstance(fmt, Mapping) or fmt.get("type") != "json_schema":
+        raise InvalidRequestError(
+            '`output_config.format` must be {"type": "json_schema", "schema": {...}}'
+        )
+    schema = field(fmt, "schema", dict, where="output_config.format", required=True)
+    return ResponseFormat(schema)
+
+
 def decode_request(body: Any) -> AnthropicRequest:
     if not isinstance(body, Mapping):
         raise InvalidRequestError("the request body must be a JSON object")
@@ -230,6 +247,7 @@ def decode_request(body: Any) -> AnthropicRequest:
         tools=decode_tools(body.get("tools")),
         tool_choice=choice,
         parallel_tool_calls=parallel,
+        response_format=decode_output_format(body.get("output_config")),
         options=options,
         model=model,
     )

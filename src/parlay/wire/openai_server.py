@@ -210,6 +210,12 @@ def decode_request(body: Any) -> OpenAIRequest:
     if not isinstance(body, Mapping):
         raise InvalidRequestError("the request body must be a JSON object")
     model = field(body, "model", str, required=True)
+    if body.get("functions") is not None or body.get("function_call") is not None:
+        # Dropping them would silently turn tool calling off: say what to send instead.
+        raise InvalidRequestError(
+            "`functions` / `function_call` are the deprecated forms: send `tools` and "
+            "`tool_choice` instead"
+        )
     messages = decode_messages(body.get("messages"))
     n = field(body, "n", int)
     if n not in (None, 1):
