@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -33,12 +34,13 @@ from typing import Any
 from attrs import frozen
 
 from bench.bfcl.checker import check
-from bench.bfcl.data import ABSTAIN_CATEGORIES, Question, sample
+from bench.bfcl.data import ABSTAIN_CATEGORIES, Question, load_category, sample
 from bench.bfcl.models import Model, models
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.local import LlamaServer
 from parlay.backends.openai import OpenAIBackend
 from parlay.backends.prompted import PromptedBackend
+from parlay.contract.parser import parse
 from parlay.events import Finish, TextDelta, ToolCallEnd
 from parlay.request import ChatRequest, GenerationOptions
 
@@ -231,6 +233,43 @@ def targets(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n" if lines else ""
 
 
+def native_text_calls(results: dict[str, Any]) -> str:
+    """What llama.cpp's own tool support left in the text: calls it did not return.
+
+    Each native reply's text is read with parlay's parser; a call naming an offered tool
+    counts. This shows how many calls the model wrote that the server did not parse.
+    """
+    lines = []
+    for model_key, by_config in results["runs"].items():
+        outcomes = by_config.get(NATIVE_CONFIG.key) or {}
+        if not outcomes:
+            continue
+        questions = {q.id: q for c in results["settings"]["categories"] for q in load_category(c)}
+        call_rows = abstain_rows = written = right = called_anyway = 0
+        returned = sum(bool(o["calls"]) for o in outcomes.values())
+        for outcome in outcomes.values():
+            question = questions[outcome["question"]]
+            names = [f["name"] for f in question.functions]
+            parsed = parse(outcome["text"], names).calls
+            calls = [(c.name, dict(c.arguments)) for c in parsed if c.name in names]
+            if question.expects_call:
+                call_rows += 1
+                written += bool(calls)
+                right += check(
+                    question.category, question.functions, calls, question.ground_truth
+                ).valid
+            else:
+                abstain_rows += 1
+                called_anyway += bool(calls)
+        lines.append(
+            f"- {model_key}: the text of llama.cpp's native replies held a call that parlay's "
+            f"parser reads in {written}/{call_rows} call questions ({right} of them right by "
+            f"BFCL's rules) and in {called_anyway}/{abstain_rows} live_irrelevance questions; "
+            f"the server returned `tool_calls` in {returned}/{len(outcomes)} replies."
+        )
+    return "\n".join(lines) + "\n" if lines else ""
+
+
 def load_results(path: Path, settings: dict[str, Any]) -> dict[str, Any]:
     if path.is_file():
         results = json.loads(path.read_text())
@@ -256,9 +295,30 @@ def write_markdown(path: Path, results: dict[str, Any], notes: str) -> None:
         "without a call.\n\n"
         + table(results)
         + ("\n## Targets (issue 3)\n\n" + targets(results) if targets(results) else "")
+        + (
+            "\n## What llama.cpp's own tool support left in the text\n\n"
+            + native_text_calls(results)
+            if native_text_calls(results)
+            else ""
+        )
         + (f"\n{notes}\n" if notes else "")
     )
     path.write_text(text)
+
+
+def _head() -> str:
+    """The repository's commit, to tell which engine produced the outcomes."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=Path(__file__).parent,
+        )
+    except OSError:
+        return "unknown"
+    return out.stdout.strip() or "unknown"
 
 
 def interleave(groups: Sequence[Sequence[Question]]) -> list[Question]:
@@ -333,6 +393,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "categories": list(categories),
     }
     results = load_results(args.out, settings)
+    results.setdefault("commits", []).append(_head())
     questions = interleave([sample(c, args.n, args.seed) for c in categories])
     configs = configs_from(args.configs)
     notes = args.notes.read_text() if args.notes else ""
@@ -347,7 +408,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         for number, question in enumerate(questions, 1):
             for config in configs:
                 done = runs.setdefault(config.key, {})
-                if question.id in done:
+                # A request that failed (server or engine error) is asked again on resume.
+                earlier = done.get(question.id)
+                if earlier is not None and earlier["error_type"] != "request_error":
                     continue
                 outcome = await ask(backends[config.key], question, args.max_tokens)
                 done[question.id] = outcome
