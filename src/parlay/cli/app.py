@@ -196,8 +196,26 @@ def chat(
                 stderr.print(f"[red]error:[/] {exc}")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from parlay import __version__
+
+        typer.echo(f"parlay {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print parlay's version and exit.",
+            is_eager=True,
+            callback=_print_version,
+        ),
+    ] = False,
+) -> None:
     """Chat with models, with tool calling that works on every model."""
 
 
