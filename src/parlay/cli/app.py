@@ -51,7 +51,6 @@ app = typer.Typer(
 )
 app.add_typer(tools_app, name="tools")
 app.add_typer(logs_app, name="logs")
-app.command("serve")(serve)
 
 
 def stderr_console() -> Console:
@@ -194,6 +193,10 @@ def chat(
             except (ToolChainLimitError, BackendError) as exc:
                 # One bad turn does not end the chat; the context is as it was before it.
                 stderr.print(f"[red]error:[/] {exc}")
+
+
+# Registered after prompt and chat so `parlay --help` lists the everyday commands first.
+app.command("serve")(serve)
 
 
 def _print_version(value: bool) -> None:
