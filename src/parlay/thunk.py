@@ -66,6 +66,9 @@ class ModelOutputThunk(Generic[T]):
         self._lock = threading.Lock()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
         self._finished = threading.Event()
+        # True from the moment the producer is exhausted, before the completion
+        # callbacks run, so they can read the results through the public properties.
+        self._settled = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._error: BaseException | None = None
         self._round_start = 0
@@ -125,6 +128,7 @@ class ModelOutputThunk(Generic[T]):
                 raise
         finally:
             # Callbacks first, so a consumer woken by completion sees their effects.
+            self._settled = True
             if self._error is None and self._on_complete is not None:
                 self._on_complete(self)
             elif self._error is not None and self._on_failure is not None:
@@ -165,7 +169,7 @@ class ModelOutputThunk(Generic[T]):
             )
 
     def _force(self) -> None:
-        if self._finished.is_set():
+        if self._settled or self._finished.is_set():
             self._raise_if_failed()
             return
         self._check_not_own_loop()

@@ -113,30 +113,28 @@ class TurnRecorder:
             warnings.warn(f"parlay could not log a turn: {exc}", RuntimeWarning, stacklevel=2)
 
     def response(self, thunk: ModelOutputThunk[Any], pending: _Pending) -> LoggedResponse:
-        # Called from the thunk's completion hook, before it is marked finished, so its
-        # public properties (which wait for that) cannot be used here; read its state.
+        # Called from the thunk's completion hook: the results are settled by then.
         now = time.monotonic()
         calls: list[LoggedCall] = []
         results = [_result(r) for r in results_since_last_turn(pending.prompt_ctx)]
         round_no = 0
-        for message in thunk._steps:
+        for message in thunk.steps:
             if isinstance(message, AssistantMessage):
                 calls.extend(_call(c, round_no) for c in message.tool_calls)
                 round_no += 1
             elif isinstance(message, ToolResult):
                 results.append(_result(message))
-        calls.extend(_call(c, round_no) for c in thunk._calls())
-        usage = thunk._usage
-        finish = thunk._finish()
-        diagnostics = finish.diagnostics if finish is not None else None
+        calls.extend(_call(c, round_no) for c in thunk.tools)
+        usage = thunk.usage
+        diagnostics = thunk.diagnostics
         started = pending.started
         return LoggedResponse(
             session_id=self.session.id,
-            text=thunk._text(),
+            text=thunk.value,
             prompt=pending.prompt,
             backend=self.session.backend,
-            model=finish.model if finish is not None else None,
-            finish_reason=finish.reason if finish is not None else None,
+            model=thunk.model,
+            finish_reason=thunk.finish_reason,
             prompt_tokens=usage.prompt_tokens if usage else None,
             completion_tokens=usage.completion_tokens if usage else None,
             first_event_ms=_ms(started, pending.first_event),
