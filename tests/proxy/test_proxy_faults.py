@@ -235,3 +235,13 @@ def test_client_disconnect_closes_the_backend_stream(path: str) -> None:
             assert b"Hello" in first
         # Leaving the block closed the connection mid-stream.
         assert backend.closed.wait(5)
+
+
+def test_client_giving_up_on_a_whole_reply_closes_the_backend_stream() -> None:
+    backend = _Endless()
+    with running(create_app(backend)) as server:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(server.url + "/v1/chat/completions", json=OA, timeout=0.5)
+        assert backend.closed.wait(5)
+        # The server is fine afterwards.
+        assert httpx.get(server.url + "/health").status_code == 200

@@ -14,7 +14,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import aclosing, suppress
+from contextlib import aclosing, asynccontextmanager, suppress
 from typing import Any
 
 from starlette.applications import Starlette
@@ -221,12 +221,17 @@ class Proxy:
         if stream:
             return await self._stream(wire, chat, model, body)
         builder = ReplyBuilder()
-        try:
-            async with aclosing(self.backend.stream(chat)) as events:  # type: ignore[type-var]
-                async for event in events:
-                    builder.feed(event)
-        except Exception as exc:
-            return wire.error(_failure(exc, "a request"))
+        async with _cancel_on_disconnect(request.receive) as watch:
+            try:
+                async with aclosing(self.backend.stream(chat)) as events:  # type: ignore[type-var]
+                    async for event in events:
+                        builder.feed(event)
+            except asyncio.CancelledError:
+                if not watch.gone:
+                    raise
+                return Response(status_code=499)  # nobody is listening any more
+            except Exception as exc:
+                return wire.error(_failure(exc, "a request"))
         return _json(wire.response(builder, model))
 
     async def _stream(self, wire: _Wire, chat: ChatRequest, model: str, body: Any) -> Response:
@@ -309,6 +314,38 @@ async def _frames(
         await _close(events)
 
 
+class _Watch:
+    gone = False
+
+
+@asynccontextmanager
+async def _cancel_on_disconnect(receive: Receive) -> AsyncIterator[_Watch]:
+    """Cancel the current task if the client disconnects inside the block.
+
+    A reply the client no longer waits for should not keep the model generating; the
+    cancellation closes the backend stream and with it the upstream request.
+    """
+    task = asyncio.current_task()
+    watch = _Watch()
+
+    async def wait() -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                watch.gone = True
+                if task is not None:
+                    task.cancel()
+                return
+
+    watcher = asyncio.create_task(wait())
+    try:
+        yield watch
+    finally:
+        watcher.cancel()
+        if watch.gone and task is not None:
+            task.uncancel()  # the cancel was ours; the server's task goes on
+
+
 class EventStream(Response):
     """An SSE response that stops producing as soon as the client goes away.
 
@@ -327,32 +364,19 @@ class EventStream(Response):
         self.init_headers(SSE_HEADERS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        producer = asyncio.current_task()
-        gone = False
-
-        async def watch() -> None:
-            nonlocal gone
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    gone = True
-                    if producer is not None:
-                        producer.cancel()
-                    return
-
-        watcher = asyncio.create_task(watch())
         try:
-            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-            async for chunk in self.frames:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-        except asyncio.CancelledError:
-            if not gone:
-                raise
-            if producer is not None:
-                producer.uncancel()  # the cancel was ours; the server's task goes on
+            async with _cancel_on_disconnect(receive) as watch:
+                try:
+                    await send(
+                        {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
+                    )
+                    async for chunk in self.frames:
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                except asyncio.CancelledError:
+                    if not watch.gone:
+                        raise
         finally:
-            watcher.cancel()
             await _close(self.frames)
 
 
