@@ -47,7 +47,10 @@ class ContractOptions:
     max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
     thought_limit: int = 200
     template_dir: str | None = None
-    reminder: bool = True
+    # A "(Reply with a tool call.)" line appended to the last user message under a forced
+    # choice. Off: measured on SmolLM2 (required, constrained, 6 tool questions) it took
+    # right calls from 5/6 to 3/6 (the model read the line as text to work on).
+    reminder: bool = False
 
 
 @frozen
