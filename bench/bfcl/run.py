@@ -147,6 +147,10 @@ async def ask(backend: Backend, question: Question, max_tokens: int) -> dict[str
 
 def summarize(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The figures for one (model, config): shares over the call and abstain questions."""
+    # Requests that failed (server gone, engine exception) are counted apart, not as
+    # wrong answers: a resumed run asks them again.
+    errors = sum(o["error_type"] == "request_error" for o in outcomes)
+    outcomes = [o for o in outcomes if o["error_type"] != "request_error"]
     by_category: dict[str, list[dict[str, Any]]] = {}
     for outcome in outcomes:
         by_category.setdefault(outcome["category"], []).append(outcome)
@@ -157,6 +161,7 @@ def summarize(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return sum(bool(r[key]) for r in rows) / len(rows) if rows else None
 
     return {
+        "errors": errors,
         "n_call": len(calls),
         "n_abstain": len(abstain),
         "well_formed": share(calls, "well_formed"),
@@ -180,8 +185,9 @@ def _pct(value: float | None) -> str:
 def table(results: dict[str, Any]) -> str:
     header = (
         "| model | configuration | well-formed calls | right calls | simple_python | multiple "
-        "| right abstentions (live_irrelevance) | questions (call + abstain) | s / question |\n"
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
+        "| right abstentions (live_irrelevance) | questions (call + abstain) | failed requests "
+        "| s / question |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
     )
     rows = []
     for model_key, by_config in results["runs"].items():
@@ -191,7 +197,7 @@ def table(results: dict[str, Any]) -> str:
             rows.append(
                 f"| {model_key} | {config_key} | {_pct(s['well_formed'])} | {_pct(s['right'])} "
                 f"| {_pct(by_cat.get('simple_python'))} | {_pct(by_cat.get('multiple'))} "
-                f"| {_pct(s['abstained'])} | {s['n_call']} + {s['n_abstain']} "
+                f"| {_pct(s['abstained'])} | {s['n_call']} + {s['n_abstain']} | {s['errors']} "
                 f"| {s['seconds_per_question'] or 0:.1f} |"
             )
     return header + "\n".join(rows) + "\n"
