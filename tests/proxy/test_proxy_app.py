@@ -186,3 +186,18 @@ def test_config_from_env_and_flags() -> None:
         ServerConfig.from_env({})
     with pytest.raises(ConfigurationError, match="not a number"):
         ServerConfig.from_env({**env, "PARLAY_SERVE_PORT": "x"})
+
+
+def test_build_backend_follows_the_tool_mode() -> None:
+    from parlay import AnthropicBackend, OpenAIBackend, PromptedBackend
+    from parlay.server import build_backend
+
+    prompted = build_backend(ServerConfig("http://up/v1", upstream_model="m", max_retries=0))
+    assert isinstance(prompted, PromptedBackend)
+    assert prompted.capabilities.native_tools
+    native = build_backend(ServerConfig("http://up/v1", tools="native"))
+    assert isinstance(native, OpenAIBackend) and native.capabilities.native_tools
+    claude = build_backend(ServerConfig("http://up", upstream_kind="anthropic", tools="native"))
+    assert isinstance(claude, AnthropicBackend)
+    with pytest.raises(ConfigurationError, match="openai or anthropic"):
+        ServerConfig("http://up", upstream_kind="gemini")  # type: ignore[arg-type]

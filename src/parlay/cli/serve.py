@@ -65,6 +65,19 @@ def serve(
             help="Seconds to wait for the upstream (default 300) (env PARLAY_SERVE_TIMEOUT)"
         ),
     ] = None,
+    action_format: Annotated[
+        str | None,
+        typer.Option(
+            help="Engine: how the model writes calls: fenced, json or command "
+            "(env PARLAY_SERVE_ACTION_FORMAT)"
+        ),
+    ] = None,
+    max_retries: Annotated[
+        int | None,
+        typer.Option(
+            help="Engine: retries when a call was expected (env PARLAY_SERVE_MAX_RETRIES)"
+        ),
+    ] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
 ) -> None:
     """Serve OpenAI chat completions and Anthropic messages, with tools, before any model."""
@@ -83,6 +96,8 @@ def serve(
             host=host,
             port=port,
             timeout=timeout,
+            action_format=action_format,
+            max_retries=max_retries,
         )
     except ConfigurationError as exc:
         typer.echo(f"parlay serve: {exc}", err=True)

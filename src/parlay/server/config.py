@@ -47,6 +47,9 @@ class ServerConfig:
     port: int = 8000
     timeout: float = 300.0
     stream_upstream: bool = True
+    # Prompt-contract engine settings (None: the engine's own defaults).
+    action_format: str | None = None
+    max_retries: int | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.upstream_kind not in ("openai", "anthropic"):
@@ -86,7 +89,13 @@ class ServerConfig:
         ):
             if env.get(ENV_PREFIX + key):
                 values[name] = env[ENV_PREFIX + key]
-        for name, key, kind in (("port", "PORT", int), ("timeout", "TIMEOUT", float)):
+        if env.get(ENV_PREFIX + "ACTION_FORMAT"):
+            values["action_format"] = env[ENV_PREFIX + "ACTION_FORMAT"]
+        for name, key, kind in (
+            ("port", "PORT", int),
+            ("timeout", "TIMEOUT", float),
+            ("max_retries", "MAX_RETRIES", int),
+        ):
             if env.get(ENV_PREFIX + key):
                 try:
                     values[name] = kind(env[ENV_PREFIX + key])
@@ -140,11 +149,16 @@ def build_backend(config: ServerConfig) -> Backend:
         )
     if native:
         return inner
-    return prompted(inner)
+    options: dict[str, object] = {}
+    if config.action_format is not None:
+        options["action_format"] = config.action_format
+    if config.max_retries is not None:
+        options["max_retries"] = config.max_retries
+    return prompted(inner, **options)
 
 
-def prompted(inner: Backend) -> Backend:
-    """`inner` wrapped in the prompt-contract engine."""
+def prompted(inner: Backend, **options: object) -> Backend:
+    """`inner` wrapped in the prompt-contract engine (`options` go to `PromptedBackend`)."""
     try:
         from parlay.backends.prompted import PromptedBackend  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:  # the engine is a separate module; say so plainly
@@ -152,5 +166,5 @@ def prompted(inner: Backend) -> Backend:
             "the prompt-contract engine (parlay.backends.prompted) is not available; "
             "serve with --tools native"
         ) from exc
-    backend: Backend = PromptedBackend(inner)
+    backend: Backend = PromptedBackend(inner, **options)  # type: ignore[arg-type]
     return backend
