@@ -20,7 +20,8 @@ from proxy_harness import running
 from proxy_stub import StubUpstream, free_port
 
 from parlay import Capabilities, OpenAIBackend
-from parlay.events import TextDelta
+from parlay.errors import BackendTimeoutError
+from parlay.events import Finish, TextDelta
 from parlay.server import create_app
 
 OA = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -245,3 +246,62 @@ def test_client_giving_up_on_a_whole_reply_closes_the_backend_stream() -> None:
         assert backend.closed.wait(5)
         # The server is fine afterwards.
         assert httpx.get(server.url + "/health").status_code == 200
+
+
+class _Slow:
+    """Quiet for `delay` seconds, then either answers or fails."""
+
+    name = "slow"
+    capabilities = Capabilities(native_tools=True)
+
+    def __init__(self, delay: float, fail: bool = False) -> None:
+        self.delay = delay
+        self.fail = fail
+
+    async def stream(self, request: Any) -> Any:
+        await asyncio.sleep(self.delay)
+        if self.fail:
+            raise BackendTimeoutError("the upstream gave up")
+        yield TextDelta("late")
+        yield Finish("stop")
+
+
+@pytest.mark.parametrize(
+    ("path", "beat"), [("/v1/chat/completions", b": keep-alive"), ("/v1/messages", b"event: ping")]
+)
+def test_a_quiet_backend_gets_the_stream_started_and_kept_alive(path: str, beat: bytes) -> None:
+    body = {**(OA if "chat" in path else AN), "stream": True}
+    with running(create_app(_Slow(0.6), first_event_wait=0.1, heartbeat=0.1)) as server:
+        with httpx.stream("POST", server.url + path, json=body, timeout=10) as r:
+            pieces = list(r.iter_raw())
+        first, text = pieces[0], b"".join(pieces)
+        assert r.status_code == 200
+        assert b"late" not in first  # the head went out before the backend spoke
+        assert text.count(beat) >= 3
+        assert b"late" in text
+        if "chat" in path:
+            assert text.rstrip().endswith(b"data: [DONE]")
+            # The SDK ignores the keep-alives.
+            oa = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
+            chunks = list(
+                oa.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "x"}], stream=True
+                )
+            )
+            assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "late"
+        else:
+            an = anthropic.Anthropic(base_url=server.url, api_key="x", max_retries=0)
+            with an.messages.stream(**AN) as stream:
+                assert stream.get_final_message().content[0].text == "late"  # type: ignore[union-attr]
+
+
+def test_a_backend_failing_after_the_stream_started_ends_it_with_an_error() -> None:
+    with running(create_app(_Slow(0.3, fail=True), first_event_wait=0.05, heartbeat=0.1)) as server:
+        r = httpx.post(server.url + "/v1/messages", json={**AN, "stream": True}, timeout=10)
+        assert r.status_code == 200
+        name, data = sse_events(r.text)[-1]
+        assert name == "error" and data["error"]["type"] == "timeout_error"
+        # Before the wait runs out, the same failure keeps its HTTP status.
+    with running(create_app(_Slow(0.05, fail=True), first_event_wait=2)) as server:
+        r = httpx.post(server.url + "/v1/chat/completions", json={**OA, "stream": True}, timeout=10)
+        assert r.status_code == 504

@@ -13,6 +13,7 @@ import hmac
 import json
 import logging
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing, asynccontextmanager, suppress
 from typing import Any
@@ -24,6 +25,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from parlay.backends.base import Backend
+from parlay.errors import BackendError
 from parlay.events import Event, Finish
 from parlay.request import ChatRequest
 from parlay.server.errors import Failure, ProxyError, classify
@@ -79,6 +81,10 @@ class _Wire:
 class _StreamWire:
     def start(self) -> bytes:
         raise NotImplementedError
+
+    def heartbeat(self) -> bytes:
+        """Bytes that keep an idle stream open without meaning anything to the client."""
+        return b": keep-alive\n\n"
 
     def feed(self, event: Event) -> bytes:
         raise NotImplementedError
@@ -139,6 +145,9 @@ class _AnthropicStream(_StreamWire):
     def error(self, failure: Failure) -> bytes:
         return _sse(anthropic.encode_error(failure.status, failure.message), "error")
 
+    def heartbeat(self) -> bytes:
+        return _sse({"type": "ping"}, "ping")
+
 
 class _AnthropicWire(_Wire):
     name = "anthropic"
@@ -170,10 +179,14 @@ class Proxy:
         *,
         models: Sequence[str] = (),
         client_keys: Sequence[str] = (),
+        first_event_wait: float = 5.0,
+        heartbeat: float = 10.0,
     ) -> None:
         self.backend = backend
         self.models = tuple(models)
         self._keys = tuple(k.encode() for k in client_keys)
+        self.first_event_wait = first_event_wait
+        self.heartbeat = heartbeat
         self.created = int(time.time())
 
     # -- checks ----------------------------------------------------------------------
@@ -235,18 +248,18 @@ class Proxy:
         return _json(wire.response(builder, model))
 
     async def _stream(self, wire: _Wire, chat: ChatRequest, model: str, body: Any) -> Response:
-        events: AsyncIterator[Event] = self.backend.stream(chat)
-        # Wait for the first event before answering, so an upstream that is down or
-        # refuses gets its real status instead of a 200 stream holding an error.
+        pump = _Pump(self.backend.stream(chat))
+        # Wait a little for the first event before answering, so an upstream that is down
+        # or refuses gets its real status instead of a 200 stream holding an error. A
+        # backend that is merely slow (a long prompt, an engine holding a reply to judge
+        # it) gets the stream started anyway, kept open by heartbeats.
         try:
-            first = await anext(events)
-        except StopAsyncIteration:
-            first = None
+            first = await pump.next(self.first_event_wait)
         except Exception as exc:
-            await _close(events)
+            await pump.close()
             return wire.error(_failure(exc, "a streamed request"))
         out = wire.stream(model, body)
-        return EventStream(_frames(out, first, events))
+        return EventStream(_frames(out, first, pump, self.heartbeat))
 
     async def openai_chat(self, request: Request) -> Response:
         return await self._serve(OPENAI, request)
@@ -287,31 +300,104 @@ async def _close(events: AsyncIterator[Any]) -> None:
             await close()
 
 
+_END = object()  # the backend stream ended
+_IDLE = object()  # no event within the wait
+
+
+class _Pump:
+    """Pulls the backend's events in one task of its own and hands them over, so that
+    waiting for the next one can time out (to send a heartbeat) without cancelling the
+    backend. One future and one timer per wait: cheaper than a task per event."""
+
+    def __init__(self, events: AsyncIterator[Event]) -> None:
+        self.events = events
+        self.ready: deque[Any] = deque()
+        self.waiter: asyncio.Future[None] | None = None
+        self.task = asyncio.ensure_future(self._pull())
+
+    async def _pull(self) -> None:
+        try:
+            async for event in self.events:
+                self._put(event)
+            self._put(_END)
+        except Exception as exc:
+            self._put(exc)
+        except BaseException:
+            # Cancelled: by `close()`, or from inside the backend. Either way the
+            # consumer must not wait for an event that will never come.
+            self._put(BackendError("the backend stream was cancelled"))
+            raise
+
+    def _put(self, item: Any) -> None:
+        self.ready.append(item)
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    async def next(self, timeout: float) -> Any:
+        """The next event, `_END`, or `_IDLE` if none came within `timeout` seconds.
+        A failure of the backend is raised here."""
+        if not self.ready:
+            loop = asyncio.get_running_loop()
+            self.waiter = waiter = loop.create_future()
+            timer = loop.call_later(timeout, _wake, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self.waiter = None
+            if not self.ready:
+                return _IDLE
+        item = self.ready.popleft()
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    async def close(self) -> None:
+        if not self.task.done():
+            # Cancelling the pull closes the backend stream from inside.
+            self.task.cancel()
+            with suppress(BaseException):
+                await self.task
+        await _close(self.events)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 async def _frames(
-    out: _StreamWire, first: Event | None, events: AsyncIterator[Event]
+    out: _StreamWire, first: Any, pump: _Pump, heartbeat: float
 ) -> AsyncIterator[bytes]:
-    """The SSE bytes: one write per event, an error event if the stream fails midway."""
+    """The SSE bytes: one write per event, heartbeats while the backend is quiet, and an
+    error event if the stream fails midway."""
     finished = False
     try:
         head = out.start()
-        if first is not None:
-            finished = isinstance(first, Finish)
-            head += out.feed(first)
-        yield head
+        item = first
+        while True:
+            if item is _END:
+                break
+            if item is _IDLE:
+                head += out.heartbeat()
+            else:
+                finished = isinstance(item, Finish)
+                head += out.feed(item)
+            yield head
+            if finished:
+                break
+            head = b""
+            item = await pump.next(heartbeat)
         if not finished:
-            async for event in events:
-                finished = isinstance(event, Finish)
-                yield out.feed(event)
-                if finished:
-                    break
-        if not finished:
-            yield out.error(Failure(502, "the upstream stream ended before the reply finished"))
+            yield head + out.error(
+                Failure(502, "the upstream stream ended before the reply finished")
+            )
             return
         yield out.end()
     except Exception as exc:
         yield out.error(_failure(exc, "a stream, midway"))
     finally:
-        await _close(events)
+        await pump.close()
 
 
 class _Watch:
@@ -385,17 +471,27 @@ def create_app(
     *,
     models: Sequence[str] = (),
     client_keys: Sequence[str] = (),
+    first_event_wait: float = 5.0,
+    heartbeat: float = 10.0,
 ) -> Starlette:
     """The ASGI app serving `backend`.
 
     `models`: names clients may ask for (empty accepts any). `client_keys`: keys clients
-    must present (empty: open).
+    must present (empty: open). `first_event_wait`: seconds a streamed request waits for
+    the backend's first event before the stream starts (so early failures keep their HTTP
+    status). `heartbeat`: seconds of backend silence after which a keep-alive is sent.
 
     Tool mode needs no state here: a later request that does not repeat the tools still
     carries the calls and results in its history, and the backend reads them from there
     (the prompt engine rebuilds the specs from the calls; a native upstream has its own).
     """
-    proxy = Proxy(backend, models=models, client_keys=client_keys)
+    proxy = Proxy(
+        backend,
+        models=models,
+        client_keys=client_keys,
+        first_event_wait=first_event_wait,
+        heartbeat=heartbeat,
+    )
     routes = [
         Route("/v1/chat/completions", proxy.openai_chat, methods=["POST"]),
         Route("/chat/completions", proxy.openai_chat, methods=["POST"]),
