@@ -107,3 +107,19 @@ def test_constraint_schemas() -> None:
     assert required["anyOf"][0]["properties"]["action"]["required"] == ["tool", "args"]
     auto = action_schema(TOOLS, ToolChoice("auto"), "command")
     assert len(auto["anyOf"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("description", "value"),
+    [
+        ("The order number, like A-1042.", "A-1042"),
+        ("City name, e.g. Paris", "Paris"),
+        ("The city name", "example"),
+    ],
+)
+def test_example_values_come_from_the_description_when_it_gives_one(
+    description: str, value: str
+) -> None:
+    from parlay.contract.examples import example_value
+
+    assert example_value("ref", {"type": "string", "description": description}) == value

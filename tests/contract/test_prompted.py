@@ -14,7 +14,7 @@ from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import AssistantMessage, ToolResult, UserMessage
 from parlay.contract.refusal import DEFAULT_REFUSALS
-from parlay.errors import ConfigurationError
+from parlay.errors import BackendStatusError, ConfigurationError
 from parlay.events import (
     Event,
     Finish,
@@ -394,3 +394,34 @@ async def test_retries_and_diagnostics_are_logged_under_parlay(caplog) -> None:
     records = [r for r in caplog.records if r.name.startswith("parlay")]
     assert any("retry 1/2: no_call" in r.getMessage() for r in records)
     assert any("contract injected" in r.getMessage() for r in records)
+
+
+class RejectsSchemas:
+    """A plain-chat server that cannot turn some JSON schemas into grammars (HTTP 400)."""
+
+    name = "picky"
+    capabilities = PLAIN_SCHEMA
+
+    def __init__(self) -> None:
+        self.requests: list[ChatRequest] = []
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        self.requests.append(request)
+        if request.response_format is not None:
+            raise BackendStatusError("grammar failed", status_code=400)
+        yield TextDelta(block("add", a=1, b=2))
+        yield Finish("stop")
+
+
+async def test_a_rejected_action_schema_falls_back_to_unconstrained() -> None:
+    inner = RejectsSchemas()
+    events, finish = await run(PromptedBackend(inner), ask("1+2", "required"))
+    assert calls_of(events) == [("add", {"a": 1, "b": 2})]
+    assert not finish.diagnostics.constrained
+    assert "rejected the action schema" in finish.diagnostics.notes[0]
+    assert [r.response_format is not None for r in inner.requests] == [True, False]
+
+
+async def test_constrained_true_does_not_hide_a_rejected_schema() -> None:
+    with pytest.raises(BackendStatusError):
+        await run(PromptedBackend(RejectsSchemas(), constrained=True), ask("1+2"))

@@ -32,6 +32,8 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+from attrs import evolve
+
 from parlay.backends.base import Backend, Capabilities
 from parlay.context import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 from parlay.contract.constrain import action_response_format
@@ -49,7 +51,7 @@ from parlay.contract.repair import repair_call
 from parlay.contract.retry import CallIssue, RetryPolicy, Verdict
 from parlay.contract.state import has_tool_activity
 from parlay.diagnostics import Diagnostics, Retry
-from parlay.errors import ConfigurationError
+from parlay.errors import BackendStatusError, ConfigurationError
 from parlay.events import (
     Event,
     Finish,
@@ -210,6 +212,7 @@ class PromptedBackend:
         shown_text = False
         modes: list[str] = []
         last_finish: Finish | None = None
+        yielded = 0
         for attempt_no in range(self.policy.max_retries + 1):
             can_retry = choice.mode != "none" and self.policy.allows(attempt_no)
             mode = "live" if not can_retry else ("buffered" if choice.forces_call else "hybrid")
@@ -219,20 +222,38 @@ class PromptedBackend:
             inner_request = request.replace(
                 messages=messages, tools=(), tool_choice=AUTO, response_format=response_format
             )
-            async for event in self.inner.stream(inner_request):
-                if isinstance(event, Finish):
-                    attempt.finish = event
-                    continue
-                if isinstance(event, TextDelta):
-                    attempt.raw.append(event.text)
-                    produced = parser.feed(event.text)
-                else:  # a native call from the inner backend: take it as it is
-                    produced = [event]
-                for out in self._route(produced, attempt, contract, specs, choice.mode, answered):
+            try:
+                async for event in self.inner.stream(inner_request):
+                    if isinstance(event, Finish):
+                        attempt.finish = event
+                        continue
+                    if isinstance(event, TextDelta):
+                        attempt.raw.append(event.text)
+                        produced = parser.feed(event.text)
+                    else:  # a native call from the inner backend: take it as it is
+                        produced = [event]
+                    for out in self._route(
+                        produced, attempt, contract, specs, choice.mode, answered
+                    ):
+                        yielded += 1
+                        yield out
+            except BackendStatusError as exc:
+                if not constrained or yielded or self.constrained:
+                    raise
+                # The server could not turn the action schema into a grammar (some reject
+                # parts of JSON schema): nothing was shown yet, so go on without it.
+                note = f"the backend rejected the action schema ({exc}); ran unconstrained"
+                logger.warning("%s", note)
+                async for out in self.configure(constrained=False).stream(request):
+                    if isinstance(out, Finish) and out.diagnostics is not None:
+                        notes_after = (note, *out.diagnostics.notes)
+                        out = evolve(out, diagnostics=evolve(out.diagnostics, notes=notes_after))
                     yield out
+                return
             for out in self._route(
                 parser.finish(), attempt, contract, specs, choice.mode, answered
             ):
+                yielded += 1
                 yield out
             parsed = parser.result()
             notes.extend(attempt.notes)

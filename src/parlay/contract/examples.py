@@ -9,12 +9,15 @@ small table of plausible values by argument name and type.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from attrs import frozen
 
 from parlay.context import ToolCall, ToolResult
 from parlay.request import ToolSpec
+
+_DESCRIBED = re.compile(r"(?:\blike|e\.g\.,?|for example,?|such as)\s+([^\s,;()]+?)[.,;)]?(?:\s|$)")
 
 _BY_NAME = {
     "city": "Paris",
@@ -88,6 +91,10 @@ def example_value(name: str, schema: Any) -> Any:
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")
+    described = _DESCRIBED.search(str(schema.get("description") or ""))
+    if described and kind in (None, "string"):
+        # "The order number, like A-1042.": the author's own example value.
+        return described.group(1).strip("'\"`")
     if kind == "integer":
         return 3
     if kind == "number":
