@@ -31,4 +31,4 @@ def test_missing_model_names_the_install_command(monkeypatch):
 def test_local_model_override_must_exist(monkeypatch, tmp_path):
     monkeypatch.setenv("PARLAY_LOCAL_MODEL", str(tmp_path / "missing.gguf"))
     with pytest.raises(ConfigurationError, match="not a file"):
-        LocalBackend().model_path
+        _ = LocalBackend().model_path
