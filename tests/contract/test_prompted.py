@@ -425,3 +425,19 @@ async def test_a_rejected_action_schema_falls_back_to_unconstrained() -> None:
 async def test_constrained_true_does_not_hide_a_rejected_schema() -> None:
     with pytest.raises(BackendStatusError):
         await run(PromptedBackend(RejectsSchemas(), constrained=True), ask("1+2"))
+
+
+async def test_a_looping_single_tool_is_steered_to_a_final_answer() -> None:
+    history = (UserMessage("Weather in Rome?"), AssistantMessage("", (CALL,)))
+    history = (*history, ToolResult("call_1", "get_weather", "sunny"))
+    inner = scripted(
+        block("get_weather", city="Rome"),
+        '{"final": {"content": "Sunny in Rome."}}',
+        caps=PLAIN_SCHEMA,
+    )
+    request = ChatRequest(history, (TOOLS[0],))
+    events, finish = await run(PromptedBackend(inner), request)
+    assert calls_of(events) == [] and text_of(events) == "Sunny in Rome."
+    assert [r.reason for r in finish.diagnostics.retries] == ["repeated_call"]
+    assert inner.requests[0].response_format is None
+    assert set(inner.requests[1].response_format.schema["properties"]) == {"final"}

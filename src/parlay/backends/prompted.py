@@ -36,7 +36,7 @@ from attrs import evolve
 
 from parlay.backends.base import Backend, Capabilities
 from parlay.context import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
-from parlay.contract.constrain import action_response_format
+from parlay.contract.constrain import FINAL_SCHEMA, action_response_format
 from parlay.contract.parser import ActionStreamParser
 from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases, RefusalSignal, detect_refusal
 from parlay.contract.render import (
@@ -62,7 +62,7 @@ from parlay.events import (
     ToolCallStart,
     Usage,
 )
-from parlay.request import AUTO, ChatRequest, ToolSpec
+from parlay.request import AUTO, ChatRequest, ResponseFormat, ToolChoice, ToolSpec
 
 logger = logging.getLogger("parlay.prompted")
 
@@ -298,14 +298,10 @@ class PromptedBackend:
                     verdict.tool,
                     constrained=constrained,
                 )
-                if verdict.reason == "repeated_call" and constrained and choice.mode != "tool":
-                    # Under a grammar the model would repeat itself: leave that tool out.
-                    repeated = {i.call.name for i in attempt.issues if i.kind == "repeated_call"}
-                    others = tuple(t for t in contract.tools if t.name not in repeated)
-                    if others:
-                        response_format = action_response_format(
-                            others, choice, self.options.action_format
-                        )
+                if verdict.reason == "repeated_call":
+                    response_format = self._away_from_repeats(
+                        attempt, contract, choice, response_format
+                    )
                 messages = (
                     *messages,
                     AssistantMessage("".join(attempt.raw)),
@@ -343,6 +339,32 @@ class PromptedBackend:
             diagnostics=diagnostics,
             model=last_finish.model if last_finish else None,
         )
+
+    def _away_from_repeats(
+        self,
+        attempt: _Attempt,
+        contract: Contract,
+        choice: ToolChoice,
+        current: ResponseFormat | None,
+    ) -> ResponseFormat | None:
+        """A grammar for the retry that leaves out the tools the model keeps repeating.
+
+        Small models loop on a call whose result they already have; asking again rarely
+        helps, a grammar does. With no other tool left under `auto`, only a final answer
+        is allowed. Used whenever the inner backend takes JSON schemas, unless
+        `constrained=False`.
+        """
+        if self.constrained is False or not self.inner.capabilities.json_schema:
+            return current
+        if choice.mode == "tool":
+            return current
+        repeated = {i.call.name for i in attempt.issues if i.kind == "repeated_call"}
+        others = tuple(t for t in contract.tools if t.name not in repeated)
+        if others:
+            return action_response_format(others, choice, self.options.action_format)
+        if choice.mode == "auto":
+            return ResponseFormat(FINAL_SCHEMA, name="final", strict=True)
+        return current
 
     def _route(
         self,

@@ -189,7 +189,7 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
             None,
             "",
             None,
-            "The result is: example result.",
+            'The result: {"result": "example result"}',
         )
     spec = tools[1]
     arguments = example_arguments(spec)
@@ -209,5 +209,5 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
         second,
         f"Now {spec.name} with the result.",
         ToolResult(second.id, spec.name, '{"result": "ok"}'),
-        "All done: the result is ok.",
+        'The result: {"result": "ok"}',
     )
