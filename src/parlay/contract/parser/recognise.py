@@ -1,0 +1,226 @@
+"""Where blocks start: the text path, fences (action blocks or code shown as text) and
+`@tool NAME {args}` command lines.
+
+Text is emitted at once; only what could still turn into a block is held back, and only
+until the text seen so far settles it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from parlay.contract.parser.blocks import BlockReader
+from parlay.contract.parser.vocabulary import ACTION_FENCES, BLOCK_KEYS, JSON_FENCES, QUOTES
+
+# How far a `{` line or a fence info string is read before it is settled as prose or code.
+_MAX_KEY_PEEK = 48
+_MAX_INFO = 40
+_TEXT_TRIGGER = re.compile(r"[`\n@{]")
+_NAME_CHARS = re.compile(r"[A-Za-z0-9_.\-:/]+")
+
+
+class TextReader(BlockReader):
+    """Reads text between blocks and recognises the start of each block."""
+
+    # -- text -----------------------------------------------------------------------------
+    def _run_text(self, final: bool) -> bool:
+        buf, pos = self._buf, self._pos
+        while True:
+            match = _TEXT_TRIGGER.search(buf, pos)
+            if match is None:
+                segment = buf[pos:]
+                if segment and not segment.isspace():
+                    self._line_blank = False
+                self._emit_text(segment)
+                self._pos = len(buf)
+                return False
+            at = match.start()
+            segment = buf[pos:at]
+            blank = self._line_blank and (not segment or segment.isspace())
+            ch = buf[at]
+            if ch == "\n":
+                self._emit_text(buf[pos : at + 1])
+                self._line_blank = True
+                pos = at + 1
+                continue
+            if ch == "`":
+                head = buf[at : at + 3]
+                if head == "```":
+                    self._emit_text(segment)
+                    self._pos = at + 3
+                    self._block_start = at
+                    self._state = "info"
+                    return True
+                if len(head) < 3 and "```".startswith(head) and not final:
+                    self._emit_text(segment)
+                    self._line_blank = blank
+                    self._pos = at
+                    return False
+                self._emit_text(buf[pos : at + 1])
+                self._line_blank = False
+                pos = at + 1
+                continue
+            if not blank:
+                self._emit_text(buf[pos : at + 1])
+                self._line_blank = False
+                pos = at + 1
+                continue
+            if ch == "@":
+                head = buf[at : at + 6]
+                if len(head) < 6 and "@tool ".startswith(head) and not final:
+                    self._emit_text(segment)
+                    self._line_blank = True
+                    self._pos = at
+                    return False
+                if head[:5] == "@tool" and len(head) == 6 and head[5] in " \t":
+                    self._emit_text(segment)
+                    self._pos = at + 6
+                    self._block_start = at
+                    self._state = "cmd_name"
+                    return True
+                self._emit_text(buf[pos : at + 1])
+                self._line_blank = False
+                pos = at + 1
+                continue
+            # "{" at the start of a line: an action if its first key says so.
+            verdict = self._peek_first_key(at, final)
+            if verdict is None:
+                self._emit_text(segment)
+                self._line_blank = True
+                self._pos = at
+                return False
+            if verdict:
+                self._emit_text(segment)
+                self._pos = at
+                self._open_block(at, fenced=False, labeled=False)
+                return True
+            self._emit_text(buf[pos : at + 1])
+            self._line_blank = False
+            pos = at + 1
+
+    def _peek_first_key(self, at: int, final: bool) -> bool | None:
+        """Does the object at `at` start with an action key? None: cannot tell yet."""
+        buf = self._buf
+        i = at + 1
+        end = min(len(buf), at + _MAX_KEY_PEEK)
+        while i < end and buf[i] in " \t\r\n":
+            i += 1
+        if i >= end:
+            return False if (final or end < len(buf)) else None
+        quote = buf[i]
+        close = QUOTES.get(quote)
+        if close is not None:
+            i += 1
+        start = i
+        while i < end and (buf[i].isalnum() or buf[i] == "_"):
+            i += 1
+        if i >= end:
+            return False if (final or end < len(buf)) else None
+        key = buf[start:i]
+        if close is not None and buf[i] != close:
+            return False
+        return key in BLOCK_KEYS
+
+    # -- fences ---------------------------------------------------------------------------
+    def _run_info(self, final: bool) -> bool:
+        buf = self._buf
+        start = self._pos
+        i = start
+        end = min(len(buf), start + _MAX_INFO)
+        while i < end and buf[i] not in "\n{[`":
+            i += 1
+        if i >= end:
+            if end == len(buf) and not final:
+                return False  # the info string is not finished yet
+            return self._fence_as_code(i)
+        info = buf[start:i].strip().lower()
+        if info in ACTION_FENCES:
+            self._open_block(self._block_start, fenced=True, labeled=True, at=i)
+            return True
+        if info not in JSON_FENCES or buf[i] == "`":
+            return self._fence_as_code(i)
+        # A plain ```json fence holds an action only if its object's first key says so.
+        j = self._skip_space(i)
+        if j < len(buf) and buf[j] == "[":
+            j = self._skip_space(j + 1)
+        if j >= len(buf):
+            return False if not final else self._fence_as_code(i)
+        verdict = self._peek_first_key(j, final) if buf[j] == "{" else False
+        if verdict is None:
+            return False
+        if verdict:
+            self._open_block(self._block_start, fenced=True, labeled=False, at=i)
+            return True
+        return self._fence_as_code(i)
+
+    def _skip_space(self, i: int) -> int:
+        buf = self._buf
+        while i < len(buf) and buf[i] in " \t\r\n":
+            i += 1
+        return i
+
+    def _fence_as_code(self, i: int) -> bool:
+        self._state = "code"
+        self._emit_text(self._buf[self._block_start : i])
+        self._pos = i
+        self._line_blank = False
+        return True
+
+    def _run_code(self, final: bool) -> bool:
+        """Inside a non-action fence: visible text up to and including the closing fence."""
+        buf = self._buf
+        at = buf.find("```", self._pos)
+        if at < 0:
+            # Keep a possible partial closing fence back.
+            cut = len(buf)
+            while cut > self._pos and buf[cut - 1] == "`" and not final:
+                cut -= 1
+            self._emit_text(buf[self._pos : cut])
+            self._pos = cut
+            return False
+        self._emit_text(buf[self._pos : at + 3])
+        self._pos = at + 3
+        self._state = "text"
+        self._line_blank = False
+        return True
+
+    # -- commands -------------------------------------------------------------------------
+    def _run_cmd_name(self, final: bool) -> bool:
+        buf = self._buf
+        i = self._pos
+        while i < len(buf) and buf[i] in " \t":
+            i += 1
+        match = _NAME_CHARS.match(buf, i)
+        end = match.end() if match else i
+        if end >= len(buf) and not final:
+            return False
+        name = buf[i:end]
+        if not name:
+            # "@tool" with no name: prose after all.
+            self._state = "text"
+            self._emit_text(buf[self._block_start : end])
+            self._pos = end
+            self._line_blank = False
+            return True
+        self._open_block(self._block_start, fenced=False, labeled=True, at=end, mode="command")
+        self._state = "cmd_args"
+        assert self._record is not None
+        self._record.name = name
+        self._record.name_key = "tool"
+        self._start_call()
+        return True
+
+    def _run_cmd_args(self, final: bool) -> bool:
+        buf = self._buf
+        j = self._pos
+        while j < len(buf) and buf[j] in " \t":
+            j += 1
+        self._pos = j
+        if j >= len(buf) and not final:
+            return False
+        if j < len(buf) and buf[j] in "{[":
+            self._state = "block"
+        else:
+            self._state = "block"
+            self._close_block(cut=False)
+        return True

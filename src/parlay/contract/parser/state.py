@@ -1,0 +1,135 @@
+"""The parser's mutable state and its output plumbing.
+
+`ActionStreamParser` is one object built in layers, one module per job, each layer a class
+adding its methods to the one below:
+
+    ParserState (state) -> ArgumentWriter (arguments) -> CallAssembler (calls)
+    -> JsonScanner (json_scan) -> BlockReader (blocks) -> TextReader (recognise)
+    -> ActionStreamParser (stream)
+
+Every layer reads and writes the state set up here directly rather than through
+collaborator objects: the scanning loops touch it per character, so it stays one attribute
+lookup away, as it was when the parser was a single class (bench/parser_bench.py guards
+the throughput).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+
+from parlay.context import ToolCall, new_call_id
+from parlay.contract.parser.results import ParseProblem
+from parlay.events import Event, TextDelta
+
+THOUGHT_LIMIT = 200
+
+
+class Frame:
+    """One open JSON object or array, and what it expects next."""
+
+    __slots__ = ("expect", "key", "kind", "role")
+
+    def __init__(self, kind: str, role: str) -> None:
+        self.kind = kind  # "{" or "["
+        self.role = role  # root | call | final | calls | args | skip
+        self.key: str | None = None
+        self.expect = "key" if kind == "{" else "value"
+
+
+class Record:
+    """One call object being read."""
+
+    __slots__ = (
+        "args_json",
+        "args_pending",
+        "args_seen",
+        "args_string",
+        "id",
+        "name",
+        "name_key",
+        "started",
+    )
+
+    def __init__(self) -> None:
+        self.name: str | None = None
+        self.name_key: str | None = None
+        self.id: str | None = None
+        self.started = False
+        self.args_json: list[str] = []  # normalised argument JSON, all of it
+        self.args_pending: list[str] = []  # normalised JSON not yet emitted (before the start)
+        self.args_seen = False
+        self.args_string: str | None = None  # arguments given as a JSON string
+
+
+class ParserState:
+    """What a parse remembers between characters and between feeds, and how it emits."""
+
+    def __init__(
+        self,
+        tool_names: Collection[str] = (),
+        *,
+        id_factory: Callable[[], str] = new_call_id,
+        thought_limit: int = THOUGHT_LIMIT,
+    ) -> None:
+        self._tools = frozenset(tool_names)
+        self._new_id = id_factory
+        self._thought_limit = thought_limit
+        self._buf = ""
+        self._pos = 0
+        self._state = "text"  # text | info | block | code | cmd_name | cmd_args
+        self._line_blank = True
+        self._out: list[Event] = []
+        self._pending: list[str] = []
+        self._idle = True  # text state, nothing held back: `feed` may take the fast path
+        self._text: list[str] = []
+        self._calls: list[ToolCall] = []
+        self._problems: list[ParseProblem] = []
+        self._thoughts: list[str] = []
+        self._blocks = 0
+        self._ended = False
+        # block state
+        self._block_start = 0
+        self._block_fenced = False
+        self._block_labeled = False
+        self._block_mode = "call"  # call | command
+        self._block_as_text = False
+        self._block_emitted = False
+        self._stack: list[Frame] = []
+        self._record: Record | None = None
+        self._args_depth: int | None = None
+        self._pending_comma = False
+        self._str_quote: str | None = None
+        self._str_role = ""
+        self._str_chars: list[str] = []
+        self._str_close = ""
+        self._atom: list[str] = []
+        self._atom_is_key = False
+        self._atom_role = ""
+        self._line_start_in_block = True
+        self._final = False
+
+    # -- output ---------------------------------------------------------------------------
+    def _take(self) -> list[Event]:
+        self._flush_text()
+        out, self._out = self._out, []
+        return out
+
+    def _emit_text(self, text: str) -> None:
+        if text:
+            self._text.append(text)
+            self._pending.append(text)
+
+    def _flush_text(self) -> None:
+        # Text pieces join into one delta per run of text (joined once: linear).
+        if self._pending:
+            self._out.append(TextDelta("".join(self._pending)))
+            self._pending = []
+
+    def _emit(self, event: Event) -> None:
+        self._flush_text()
+        self._out.append(event)
+
+    # -- the JSON stack -------------------------------------------------------------------
+    def _after_value(self) -> None:
+        if self._stack:
+            self._stack[-1].expect = "comma"
