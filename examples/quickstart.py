@@ -23,7 +23,9 @@ def order_status(order_id: str) -> dict[str, str]:
 
 
 def main() -> None:
-    session = parlay.start_session(tools=[order_status])
+    # Greedy and bounded: a 135M model can loop on its own words after a tool result.
+    options = parlay.GenerationOptions(temperature=0, max_tokens=160)
+    session = parlay.start_session(tools=[order_status], options=options)
     answer = session.query("Order A-1042", "What is the shipping status of this order?")
     for delta in answer:
         print(delta, end="", flush=True)
