@@ -1,6 +1,6 @@
 """Context costs: O(1) insert with a fork at every step, and linear rendering.
 
-    python bench/context_bench.py
+python bench/context_bench.py
 """
 
 from __future__ import annotations
@@ -73,7 +73,9 @@ def main() -> None:
     for row in render_rows:
         row.append(f"{float(row[2].split()[0]) / first:.2f}x")
     inserts = markdown_table(["context size", "cost per insert", "vs 1k"], insert_rows)
-    renders = markdown_table(["items", "render to messages", "per item", "per item vs 1k"], render_rows)
+    renders = markdown_table(
+        ["items", "render to messages", "per item", "per item vs 1k"], render_rows
+    )
     print(inserts, "\n", renders, sep="\n")
     path = write_result(
         "context",
@@ -83,7 +85,10 @@ def main() -> None:
                 f"Inserts ({CHECKPOINTS[-1]:,} steps, each step inserts one item and forks one)",
                 "Mean over the 1,000 steps before each size. Flat means O(1).\n\n" + inserts,
             ),
-            ("Rendering a fresh context to messages (best of 5)", "Flat per item means linear.\n\n" + renders),
+            (
+                "Rendering a fresh context to messages (best of 5)",
+                "Flat per item means linear.\n\n" + renders,
+            ),
         ],
     )
     print(f"\nwritten to {path}")

@@ -1,6 +1,6 @@
 """Session overhead per turn: all of parlay's code, no model (a backend that answers at once).
 
-    python bench/session_bench.py
+python bench/session_bench.py
 """
 
 from __future__ import annotations

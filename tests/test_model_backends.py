@@ -55,7 +55,9 @@ class City(BaseModel):
 def test_json_schema_output_is_valid(backend):
     session = Session(backend)
     thunk = session.instruct(
-        "Give a city and its country.", format=City, options=GenerationOptions(temperature=0, max_tokens=60)
+        "Give a city and its country.",
+        format=City,
+        options=GenerationOptions(temperature=0, max_tokens=60),
     )
     parsed = thunk.parsed
     assert isinstance(parsed, City)
@@ -64,5 +66,7 @@ def test_json_schema_output_is_valid(backend):
 
 async def test_concurrent_sessions_share_one_server(llama_backend: OpenAIBackend):
     sessions = [Session(llama_backend) for _ in range(3)]
-    thunks = await asyncio.gather(*(s.achat(f"Say the number {i}.", options=SHORT) for i, s in enumerate(sessions)))
+    thunks = await asyncio.gather(
+        *(s.achat(f"Say the number {i}.", options=SHORT) for i, s in enumerate(sessions))
+    )
     assert all(t.value.strip() for t in thunks)

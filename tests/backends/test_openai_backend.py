@@ -112,12 +112,18 @@ async def test_non_streaming_response_with_tool_calls():
                                 {
                                     "id": "call_a",
                                     "type": "function",
-                                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                                    "function": {
+                                        "name": "get_weather",
+                                        "arguments": '{"city": "Paris"}',
+                                    },
                                 },
                                 {
                                     "id": "call_b",
                                     "type": "function",
-                                    "function": {"name": "get_weather", "arguments": "{'city': 'Rome',}"},
+                                    "function": {
+                                        "name": "get_weather",
+                                        "arguments": "{'city': 'Rome',}",
+                                    },
                                 },
                             ],
                         },
@@ -144,10 +150,31 @@ async def test_non_streaming_response_with_tool_calls():
 STREAM = sse(
     delta_chunk({"role": "assistant", "content": None}),
     delta_chunk({"content": "Let me check."}),
-    delta_chunk({"tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "get_", "arguments": ""}}]}),
+    delta_chunk(
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "call_a",
+                    "type": "function",
+                    "function": {"name": "get_", "arguments": ""},
+                }
+            ]
+        }
+    ),
     delta_chunk({"tool_calls": [{"index": 0, "function": {"name": "weather"}}]}),
     delta_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"ci'}}]}),
-    delta_chunk({"tool_calls": [{"index": 1, "id": "call_b", "function": {"name": "get_weather", "arguments": '{"city":'}}]}),
+    delta_chunk(
+        {
+            "tool_calls": [
+                {
+                    "index": 1,
+                    "id": "call_b",
+                    "function": {"name": "get_weather", "arguments": '{"city":'},
+                }
+            ]
+        }
+    ),
     delta_chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'ty": "Par'}}]}),
     delta_chunk({"tool_calls": [{"index": 1, "function": {"arguments": ' "Rome"}'}}]}),
     delta_chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'is"}'}}]}),
@@ -162,7 +189,9 @@ STREAM = sse(
 async def test_streamed_tool_call_deltas_merge_by_index(size):
     respx.post(f"{BASE}/chat/completions").mock(
         return_value=httpx.Response(
-            200, headers={"content-type": "text/event-stream"}, content=split_everywhere(STREAM, size)
+            200,
+            headers={"content-type": "text/event-stream"},
+            content=split_everywhere(STREAM, size),
         )
     )
     events = await collect(OpenAIBackend("m", base_url=BASE, api_key=""), request_with_tools())
@@ -170,11 +199,17 @@ async def test_streamed_tool_call_deltas_merge_by_index(size):
     # The name arrived in two pieces; the call starts once, after its name began.
     assert [(s.id, s.index) for s in starts] == [("call_a", 0), ("call_b", 1)]
     for call_id, expected in [("call_a", '{"city": "Paris"}'), ("call_b", '{"city": "Rome"}')]:
-        fragments = [e.delta for e in events if isinstance(e, ToolCallArgsDelta) and e.id == call_id]
+        fragments = [
+            e.delta for e in events if isinstance(e, ToolCallArgsDelta) and e.id == call_id
+        ]
         assert "".join(fragments) == expected
         # Every fragment comes after its call's start.
-        first_fragment = next(i for i, e in enumerate(events) if isinstance(e, ToolCallArgsDelta) and e.id == call_id)
-        start_at = next(i for i, e in enumerate(events) if isinstance(e, ToolCallStart) and e.id == call_id)
+        first_fragment = next(
+            i for i, e in enumerate(events) if isinstance(e, ToolCallArgsDelta) and e.id == call_id
+        )
+        start_at = next(
+            i for i, e in enumerate(events) if isinstance(e, ToolCallStart) and e.id == call_id
+        )
         assert start_at < first_fragment
     ends = [e.call for e in events if isinstance(e, ToolCallEnd)]
     assert [(c.name, c.arguments) for c in ends] == [
@@ -223,7 +258,9 @@ async def test_refused_connection_is_a_connection_error():
 @respx.mock
 async def test_stream_cut_before_the_end_is_a_protocol_error():
     cut = STREAM[:6]  # stops inside the first call's arguments, no finish, no [DONE]
-    respx.post(f"{BASE}/chat/completions").mock(return_value=httpx.Response(200, content=b"".join(cut)))
+    respx.post(f"{BASE}/chat/completions").mock(
+        return_value=httpx.Response(200, content=b"".join(cut))
+    )
     with pytest.raises(BackendProtocolError, match="ended before the model finished"):
         await collect(OpenAIBackend("m", base_url=BASE, api_key=""), request_with_tools())
 

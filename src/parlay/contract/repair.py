@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from parlay.context import ToolCall
 from parlay.contract.parser import ARGS_KEYS
 from parlay.request import ToolSpec
+from parlay.tools import describe_validation_error
 
 _SCALARS: dict[str, Any] = {"string": str, "integer": int, "boolean": bool, "null": type(None)}
 
@@ -86,19 +87,6 @@ def _validator(name: str, schema_json: str) -> type[BaseModel] | None:
         return None
 
 
-def describe_errors(error: ValidationError) -> str:
-    lines = []
-    for problem in error.errors():
-        where = ".".join(str(p) for p in problem["loc"]) or "(arguments)"
-        if problem["type"] == "extra_forbidden":
-            lines.append(f"unknown argument {where!r}")
-        elif problem["type"] == "missing":
-            lines.append(f"missing required argument {where!r}")
-        else:
-            lines.append(f"argument {where!r}: {problem['msg']} (got {problem.get('input')!r})")
-    return "; ".join(lines)
-
-
 def unwrap(arguments: dict[str, Any], spec: ToolSpec) -> tuple[dict[str, Any], str | None]:
     """`{"parameters": {...}}` or `{"<tool name>": {...}}` around the real arguments."""
     properties = spec.parameters.get("properties") or {}
@@ -149,7 +137,9 @@ def repair_call(call: ToolCall, spec: ToolSpec) -> Repaired:
     try:
         validated = model.model_validate(arguments)
     except ValidationError as exc:
-        return Repaired(ToolCall(call.name, arguments, call.id), tuple(notes), describe_errors(exc))
+        return Repaired(
+            ToolCall(call.name, arguments, call.id), tuple(notes), describe_validation_error(exc)
+        )
     coerced = validated.model_dump(exclude_unset=True)
     if coerced != arguments:
         notes.append("coerced arguments to the schema")

@@ -137,8 +137,7 @@ class Store:
             )
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(
-                f"cannot open the log {str(self.path)!r}: {exc}; set ${ENV_VAR} to a writable "
-                "file"
+                f"cannot open the log {str(self.path)!r}: {exc}; set ${ENV_VAR} to a writable file"
             ) from exc
         conn.row_factory = sqlite3.Row
         try:
