@@ -5,12 +5,16 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from attrs import field, frozen
 
 from parlay.backends.base import Backend, Capabilities
 from parlay.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from parlay.backends.anthropic import AnthropicBackend
+    from parlay.backends.openai import OpenAIBackend
 
 UpstreamKind = Literal["openai", "anthropic"]
 ToolMode = Literal["prompted", "native"]
@@ -124,29 +128,23 @@ def build_backend(config: ServerConfig) -> Backend:
     """The backend the proxy serves: the upstream, through the prompt engine if asked."""
     native = config.tools == "native"
     caps = Capabilities(native_tools=native, json_schema=config.upstream_kind == "openai")
-    inner: Backend
+    backend_class: type[AnthropicBackend] | type[OpenAIBackend]
     if config.upstream_kind == "anthropic":
         from parlay.backends.anthropic import AnthropicBackend
 
-        inner = AnthropicBackend(
-            config.upstream_model,
-            base_url=config.upstream_url,
-            api_key=config.upstream_key or "",
-            capabilities=caps,
-            stream=config.stream_upstream,
-            timeout=config.timeout,
-        )
+        backend_class = AnthropicBackend
     else:
         from parlay.backends.openai import OpenAIBackend
 
-        inner = OpenAIBackend(
-            config.upstream_model,
-            base_url=config.upstream_url,
-            api_key=config.upstream_key or "",
-            capabilities=caps,
-            stream=config.stream_upstream,
-            timeout=config.timeout,
-        )
+        backend_class = OpenAIBackend
+    inner: Backend = backend_class(
+        config.upstream_model,
+        base_url=config.upstream_url,
+        api_key=config.upstream_key or "",
+        capabilities=caps,
+        stream=config.stream_upstream,
+        timeout=config.timeout,
+    )
     if native:
         return inner
     options: dict[str, object] = {}
