@@ -169,7 +169,7 @@ class ModelOutputThunk(Generic[T]):
             )
 
     def _force(self) -> None:
-        if self._settled or self._finished.is_set():
+        if self._settled:  # set before `_finished`, so this covers both
             self._raise_if_failed()
             return
         self._check_not_own_loop()
