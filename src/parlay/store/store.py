@@ -13,7 +13,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +27,23 @@ from parlay.store.migrations import SCHEMA_VERSION, migrate, schema_version
 
 ENV_VAR = "PARLAY_LOG_DB"
 BUSY_TIMEOUT_S = 30.0
+
+
+def _retry_while_locked(action: Callable[[], object]) -> None:
+    """Run `action`, again while SQLite says the file is locked, up to the busy timeout.
+
+    The busy timeout already waits in most cases, but not all: a WAL checkpoint, or a
+    journal-mode switch racing another process, can report SQLITE_BUSY at once.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            action()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def default_path() -> Path:
@@ -147,14 +164,9 @@ class Store:
             # commits, an application crash loses nothing. FULL costs an fsync per turn.
             conn.execute("PRAGMA synchronous = NORMAL")
             if not self._ready:
-                conn.execute("PRAGMA journal_mode = WAL")
-                version = schema_version(conn)
-                if version > SCHEMA_VERSION:
-                    raise StoreError(
-                        f"the log {str(self.path)!r} has schema version {version}, newer than "
-                        f"this parlay understands ({SCHEMA_VERSION}): upgrade parlay"
-                    )
-                migrate(conn)
+                # Two processes opening a new file race to switch it to WAL and migrate
+                # it; the loser can be told "locked" at once, without the busy wait.
+                _retry_while_locked(lambda: self._prepare(conn))
                 self._ready = True
         except sqlite3.DatabaseError as exc:
             conn.close()
@@ -163,6 +175,16 @@ class Store:
             conn.close()
             raise
         return conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA journal_mode = WAL")
+        version = schema_version(conn)
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"the log {str(self.path)!r} has schema version {version}, newer than "
+                f"this parlay understands ({SCHEMA_VERSION}): upgrade parlay"
+            )
+        migrate(conn)
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
@@ -190,17 +212,10 @@ class Store:
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; takes the write lock up front so it cannot deadlock."""
         with self._connection() as conn:
-            deadline = time.monotonic() + BUSY_TIMEOUT_S
-            while True:
-                try:
-                    conn.execute("BEGIN IMMEDIATE")
-                    break
-                except sqlite3.OperationalError as exc:
-                    # The busy timeout already waited; retry until the deadline anyway,
-                    # since a WAL checkpoint can return SQLITE_BUSY without waiting.
-                    if "locked" not in str(exc) or time.monotonic() > deadline:
-                        raise StoreError(f"cannot write to the log {self.path}: {exc}") from exc
-                    time.sleep(0.01)
+            try:
+                _retry_while_locked(lambda: conn.execute("BEGIN IMMEDIATE"))
+            except sqlite3.OperationalError as exc:
+                raise StoreError(f"cannot write to the log {self.path}: {exc}") from exc
             try:
                 yield conn
                 conn.execute("COMMIT")
