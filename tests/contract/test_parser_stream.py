@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
+import attrs
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from parlay.contract.parser import ActionStreamParser, parse
+from parlay.contract.parser.state import text_delta
 from parlay.events import TextDelta, ToolCallArgsDelta, ToolCallEnd, ToolCallStart
 
 TOOLS = ("get_weather", "add", "search")
@@ -136,3 +140,59 @@ def test_plain_text_passes_through_unchanged() -> None:
     text = "Hello! Nothing to call here. {not json} and a `code` span.\n"
     result = parse(text, TOOLS)
     assert result.text == text and result.calls == ()
+
+
+class _GeneralPathParser(ActionStreamParser):
+    """The parser with `feed`'s shortcuts taken out: every chunk goes through the state loop."""
+
+    def feed(self, text: str) -> list:
+        if self._ended or not text:
+            return []
+        self._buf += text
+        self._run(final=False)
+        return self._take()
+
+
+def run_per_feed(parser_class: type, text: str, cuts: list[int]) -> list[list]:
+    ids = iter(range(10_000))
+    parser = parser_class(TOOLS, id_factory=lambda: f"id{next(ids)}")
+    bounds = [0, *sorted(set(c for c in cuts if 0 < c < len(text))), len(text)]
+    out = [parser.feed(text[a:b]) for a, b in itertools.pairwise(bounds)]
+    return [*out, parser.finish()]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=st.lists(
+        st.sampled_from([*PIECES, "a { b", "x @ y", " `c` ", "  {", "\t@", "``` ", "`x`\n"]),
+        max_size=12,
+    ).map("".join),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=60),
+)
+@example(text="prose `code` and {numbers}\n  {not json}\n@ x\n`", cuts=[4, 8, 12, 16, 20, 24])
+def test_shortcuts_emit_what_the_state_loop_emits_feed_by_feed(text: str, cuts: list[int]) -> None:
+    # `feed` takes shortcuts for prose, held backticks, fence labels and string content;
+    # each feed must give exactly the events the state loop alone gives, when it gives them.
+    assert run_per_feed(ActionStreamParser, text, cuts) == run_per_feed(
+        _GeneralPathParser, text, cuts
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet="{}\"'`@\\ \t\n\u3000abtol:,[]", max_size=120),
+    cuts=st.lists(st.integers(0, 120)),
+)
+def test_shortcuts_match_the_state_loop_on_garbage(text: str, cuts: list[int]) -> None:
+    assert run_per_feed(ActionStreamParser, text, cuts) == run_per_feed(
+        _GeneralPathParser, text, cuts
+    )
+
+
+def test_the_parsers_text_deltas_are_ordinary_text_deltas() -> None:
+    made = text_delta("héllo\n")
+    plain = TextDelta("héllo\n")
+    assert type(made) is TextDelta
+    assert made == plain and hash(made) == hash(plain) and repr(made) == repr(plain)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        made.text = "changed"  # type: ignore[misc]

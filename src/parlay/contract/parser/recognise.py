@@ -14,7 +14,7 @@ from parlay.contract.parser.vocabulary import ACTION_FENCES, BLOCK_KEYS, JSON_FE
 
 # How far a `{` line or a fence info string is read before it is settled as prose or code.
 _MAX_KEY_PEEK = 48
-_MAX_INFO = 40
+MAX_INFO = 40
 _TEXT_TRIGGER = re.compile(r"[`\n@{]")
 _NAME_CHARS = re.compile(r"[A-Za-z0-9_.\-:/]+")
 
@@ -126,7 +126,7 @@ class TextReader(BlockReader):
         buf = self._buf
         start = self._pos
         i = start
-        end = min(len(buf), start + _MAX_INFO)
+        end = min(len(buf), start + MAX_INFO)
         while i < end and buf[i] not in "\n{[`":
             i += 1
         if i >= end:

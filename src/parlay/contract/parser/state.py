@@ -17,11 +17,36 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
+import attrs
+
 from parlay.context import ToolCall, new_call_id
 from parlay.contract.parser.results import ParseProblem
 from parlay.events import Event, TextDelta
 
 THOUGHT_LIMIT = 200
+
+# A streamed reply is mostly one `TextDelta` per chunk, and attrs' generated `__init__` for a
+# frozen class (a bound `object.__setattr__` fetched per call) is most of what a chunk of
+# prose costs. `text_delta` makes the same object, equal and hashed alike, by setting the
+# one slot directly; the check keeps it honest if the class ever gains a field.
+_TEXT_DELTA_FIELDS = attrs.fields(TextDelta)
+if not (
+    len(_TEXT_DELTA_FIELDS) == 1
+    and _TEXT_DELTA_FIELDS[0].name == "text"
+    and _TEXT_DELTA_FIELDS[0].converter is None
+    and _TEXT_DELTA_FIELDS[0].validator is None
+    and not hasattr(TextDelta, "__attrs_post_init__")
+):
+    raise TypeError("TextDelta is no longer one plain field: update parser.state.text_delta")
+new_text_delta = object.__new__
+set_text = vars(TextDelta)["text"].__set__  # the slot's descriptor
+
+
+def text_delta(text: str) -> TextDelta:
+    """`TextDelta(text)`, without the generated `__init__`'s overhead."""
+    delta = new_text_delta(TextDelta)
+    set_text(delta, text)
+    return delta
 
 
 class Frame:
@@ -110,7 +135,8 @@ class ParserState:
 
     # -- output ---------------------------------------------------------------------------
     def _take(self) -> list[Event]:
-        self._flush_text()
+        if self._pending:
+            self._flush_text()
         out, self._out = self._out, []
         return out
 
@@ -122,11 +148,12 @@ class ParserState:
     def _flush_text(self) -> None:
         # Text pieces join into one delta per run of text (joined once: linear).
         if self._pending:
-            self._out.append(TextDelta("".join(self._pending)))
+            self._out.append(text_delta("".join(self._pending)))
             self._pending = []
 
     def _emit(self, event: Event) -> None:
-        self._flush_text()
+        if self._pending:
+            self._flush_text()
         self._out.append(event)
 
     # -- the JSON stack -------------------------------------------------------------------
