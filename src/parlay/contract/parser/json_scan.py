@@ -281,14 +281,3 @@ class JsonScanner(CallAssembler):
         if self._args_depth is not None and len(self._stack) == self._args_depth:
             self._args_depth = None
         self._after_value()
-
-
-def string_stops(text: str, close: str) -> bool:
-    """Whether `text` holds a character that ends or escapes a string (or may: a fence)."""
-    return (
-        close in text
-        or "\\" in text
-        or "`" in text
-        or "\n" in text
-        or (close == "”" and "“" in text)
-    )

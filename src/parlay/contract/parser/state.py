@@ -105,7 +105,8 @@ class ParserState:
         self._line_blank = True
         self._out: list[Event] = []
         self._pending: list[str] = []
-        self._idle = True  # text state, nothing held back: `feed` may take the fast path
+        # Text state, nothing held back, the line not blank: `feed` may take its fast path.
+        self._plain = False
         self._text: list[str] = []
         self._calls: list[ToolCall] = []
         self._problems: list[ParseProblem] = []

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import re
 
-from parlay.contract.parser.json_scan import string_stops
 from parlay.contract.parser.recognise import MAX_INFO, TextReader
 from parlay.contract.parser.results import ParseResult
-from parlay.contract.parser.state import new_text_delta, set_text, text_delta
+from parlay.contract.parser.state import new_text_delta, set_text
 from parlay.events import Event, TextDelta
 
 # What in a chunk of prose, read from the text state with nothing held, may start a block or
@@ -32,48 +31,65 @@ class ActionStreamParser(TextReader):
 
     # -- public ---------------------------------------------------------------------------
     def feed(self, text: str) -> list[Event]:
-        if self._idle:
-            # Text state, nothing held back: prose needs no decision and goes out as it
-            # came, with the outcome the general path (`_run_text`) would give at a
-            # fraction of the cost. This is what most chunks of a reply are.
-            if (
-                not self._line_blank
-                and text
-                and "\n" not in text
-                and ("`" not in text or ("```" not in text and text[-1] != "`"))
-            ):
-                # No newline, so the line stays not blank and any `{` or `@` is prose; no
-                # fence, and no backtick at the end that may become one. (`text_delta`,
-                # inlined: this is the hot path.)
-                self._text.append(text)
-                delta = new_text_delta(TextDelta)
-                set_text(delta, text)
-                return [delta]
-            prose = self._prose(text)
-            if prose is not None:
-                return prose
+        if (
+            self._plain
+            and text
+            and "\n" not in text
+            and ("`" not in text or ("```" not in text and text[-1] != "`"))
+        ):
+            # The common case while prose streams: text state, nothing held, the line not
+            # blank (so `{` and `@` are prose), and a chunk with no newline (the line stays
+            # so), no fence and no backtick at its end that may become one. The chunk goes
+            # out as it came, as the state loop would send it, at a fraction of the cost.
+            # (`text_delta`, inlined: this is the hot path.)
+            self._text.append(text)
+            delta = new_text_delta(TextDelta)
+            set_text(delta, text)
+            return [delta]
         if self._ended or not text:
             return []
         state = self._state
-        if state == "block":
+        if state == "text":
+            if self._pos == 0 and (not self._buf or self._buf in _HELD_BACKTICKS):
+                # Nothing held but perhaps a backtick or two (in case they open a fence):
+                # prose unless the chunk may start a block.
+                prose = self._prose(self._buf + text)
+                if prose is not None:
+                    return prose
+        elif state == "block":
+            close = self._str_quote and self._str_close
             if (
-                self._str_quote is not None
+                close
                 and self._pos == len(self._buf)
-                and not string_stops(text, self._str_close)
+                and close not in text
+                and "\\" not in text
+                and "`" not in text
+                and "\n" not in text
+                and (close != "”" or "“" not in text)
             ):
-                # Inside a string with nothing pending: the chunk is string content.
+                # Inside a string with nothing pending, and nothing in the chunk ends or
+                # escapes it (or may: a fence): the chunk is string content.
                 if self._buf:  # the block's raw text is being kept (it may become text)
                     self._buf += text
                     self._pos = len(self._buf)
                 self._string_chars(text)
                 return self._take()
-        elif state == "text":
-            if self._pos == 0 and self._buf in _HELD_BACKTICKS:
-                # Backticks held back in case they opened a fence: if this chunk does not
-                # make them one, they and it are prose like any other.
-                prose = self._prose(self._buf + text)
-                if prose is not None:
-                    return prose
+            self._buf += text
+            if not self._run_block(False):  # the block goes on: the usual case
+                pos = self._pos
+                if self._block_labeled:  # nothing of it can turn out to be text: drop it
+                    self._buf = self._buf[pos:]
+                    self._pos = 0
+                    self._block_start -= pos
+                else:
+                    self._compact()
+                if self._pending:
+                    self._flush_text()
+                out = self._out
+                self._out = []
+                return out
+            self._run(final=False)
+            return self._after_run()
         elif (
             state == "info"
             and _INFO_STOP(text) is None
@@ -86,12 +102,11 @@ class ActionStreamParser(TextReader):
             return []
         self._buf += text
         self._run(final=False)
-        self._idle = not self._buf and self._state == "text"
-        if self._pending:
-            self._flush_text()
-        out = self._out
-        self._out = []
-        return out
+        return self._after_run()
+
+    def _after_run(self) -> list[Event]:
+        self._plain = not self._buf and self._state == "text" and not self._line_blank
+        return self._take()
 
     def _prose(self, text: str) -> list[Event] | None:
         """`text` read from the text state with nothing held: one delta if it is prose (a
@@ -115,15 +130,19 @@ class ActionStreamParser(TextReader):
                 self._line_blank = False
         self._buf = held
         self._pos = 0
-        self._idle = not held
-        return [text_delta(text)] if text else []
+        self._plain = not held and not self._line_blank
+        if not text:
+            return []
+        delta = new_text_delta(TextDelta)
+        set_text(delta, text)
+        return [delta]
 
     def finish(self) -> list[Event]:
         if self._ended:
             return []
         self._run(final=True)
         self._ended = True
-        self._idle = False
+        self._plain = False
         return self._take()
 
     def result(self) -> ParseResult:
@@ -154,9 +173,16 @@ class ActionStreamParser(TextReader):
                 progressed = self._run_cmd_args(final)
             if not progressed:
                 break
-        # Drop consumed text, so each feed costs what it adds (not the whole buffer).
-        # Text from the block's start is kept only while the block may still turn out to
-        # be text (an unlabeled block before its name is read) or is being decided.
+        self._compact()
+        if final:
+            self._end_of_input()
+
+    def _compact(self) -> None:
+        """Drop consumed text, so each feed costs what it adds (not the whole buffer).
+
+        Text from the block's start is kept only while the block may still turn out to
+        be text (an unlabeled block before its name is read) or is being decided.
+        """
         pos = self._pos
         state = self._state
         if state == "block":
@@ -173,8 +199,6 @@ class ActionStreamParser(TextReader):
             self._buf = self._buf[keep:]
             self._pos = pos - keep
             self._block_start -= keep
-        if final:
-            self._end_of_input()
 
     def _end_of_input(self) -> None:
         if self._state == "block":
