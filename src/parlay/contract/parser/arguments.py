@@ -37,6 +37,8 @@ def normalise_atom(atom: str) -> str:
 class ArgumentWriter(ParserState):
     """Writes the current call's arguments as normalised JSON fragments."""
 
+    __slots__ = ()
+
     def _begin_args(self) -> None:
         record = self._record
         if record is None:

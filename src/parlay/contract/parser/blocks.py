@@ -11,6 +11,8 @@ from parlay.contract.parser.vocabulary import ATOM_CHARS
 class BlockReader(JsonScanner):
     """Opens, reads and closes action blocks (fenced, bare JSON objects, command arguments)."""
 
+    __slots__ = ()
+
     def _open_block(
         self,
         start: int,

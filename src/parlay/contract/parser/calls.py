@@ -18,6 +18,8 @@ from parlay.events import ToolCallArgsDelta, ToolCallEnd, ToolCallStart
 class CallAssembler(ArgumentWriter):
     """Turns the records the JSON scanner fills into call events and `ToolCall`s."""
 
+    __slots__ = ()
+
     def _new_record(self) -> None:
         if self._record is not None:
             self._end_record(cut=False)

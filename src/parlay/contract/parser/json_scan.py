@@ -31,6 +31,8 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\
 class JsonScanner(CallAssembler):
     """Reads the JSON of an action block, one structural character or string run at a time."""
 
+    __slots__ = ()
+
     def _structural(self, ch: str) -> None:
         top = self._stack[-1]
         if ch in "\"'“‘”":

@@ -22,6 +22,8 @@ _NAME_CHARS = re.compile(r"[A-Za-z0-9_.\-:/]+")
 class TextReader(BlockReader):
     """Reads text between blocks and recognises the start of each block."""
 
+    __slots__ = ()
+
     # -- text -----------------------------------------------------------------------------
     def _run_text(self, final: bool) -> bool:
         buf, pos = self._buf, self._pos

@@ -89,6 +89,48 @@ class Record:
 class ParserState:
     """What a parse remembers between characters and between feeds, and how it emits."""
 
+    # Slots, not a __dict__: the scanning loops and `feed` read this state per character
+    # and per chunk, and slot reads are the cheapest attribute access CPython has (past 30
+    # attributes an instance dict no longer shares its keys). Each layer adds no state:
+    # its `__slots__` is empty. An attribute set in __init__ must be listed here.
+    __slots__ = (
+        "_args_depth",
+        "_atom",
+        "_atom_is_key",
+        "_atom_role",
+        "_block_as_text",
+        "_block_emitted",
+        "_block_fenced",
+        "_block_labeled",
+        "_block_mode",
+        "_block_start",
+        "_blocks",
+        "_buf",
+        "_calls",
+        "_ended",
+        "_final",
+        "_line_blank",
+        "_line_start_in_block",
+        "_new_id",
+        "_out",
+        "_pending",
+        "_pending_comma",
+        "_plain",
+        "_pos",
+        "_problems",
+        "_record",
+        "_stack",
+        "_state",
+        "_str_chars",
+        "_str_close",
+        "_str_quote",
+        "_str_role",
+        "_text",
+        "_thought_limit",
+        "_thoughts",
+        "_tools",
+    )
+
     def __init__(
         self,
         tool_names: Collection[str] = (),

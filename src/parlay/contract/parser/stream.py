@@ -29,6 +29,8 @@ class ActionStreamParser(TextReader):
     and the state it sets up, is `ParserState`'s (state.py).
     """
 
+    __slots__ = ()
+
     # -- public ---------------------------------------------------------------------------
     def feed(self, text: str) -> list[Event]:
         if (
