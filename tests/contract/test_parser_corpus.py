@@ -173,3 +173,32 @@ def test_unknown_tool_named_with_tool_key_is_still_a_call() -> None:
     # The retry policy rejects it with the real tool list; the parser reports what it saw.
     result = parse('{"tool": "get_wether", "parameters": {}}', TOOLS)
     assert [c.name for c in result.calls] == ["get_wether"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "operator"),
+    [
+        ('{"a": 2 * Math.PI, "b": 5}', "*"),  # Qwen on BFCL simple_python_99
+        ('{"a": 3.14 / 2, "b": 1}', "/"),
+        ('{"a": 2 + 3, "b": 1}', "+"),
+        ('{"a": 10 - 4, "b": 1}', "-"),
+        ('{"a": round(2.5), "b": 1}', "("),
+    ],
+)
+def test_arithmetic_in_arguments_is_reported_not_read_as_other_keys(
+    arguments: str, operator: str
+) -> None:
+    for output in (
+        '```json action\n{"tool": "add", "parameters": ' + arguments + "}\n```",
+        '{"action": {"tool": "add", "args": ' + arguments + "}}",
+    ):
+        result = parse(output, TOOLS)
+        assert [p.kind for p in result.problems] == ["unreadable_arguments"]
+        assert f"an expression ({operator!r})" in result.problems[0].detail
+
+
+def test_signs_and_operators_inside_values_are_not_expressions() -> None:
+    output = '{"tool": "search", "parameters": {"q": "a*b (c) - d", "n": -3, "e": 1e+5}}'
+    result = parse(output, TOOLS)
+    assert result.problems == ()
+    assert result.calls[0].arguments == {"q": "a*b (c) - d", "n": -3, "e": 100000.0}

@@ -114,7 +114,7 @@ def test_constraint_schemas() -> None:
     [
         ("The order number, like A-1042.", "A-1042"),
         ("City name, e.g. Paris", "Paris"),
-        ("The city name", "example"),
+        ("The city name", "something"),
     ],
 )
 def test_example_values_come_from_the_description_when_it_gives_one(
@@ -123,3 +123,16 @@ def test_example_values_come_from_the_description_when_it_gives_one(
     from parlay.contract.examples import example_value
 
     assert example_value("ref", {"type": "string", "description": description}) == value
+
+
+def test_the_ask_example_names_the_values_a_tool_needs() -> None:
+    from parlay.contract.examples import ask_example
+
+    from .conftest import ADD, WEATHER
+
+    ask = ask_example((ADD, WEATHER))
+    assert ask is not None
+    assert ask.request == "Get the current weather for a city, please."
+    assert ask.question == "Sure. Which city should I use?"
+    # No required free-text argument: nothing to ask for, so no such example.
+    assert ask_example((ADD,)) is None

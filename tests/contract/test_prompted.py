@@ -192,7 +192,8 @@ async def test_chinese_refusal_is_detected_and_retried_when_forced() -> None:
 async def test_user_refusal_phrases_extend_the_set() -> None:
     phrases = DEFAULT_REFUSALS.extend(soft=["my crystal ball is cloudy"])
     inner = scripted("My crystal ball is cloudy today.", block("get_weather", city="Paris"))
-    _, finish = await run(PromptedBackend(inner, refusal_phrases=phrases), ask("Weather?"))
+    request = ask("Weather in Paris?")
+    _, finish = await run(PromptedBackend(inner, refusal_phrases=phrases), request)
     assert [r.reason for r in finish.diagnostics.retries] == ["refusal"]
 
 
@@ -207,7 +208,7 @@ async def test_unreadable_action_is_retried() -> None:
     inner = scripted(
         '```json action\n{"parameters": {"city": "Paris"}}\n```', block("get_weather", city="Paris")
     )
-    events, finish = await run(PromptedBackend(inner), ask("Weather?"))
+    events, finish = await run(PromptedBackend(inner), ask("Weather in Paris?"))
     assert calls_of(events) == [("get_weather", {"city": "Paris"})]
     assert [r.reason for r in finish.diagnostics.retries] == ["unreadable"]
     assert "could not be read" in inner.requests[1].messages[-1].content
@@ -215,7 +216,7 @@ async def test_unreadable_action_is_retried() -> None:
 
 async def test_unknown_tool_is_rejected_with_the_real_list() -> None:
     inner = scripted(block("get_wether", city="Paris"), block("get_weather", city="Paris"))
-    events, finish = await run(PromptedBackend(inner), ask("Weather?"))
+    events, finish = await run(PromptedBackend(inner), ask("Weather in Paris?"))
     assert calls_of(events) == [("get_weather", {"city": "Paris"})]
     assert [r.reason for r in finish.diagnostics.retries] == ["unknown_tool"]
     assert "get_weather, add" in inner.requests[1].messages[-1].content
@@ -240,7 +241,7 @@ async def test_scalars_are_coerced_and_wrappers_unwrapped() -> None:
 
 async def test_several_action_blocks() -> None:
     inner = scripted(block("get_weather", city="Paris") + "\n" + block("add", a=1, b=2))
-    events, finish = await run(PromptedBackend(inner), ask("both"))
+    events, finish = await run(PromptedBackend(inner), ask("Paris weather, and 1+2"))
     assert calls_of(events) == [("get_weather", {"city": "Paris"}), ("add", {"a": 1, "b": 2})]
     assert [e.index for e in events if isinstance(e, ToolCallStart)] == [0, 1]
     assert finish.diagnostics.calls_parsed == 2
@@ -380,7 +381,7 @@ async def test_a_call_repeating_an_answered_one_is_retried() -> None:
 
 async def test_parallel_tool_calls_off_keeps_the_first_call() -> None:
     inner = scripted(block("get_weather", city="Paris") + "\n" + block("add", a=1, b=2))
-    request = ChatRequest((UserMessage("both"),), TOOLS, parallel_tool_calls=False)
+    request = ChatRequest((UserMessage("Paris weather, 1+2"),), TOOLS, parallel_tool_calls=False)
     events, finish = await run(PromptedBackend(inner), request)
     assert calls_of(events) == [("get_weather", {"city": "Paris"})]
     assert not any(isinstance(e, ToolCallStart) and e.name == "add" for e in events)
@@ -441,3 +442,55 @@ async def test_a_looping_single_tool_is_steered_to_a_final_answer() -> None:
     assert [r.reason for r in finish.diagnostics.retries] == ["repeated_call"]
     assert inner.requests[0].response_format is None
     assert set(inner.requests[1].response_format.schema["properties"]) == {"final"}
+
+
+async def test_a_value_copied_from_the_examples_is_retried_with_a_way_out() -> None:
+    # The few-shot call of get_weather shows city "Paris"; the user never said it.
+    inner = scripted(block("get_weather", city="Paris"), "Which city should I use?")
+    events, finish = await run(PromptedBackend(inner), ask("What's the weather like?"))
+    assert calls_of(events) == []
+    assert text_of(events) == "Which city should I use?"
+    assert [(r.reason, r.detail) for r in finish.diagnostics.retries] == [
+        ("example_value", 'city="Paris"')
+    ]
+    message = inner.requests[1].messages[-1].content
+    assert "comes from the examples" in message and "ask for it" in message
+
+
+async def test_a_value_the_user_gave_is_not_taken_for_a_copy() -> None:
+    inner = scripted(block("get_weather", city="Paris"))
+    events, finish = await run(PromptedBackend(inner), ask("Weather in paris today?"))
+    assert calls_of(events) == [("get_weather", {"city": "Paris"})]
+    assert finish.diagnostics.retries == ()
+
+
+async def test_under_auto_the_unknown_tool_retry_allows_answering_without_a_tool() -> None:
+    inner = scripted(block("search_web", q="LangChain"), "LangChain is a Python library.")
+    events, finish = await run(PromptedBackend(inner), ask("What is LangChain?"))
+    assert calls_of(events) == [] and "LangChain" in text_of(events)
+    assert [r.reason for r in finish.diagnostics.retries] == ["unknown_tool"]
+    message = inner.requests[1].messages[-1].content
+    assert "get_weather, add" in message and "answer without a tool" in message
+
+
+async def test_a_forced_choice_retry_still_demands_the_call() -> None:
+    inner = scripted(block("search_web", q="x"), block("add", a=1, b=2))
+    _, finish = await run(PromptedBackend(inner), ask("1+2", "required"))
+    message = inner.requests[1].messages[-1].content
+    assert "answer without a tool" not in message and "corrected tool call" in message
+    assert [r.reason for r in finish.diagnostics.retries] == ["unknown_tool"]
+
+
+async def test_a_value_copied_twice_leaves_only_an_answer_to_the_grammar() -> None:
+    inner = scripted(
+        block("get_weather", city="Paris"),
+        block("get_weather", city="Paris"),
+        '{"final": {"content": "Which city?"}}',
+        caps=PLAIN_SCHEMA,
+    )
+    events, finish = await run(PromptedBackend(inner), ask("How is the weather?"))
+    assert calls_of(events) == [] and text_of(events) == "Which city?"
+    assert [r.reason for r in finish.diagnostics.retries] == ["example_value"] * 2
+    formats = [r.response_format for r in inner.requests]
+    assert formats[0] is None and formats[1] is None
+    assert formats[2] is not None and formats[2].name == "final"

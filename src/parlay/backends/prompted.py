@@ -302,6 +302,14 @@ class PromptedBackend:
                     response_format = self._away_from_repeats(
                         attempt, contract, choice, response_format
                     )
+                elif (
+                    verdict.reason == "example_value"
+                    and choice.mode == "auto"
+                    and any(r.reason == "example_value" for r in retries[:-1])
+                ):
+                    # Copied twice: the user most likely never gave the value. Asking
+                    # again does not help a small model; a grammar for words does.
+                    response_format = self._answer_only(response_format)
                 messages = (
                     *messages,
                     AssistantMessage("".join(attempt.raw)),
@@ -363,8 +371,14 @@ class PromptedBackend:
         if others:
             return action_response_format(others, choice, self.options.action_format)
         if choice.mode == "auto":
-            return ResponseFormat(FINAL_SCHEMA, name="final", strict=True)
+            return self._answer_only(current)
         return current
+
+    def _answer_only(self, current: ResponseFormat | None) -> ResponseFormat | None:
+        """A grammar that admits only a plain answer, where the backend takes one."""
+        if self.constrained is False or not self.inner.capabilities.json_schema:
+            return current
+        return ResponseFormat(FINAL_SCHEMA, name="final", strict=True)
 
     def _route(
         self,
@@ -442,9 +456,28 @@ class PromptedBackend:
             attempt.issues.append(
                 CallIssue(repaired.call, "invalid_arguments", repaired.error, spec)
             )
+        copied = _copied_values(repaired.call.arguments, contract.example_values)
+        if copied and repaired.error is None:
+            attempt.issues.append(CallIssue(repaired.call, "example_value", copied, spec))
         if _call_key(repaired.call) in answered:
             attempt.issues.append(CallIssue(repaired.call, "repeated_call", call.name, spec))
         return ToolCallEnd(repaired.call)
+
+
+def _copied_values(value: Any, examples: frozenset[str], path: str = "") -> str:
+    """`key="value"` for the first argument whose value was copied from a few-shot call."""
+    if isinstance(value, str):
+        return f"{path}={json.dumps(value)}" if value in examples else ""
+    if isinstance(value, dict):
+        pairs = [(f"{path}.{key}" if path else str(key), item) for key, item in value.items()]
+    elif isinstance(value, list):
+        pairs = [(f"{path}[{index}]", item) for index, item in enumerate(value)]
+    else:
+        return ""
+    for key, item in pairs:
+        if found := _copied_values(item, examples, key):
+            return found
+    return ""
 
 
 def _call_key(call: ToolCall) -> tuple[str, str]:

@@ -4,12 +4,18 @@ Measured on SmolLM2-135M: example calls of the *real* tools, as real chat turns,
 model that never calls into one that mostly does; a no-tool example keeps it from
 calling on everything. Values come from the schema (`examples`, `default`, `enum`) or a
 small table of plausible values by argument name and type.
+
+Two examples teach when *not* to call, the cases BFCL's irrelevance questions are made
+of: a question no tool is about (answered directly), and a request for a tool that
+leaves out a value the tool needs (answered with a question, not a call with invented
+values).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from attrs import frozen
@@ -19,39 +25,54 @@ from parlay.request import ToolSpec
 
 _DESCRIBED = re.compile(r"(?:\blike|e\.g\.,?|for example,?|such as)\s+([^\s,;()]+?)[.,;)]?(?:\s|$)")
 
-_BY_NAME = {
-    "city": "Paris",
-    "location": "Paris",
-    "place": "Paris",
-    "country": "France",
-    "name": "Alice",
-    "query": "blue whales",
-    "q": "blue whales",
-    "text": "good morning",
-    "topic": "blue whales",
-    "date": "2024-05-01",
-    "email": "alice@example.com",
-    "url": "https://example.com",
-    "language": "French",
-    "path": "notes.txt",
-    "unit": "celsius",
-}
+# Plausible values by what an argument's name says it holds: (name words, value, another
+# value). The first entry with a word in the name wins. A value that fits the argument
+# reads as an example, where "example" itself reads as a value to copy (measured on
+# BFCL: SmolLM2 sent "example" as a cuisine, a company and a recipe type).
+_VALUES: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("url", "link", "endpoint"), "https://example.com/a", "https://example.com/b"),
+    (("email",), "alice@example.com", "bob@example.com"),
+    (("city", "location", "place", "address", "region", "destination"), "Paris", "Lyon"),
+    (("country", "nation"), "France", "Peru"),
+    (("language", "lang", "locale"), "French", "German"),
+    (("date", "day"), "2024-05-01", "2025-01-15"),
+    (("time", "hour"), "14:00", "09:30"),
+    (("year",), "2020", "2021"),
+    (("month",), "May", "June"),
+    (("company", "organization", "organisation", "brand"), "Acme", "Globex"),
+    (("cuisine", "food", "dish", "recipe", "meal"), "Italian", "Mexican"),
+    (("genre", "music", "song", "artist", "band"), "jazz", "blues"),
+    (("movie", "film", "title", "book"), "Blue Skies", "Night Train"),
+    (("color", "colour"), "blue", "green"),
+    (("currency",), "EUR", "JPY"),
+    (("symbol", "ticker", "stock"), "ACME", "GLBX"),
+    (("unit",), "celsius", "fahrenheit"),
+    (("path", "file", "directory", "folder", "dir"), "notes.txt", "report.txt"),
+    (("command", "cmd", "shell"), "ls", "pwd"),
+    (("hotel", "restaurant", "shop", "store", "venue"), "Hotel Lumen", "Cafe Nord"),
+    (("id", "ids", "code", "number", "key"), "A-1042", "B-2077"),
+    (("name", "user", "person", "author", "owner"), "Alice", "Bob"),
+    (("query", "search", "keyword", "topic", "subject", "q"), "blue whales", "red pandas"),
+    (("type", "kind", "category", "class", "mode", "status", "level"), "standard", "premium"),
+    (
+        ("text", "message", "content", "description", "body", "prompt", "comment"),
+        "good morning",
+        "see you soon",
+    ),
+)
 
 
-_OTHER_BY_NAME = {
-    "city": "Lyon",
-    "location": "Lyon",
-    "place": "Lyon",
-    "country": "Peru",
-    "name": "Bob",
-    "query": "red pandas",
-    "q": "red pandas",
-    "text": "see you soon",
-    "topic": "red pandas",
-    "date": "2025-01-15",
-    "language": "German",
-    "unit": "fahrenheit",
-}
+def _words(name: str) -> list[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return [w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w]
+
+
+def _named_value(name: str, other: bool) -> str:
+    words = _words(name)
+    for keys, value, another in _VALUES:
+        if any(word in keys for word in words):
+            return another if other else value
+    return "something else" if other else "something"
 
 
 @frozen
@@ -59,6 +80,14 @@ class Example:
     request: str
     call: ToolCall
     thought: str
+
+
+@frozen
+class Ask:
+    """A request for `tool` without the values it needs: the reply asks for them."""
+
+    request: str
+    question: str
 
 
 @frozen
@@ -106,7 +135,7 @@ def example_value(name: str, schema: Any) -> Any:
     if kind == "object":
         props = schema.get("properties") or {}
         return {k: example_value(k, v) for k, v in list(props.items())[:2]}
-    return _BY_NAME.get(name.lower(), "example")
+    return _named_value(name, other=False)
 
 
 def example_arguments(spec: ToolSpec) -> dict[str, Any]:
@@ -157,7 +186,7 @@ def other_value(name: str, schema: Any) -> Any:
         return False
     if kind in ("array", "object"):
         return example_value(name, schema)
-    return _OTHER_BY_NAME.get(name.lower(), "other example")
+    return _named_value(name, other=True)
 
 
 def _varied_example(spec: ToolSpec, index: int) -> Example:
@@ -180,7 +209,7 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
         return None
     first = _varied_example(tools[0], 90)
     if len(tools) == 1:
-        result = ToolResult(first.call.id, first.call.name, '{"result": "example result"}')
+        result = ToolResult(first.call.id, first.call.name, '{"status": "done"}')
         return Chain(
             first.request,
             first.call,
@@ -189,7 +218,7 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
             None,
             "",
             None,
-            'The result: {"result": "example result"}',
+            "It is done.",
         )
     spec = tools[1]
     arguments = example_arguments(spec)
@@ -208,6 +237,43 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
         first_result,
         second,
         f"Now {spec.name} with the result.",
-        ToolResult(second.id, spec.name, '{"result": "ok"}'),
-        'The result: {"result": "ok"}',
+        ToolResult(second.id, spec.name, '{"status": "done"}'),
+        "Both steps are done.",
     )
+
+
+def ask_example(tools: tuple[ToolSpec, ...]) -> Ask | None:
+    """The first tool with a required string argument, asked for without its values."""
+    for spec in tools:
+        properties = spec.parameters.get("properties") or {}
+        required = [
+            key
+            for key in spec.parameters.get("required") or ()
+            if isinstance(properties.get(key), dict)
+            and properties[key].get("type") == "string"
+            and "enum" not in properties[key]
+            and "default" not in properties[key]
+        ]
+        if required:
+            named = " and ".join(key.replace("_", " ") for key in required[:2])
+            return Ask(f"{_sentence(spec)}, please.", f"Sure. Which {named} should I use?")
+    return None
+
+
+def values_of(calls: Sequence[ToolCall]) -> frozenset[str]:
+    """The string values the example calls show (a model may copy them into real calls)."""
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            found.add(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    for call in calls:
+        walk(call.arguments)
+    return frozenset(found)

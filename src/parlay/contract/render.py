@@ -21,7 +21,7 @@ from parlay.context import (
     ToolResult,
     UserMessage,
 )
-from parlay.contract.examples import chain_example, single_example
+from parlay.contract.examples import ask_example, chain_example, single_example, values_of
 from parlay.contract.state import ToolState, has_tool_activity, tool_state
 from parlay.errors import ConfigurationError
 from parlay.request import ChatRequest, ToolChoice, ToolSpec
@@ -62,6 +62,9 @@ class Contract:
     state: ToolState
     tool_history: bool
     tools_from_history: bool
+    # String values shown only in the few-shot calls, never in the conversation itself:
+    # a call carrying one copied it from an example.
+    example_values: frozenset[str] = frozenset()
 
 
 def _template(options: ContractOptions, name: str, **variables: Any) -> str:
@@ -155,13 +158,19 @@ def render_results(
 
 def _few_shot(
     tools: tuple[ToolSpec, ...], options: ContractOptions, shape: str, constrained: bool
-) -> list[Message]:
+) -> tuple[list[Message], frozenset[str]]:
+    """The example turns, and the string values their calls show."""
     singles = [single_example(spec, i) for i, spec in enumerate(tools[: options.max_examples])]
+    chain = chain_example(tools)
+    shown = [example.call for example in singles]
+    if chain is not None:
+        shown.extend(call for call in (chain.first, chain.second) if call is not None)
     text = _template(
         options,
         "contract/fewshot.j2",
         singles=singles,
-        chain=chain_example(tools),
+        ask=ask_example(tools),
+        chain=chain,
         render_call=lambda call, thought="": render_call(
             call, options, "" if constrained else thought, shape=shape
         ),
@@ -186,7 +195,17 @@ def _few_shot(
         else:
             lines.append(line)
     flush()
-    return turns
+    return turns, values_of(shown)
+
+
+def _unseen(values: frozenset[str], messages: Sequence[Message]) -> frozenset[str]:
+    """The values that the conversation itself never mentions."""
+    said = "\n".join(
+        m.content if not isinstance(m, ToolResult) else (m.output or "")
+        for m in messages
+        if not isinstance(m, AssistantMessage)
+    ).casefold()
+    return frozenset(v for v in values if v.strip() and v.casefold() not in said)
 
 
 def _tools_from_history(messages: Sequence[Message]) -> tuple[ToolSpec, ...]:
@@ -277,14 +296,17 @@ def render_contract(
         thought_limit=options.thought_limit,
     )
     out: list[Message] = [SystemMessage(system)]
+    example_values: frozenset[str] = frozenset()
     if options.few_shot and tools and not from_history and request.tool_choice.mode != "none":
-        out.extend(_few_shot(tools, options, shape, constrained))
+        turns, example_values = _few_shot(tools, options, shape, constrained)
+        out.extend(turns)
+        example_values = _unseen(example_values, messages)
     out.extend(project_history(messages[start:], options, constrained=constrained))
     if options.reminder and request.tool_choice.mode != "auto" and isinstance(out[-1], UserMessage):
         reminder = _template(options, "contract/reminder.j2", choice=request.tool_choice)
         if reminder:
             out[-1] = UserMessage(f"{out[-1].content}\n\n{reminder}")
-    return Contract(tuple(out), tools, tool_state(messages), history, from_history)
+    return Contract(tuple(out), tools, tool_state(messages), history, from_history, example_values)
 
 
 def retry_instruction(

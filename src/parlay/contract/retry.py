@@ -2,10 +2,15 @@
 
 Triggers, in order: a call to a tool that does not exist; arguments that fail the schema;
 a reply whose every call repeats one the history already answered (small models loop);
-an action that cannot be read; a forced choice (`required` / a named tool) answered
-without the call it asked for; refusal language. A hard refusal under `auto` is an
-answer (the model may decline a task), so only a soft one ("I can't access real-time
-data" while a tool could) is retried there. A plain answer under `auto` is legitimate.
+an action that cannot be read; a call to another tool than the one named; an argument
+value copied from a few-shot example that the conversation never mentions; a forced
+choice (`required` / a named tool) answered without the call it asked for; refusal
+language. A hard refusal under `auto` is an answer (the model may decline a task), so
+only a soft one ("I can't access real-time data" while a tool could) is retried there.
+A plain answer under `auto` is legitimate, so under `auto` the retry messages for an
+unknown tool, a refusal or a copied value also allow one: the model may be telling us
+that no tool fits (on BFCL's irrelevance questions, retries that demanded a call turned
+right abstentions into calls with made-up values).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ class CallIssue:
     """A parsed call the engine cannot hand on: unknown tool or bad arguments."""
 
     call: ToolCall
-    kind: str  # "unknown_tool" | "invalid_arguments" | "repeated_call"
+    kind: str  # "unknown_tool" | "invalid_arguments" | "example_value" | "repeated_call"
     detail: str
     spec: ToolSpec | None = None
 
@@ -35,7 +40,7 @@ class CallIssue:
 @frozen
 class Verdict:
     # no_call | wrong_tool | refusal | unreadable | unknown_tool | invalid_arguments
-    # | repeated_call
+    # | example_value | repeated_call
     reason: str
     detail: str = ""
     tool: ToolSpec | None = None
@@ -82,6 +87,9 @@ class RetryPolicy:
         good = [c for c in calls if c.name in {t.name for t in tools}]
         if choice.mode == "tool" and good and all(c.name != choice.name for c in good):
             return Verdict("wrong_tool", ", ".join(c.name for c in good))
+        for issue in issues:
+            if issue.kind == "example_value":
+                return Verdict("example_value", issue.detail, issue.spec)
         if choice.forces_call and not good:
             if refusal is not None:
                 return Verdict("refusal", refusal.phrase, about_text=True)

@@ -68,6 +68,11 @@ class CallAssembler(ArgumentWriter):
                 )
             return
         arguments, problem = _arguments(record)
+        if record.expression is not None:
+            problem = (
+                f"an expression ({record.expression!r}) where a value should be; "
+                "write each argument as a plain JSON value, computed"
+            )
         if problem:
             self._problems.append(ParseProblem("unreadable_arguments", f"{record.name}: {problem}"))
         if cut:

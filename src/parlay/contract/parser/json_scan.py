@@ -25,6 +25,7 @@ from parlay.contract.parser.vocabulary import (
     WRAPPER_KEYS,
 )
 
+_OPERATORS = frozenset("*/%^()")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\"}
 
 
@@ -63,6 +64,9 @@ class JsonScanner(CallAssembler):
             elif top.expect == "comma":
                 top.expect = "key"
                 self._norm_comma()
+        elif ch in _OPERATORS:
+            if self._record is not None and self._args_depth is not None:
+                self._record.expression = self._record.expression or ch
         elif ATOM_CHARS.match(ch):
             is_key = top.kind == "{" and top.expect in ("key", "comma")
             if is_key and top.expect == "comma":
@@ -269,6 +273,8 @@ class JsonScanner(CallAssembler):
         atom = "".join(self._atom)
         self._atom = []
         top = self._stack[-1] if self._stack else None
+        if atom in ("+", "-") and self._record is not None and self._args_depth is not None:
+            self._record.expression = self._record.expression or atom
         if self._atom_is_key:
             if top is not None:
                 top.key = atom

@@ -69,6 +69,7 @@ class Record:
         "args_pending",
         "args_seen",
         "args_string",
+        "expression",
         "id",
         "name",
         "name_key",
@@ -84,6 +85,9 @@ class Record:
         self.args_pending: list[str] = []  # normalised JSON not yet emitted (before the start)
         self.args_seen = False
         self.args_string: str | None = None  # arguments given as a JSON string
+        # An operator met between argument values (`2 * Math.PI`): JSON has no arithmetic,
+        # and reading on would shift keys and values, so the call is reported unreadable.
+        self.expression: str | None = None
 
 
 class ParserState:
