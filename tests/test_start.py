@@ -1,3 +1,5 @@
+import asyncio
+
 import pytest
 
 import parlay
@@ -32,3 +34,32 @@ def test_local_model_override_must_exist(monkeypatch, tmp_path):
     monkeypatch.setenv("PARLAY_LOCAL_MODEL", str(tmp_path / "missing.gguf"))
     with pytest.raises(ConfigurationError, match="not a file"):
         _ = LocalBackend().model_path
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [({"threads": 0}, "threads must be 1 or more"), ({"poll": 101}, "poll is a level from 0")],
+)
+def test_bad_cpu_settings_are_clear_errors_before_any_server_starts(settings, message):
+    with pytest.raises(ConfigurationError, match=message):
+        LocalBackend(**settings)
+    with pytest.raises(ConfigurationError, match=message):
+        local.LlamaServer("unused.gguf", **settings)
+
+
+@pytest.mark.model
+def test_a_server_without_busy_waiting_still_answers():
+    from parlay.context import UserMessage
+    from parlay.events import Finish
+    from parlay.request import ChatRequest, GenerationOptions
+
+    backend = LocalBackend(threads=1, poll=0)
+    request = ChatRequest(
+        (UserMessage("Say hi."),), options=GenerationOptions(temperature=0, max_tokens=4)
+    )
+    events = asyncio.run(_collect(backend, request))
+    assert isinstance(events[-1], Finish) and events[-1].usage.completion_tokens >= 1
+
+
+async def _collect(backend, request):
+    return [event async for event in backend.stream(request)]

@@ -57,8 +57,22 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _check_cpu_settings(threads: int, poll: int | None) -> None:
+    if threads < 1:
+        raise ConfigurationError(f"threads must be 1 or more, got {threads}")
+    if poll is not None and not 0 <= poll <= 100:
+        raise ConfigurationError(f"poll is a level from 0 (no busy wait) to 100, got {poll}")
+
+
 class LlamaServer:
-    """One llama.cpp server for one GGUF file, on 127.0.0.1, alive until the process ends."""
+    """One llama.cpp server for one GGUF file, on 127.0.0.1, alive until the process ends.
+
+    `threads` and `poll` are llama.cpp's own knobs. Its threads busy-wait between steps
+    (`poll`, 0-100, llama.cpp's default 50): fastest on an idle machine, but on a machine
+    whose cores are shared the spinning threads starve each other (measured here: SmolLM2
+    at 2.9 tokens/s with 2 threads beside other jobs, 33 with 1). On a busy machine use
+    fewer threads or `poll=0`.
+    """
 
     def __init__(
         self,
@@ -66,12 +80,15 @@ class LlamaServer:
         *,
         n_ctx: int = 4096,
         threads: int = 2,
+        poll: int | None = None,
         port: int | None = None,
         parallel: int = 1,
     ) -> None:
+        _check_cpu_settings(threads, poll)
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
         self.threads = threads
+        self.poll = poll
         self.port = port or free_port()
         self.parallel = parallel
         self._server: Any = None
@@ -103,6 +120,9 @@ class LlamaServer:
             params.n_parallel = self.parallel
             params.cpuparams.n_threads = self.threads
             params.cpuparams_batch.n_threads = self.threads
+            if self.poll is not None:
+                params.cpuparams.poll = self.poll
+                params.cpuparams_batch.poll = self.poll
             params.hostnames = ["127.0.0.1"]
             params.port = self.port
             params.verbosity = int(os.environ.get("PARLAY_LLAMA_VERBOSITY", "-1"))
@@ -112,17 +132,24 @@ class LlamaServer:
             return self.base_url
 
 
-_servers: dict[tuple[str, int], LlamaServer] = {}
+_servers: dict[tuple[str, int, int, int | None], LlamaServer] = {}
 _servers_lock = threading.Lock()
 
 
-def shared_server(model_path: str | os.PathLike[str], n_ctx: int = 4096) -> LlamaServer:
-    """The process-wide server for this model file (started on first use)."""
-    key = (str(Path(model_path).resolve()), n_ctx)
+def shared_server(
+    model_path: str | os.PathLike[str],
+    n_ctx: int = 4096,
+    *,
+    threads: int = 2,
+    poll: int | None = None,
+) -> LlamaServer:
+    """The process-wide server for this model file and settings (started on first use)."""
+    key = (str(Path(model_path).resolve()), n_ctx, threads, poll)
     with _servers_lock:
         server = _servers.get(key)
         if server is None:
-            server = _servers[key] = LlamaServer(model_path, n_ctx=n_ctx)
+            server = LlamaServer(model_path, n_ctx=n_ctx, threads=threads, poll=poll)
+            _servers[key] = server
         return server
 
 
@@ -130,6 +157,7 @@ class LocalBackend:
     """The embedded llama.cpp model. Plain chat plus JSON-schema output; no native tools.
 
     Wrap it in `PromptedBackend` for tool calling (`parlay.start_session()` does).
+    `threads` and `poll` go to llama.cpp (see `LlamaServer`).
     """
 
     def __init__(
@@ -138,9 +166,14 @@ class LocalBackend:
         *,
         n_ctx: int = 4096,
         stream: bool = True,
+        threads: int = 2,
+        poll: int | None = None,
     ) -> None:
+        _check_cpu_settings(threads, poll)
         self._model_path = Path(model_path) if model_path is not None else None
         self._n_ctx = n_ctx
+        self._threads = threads
+        self._poll = poll
         self._stream = stream
         self._backend: OpenAIBackend | None = None
         self._lock = threading.Lock()
@@ -163,7 +196,9 @@ class LocalBackend:
     def _ensure(self) -> OpenAIBackend:
         with self._lock:
             if self._backend is None:
-                server = shared_server(self.model_path, self._n_ctx)
+                server = shared_server(
+                    self.model_path, self._n_ctx, threads=self._threads, poll=self._poll
+                )
                 base_url = server.start()
                 self._backend = OpenAIBackend(
                     self.model_path.stem,
