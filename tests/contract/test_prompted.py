@@ -269,7 +269,8 @@ async def test_json_format_final_answer_is_visible_text() -> None:
 
 async def test_constraint_used_when_forced_and_available() -> None:
     inner = scripted(json.dumps({"tool": "add", "parameters": {"a": 1, "b": 2}}), caps=PLAIN_SCHEMA)
-    events, finish = await run(PromptedBackend(inner), ask("1+2", ToolChoice("tool", "add")))
+    backend = PromptedBackend(inner, action_format="fenced")
+    events, finish = await run(backend, ask("1+2", ToolChoice("tool", "add")))
     assert calls_of(events) == [("add", {"a": 1, "b": 2})]
     assert finish.diagnostics.constrained
     schema = inner.requests[0].response_format.schema
@@ -277,9 +278,31 @@ async def test_constraint_used_when_forced_and_available() -> None:
     assert schema["properties"]["parameters"] == ADD.parameters
 
 
-async def test_constraint_not_used_under_auto_by_default() -> None:
+async def test_by_default_a_backend_taking_schemas_gets_json_under_a_grammar() -> None:
+    inner = scripted('{"final": {"content": "Hi."}}', caps=PLAIN_SCHEMA)
+    backend = PromptedBackend(inner)
+    events, finish = await run(backend, ask("hi"))
+    assert backend.action_format == "json" and finish.diagnostics.constrained
+    assert text_of(events) == "Hi."
+    options = inner.requests[0].response_format.schema["anyOf"]
+    assert {"final"} in [set(o["properties"]) for o in options]
+
+
+async def test_by_default_a_plain_backend_gets_free_fenced_blocks() -> None:
+    inner = scripted("Hi.")
+    backend = PromptedBackend(inner)
+    _, finish = await run(backend, ask("hi"))
+    assert backend.action_format == "fenced" and not finish.diagnostics.constrained
+    assert inner.requests[0].response_format is None
+    # Asked not to constrain, a backend that could is left free, in the fenced format.
+    assert PromptedBackend(scripted(caps=PLAIN_SCHEMA), constrained=False).action_format == (
+        "fenced"
+    )
+
+
+async def test_tool_choice_none_is_never_constrained() -> None:
     inner = scripted("Hi.", caps=PLAIN_SCHEMA)
-    _, finish = await run(PromptedBackend(inner), ask("hi"))
+    _, finish = await run(PromptedBackend(inner), ask("hi", "none"))
     assert inner.requests[0].response_format is None and not finish.diagnostics.constrained
 
 
@@ -371,7 +394,7 @@ async def test_a_call_repeating_an_answered_one_is_retried() -> None:
     )
     inner = scripted(block("get_weather", city="Rome"), block("add", a=2, b=3), caps=PLAIN_SCHEMA)
     request = ChatRequest(history, TOOLS, ToolChoice("required"))
-    events, finish = await run(PromptedBackend(inner), request)
+    events, finish = await run(PromptedBackend(inner, action_format="fenced"), request)
     assert calls_of(events) == [("add", {"a": 2, "b": 3})]
     assert [r.reason for r in finish.diagnostics.retries] == ["repeated_call"]
     assert "already called get_weather" in inner.requests[1].messages[-1].content
@@ -440,7 +463,7 @@ async def test_a_looping_single_tool_is_steered_to_a_final_answer() -> None:
     events, finish = await run(PromptedBackend(inner), request)
     assert calls_of(events) == [] and text_of(events) == "Sunny in Rome."
     assert [r.reason for r in finish.diagnostics.retries] == ["repeated_call"]
-    assert inner.requests[0].response_format is None
+    assert inner.requests[0].response_format.name == "action"
     assert set(inner.requests[1].response_format.schema["properties"]) == {"final"}
 
 
@@ -491,6 +514,4 @@ async def test_a_value_copied_twice_leaves_only_an_answer_to_the_grammar() -> No
     events, finish = await run(PromptedBackend(inner), ask("How is the weather?"))
     assert calls_of(events) == [] and text_of(events) == "Which city?"
     assert [r.reason for r in finish.diagnostics.retries] == ["example_value"] * 2
-    formats = [r.response_format for r in inner.requests]
-    assert formats[0] is None and formats[1] is None
-    assert formats[2] is not None and formats[2].name == "final"
+    assert [r.response_format.name for r in inner.requests] == ["action", "action", "final"]

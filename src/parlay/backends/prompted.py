@@ -94,10 +94,16 @@ class PromptedBackend:
 
     - `action_format`: "fenced" (```` ```json action ```` blocks), "json" (one JSON object
       per reply) or "command" (`@tool NAME {...}` lines); the parser reads all three.
+      None (default): "json" when replies can be held to a grammar, else "fenced".
     - `max_retries`: bounded retries (default 2), each with a stricter instruction.
-    - `constrained`: hold output to a JSON schema of valid actions. None (default): when
-      the inner backend supports JSON-schema output and `tool_choice` forces a call.
-      True: also under `auto` (a plain answer then comes as `{"final": ...}`). False: never.
+    - `constrained`: hold every reply (except under `tool_choice="none"`) to a JSON
+      schema of valid actions; under `auto` a plain answer comes as `{"final": ...}`.
+      None (default): whenever the inner backend takes JSON schemas, falling back to
+      free text if it rejects one. True: always (an error if it cannot). False: never.
+
+    The defaults are the configuration that did best on BFCL with both local models
+    measured (bench/results/bfcl.md): json under a grammar gave the most well-formed
+    calls, and free fenced blocks are the best where no grammar is available.
     - `few_shot`: example turns synthesised from the request's tools (default on).
     - `refusal_phrases`: a `RefusalPhrases` (extend `DEFAULT_REFUSALS` with your own).
     - `template_dir`: your folder of templates, searched before parlay's own.
@@ -109,7 +115,7 @@ class PromptedBackend:
         self,
         inner: Backend,
         *,
-        action_format: str = DEFAULT_FORMAT,
+        action_format: str | None = None,
         max_retries: int = 2,
         constrained: bool | None = None,
         few_shot: bool = True,
@@ -125,6 +131,9 @@ class PromptedBackend:
                 f"constrained=True needs a backend with JSON-schema output; {inner.name} has "
                 "none: pass constrained=None (use it when available) or False"
             )
+        if action_format is None:
+            grammar = constrained is not False and inner.capabilities.json_schema
+            action_format = "json" if grammar else DEFAULT_FORMAT
         self.inner = inner
         self.options = ContractOptions(
             action_format=action_format,
@@ -175,9 +184,7 @@ class PromptedBackend:
     def uses_constraint(self, request: ChatRequest) -> bool:
         if self.constrained is False or not self.inner.capabilities.json_schema:
             return False
-        if request.tool_choice.mode == "none":
-            return False
-        return request.tool_choice.forces_call or bool(self.constrained)
+        return request.tool_choice.mode != "none"
 
     # -- the engine -----------------------------------------------------------------------
     async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:

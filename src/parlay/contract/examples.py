@@ -199,6 +199,16 @@ def _varied_example(spec: ToolSpec, index: int) -> Example:
     return Example(request, ToolCall(spec.name, arguments, f"call_example_{index}"), "")
 
 
+def _reported(name: str, result: dict[str, Any]) -> str:
+    """The example's closing answer: what the tool returned, restated.
+
+    A small model copies this turn's shape into its real answers, so the shape is one
+    worth copying: the tool's name and its result, as it came. A fixed sentence ("It is
+    done.") was parroted word for word after real results; so were restated fields.
+    """
+    return f"{name} returned {json.dumps(result)}."
+
+
 def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
     """A two-step example: a result arrives and the model decides the next action.
 
@@ -209,7 +219,7 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
         return None
     first = _varied_example(tools[0], 90)
     if len(tools) == 1:
-        result = ToolResult(first.call.id, first.call.name, '{"status": "done"}')
+        result = ToolResult(first.call.id, first.call.name, json.dumps({"status": "done"}))
         return Chain(
             first.request,
             first.call,
@@ -218,7 +228,7 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
             None,
             "",
             None,
-            "It is done.",
+            _reported(first.call.name, {"status": "done"}),
         )
     spec = tools[1]
     arguments = example_arguments(spec)
@@ -237,8 +247,8 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
         first_result,
         second,
         f"Now {spec.name} with the result.",
-        ToolResult(second.id, spec.name, '{"status": "done"}'),
-        "Both steps are done.",
+        ToolResult(second.id, spec.name, json.dumps({"status": "done"})),
+        _reported(spec.name, {"status": "done"}),
     )
 
 
@@ -261,7 +271,11 @@ def ask_example(tools: tuple[ToolSpec, ...]) -> Ask | None:
 
 
 def values_of(calls: Sequence[ToolCall]) -> frozenset[str]:
-    """The string values the example calls show (a model may copy them into real calls)."""
+    """The string values the example calls show (a model may copy them into real calls).
+
+    Numbers are left out: a small number in a real call is as often the user's own,
+    written in words ("three nights"), as a copy.
+    """
     found: set[str] = set()
 
     def walk(value: Any) -> None:

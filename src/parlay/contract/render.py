@@ -62,8 +62,8 @@ class Contract:
     state: ToolState
     tool_history: bool
     tools_from_history: bool
-    # String values shown only in the few-shot calls, never in the conversation itself:
-    # a call carrying one copied it from an example.
+    # Values shown only in the few-shot calls, never in the conversation itself: a call
+    # carrying one copied it from an example.
     example_values: frozenset[str] = frozenset()
 
 
@@ -330,8 +330,10 @@ def retry_instruction(
         target = tools[0]
     skeleton = ""
     if target is not None:
+        # Placeholders, not example values: a model told "in this shape" copies values.
+        placeholders = {key: f"<{key}>" for key in example_arguments(target)}
         skeleton = render_call(
-            ToolCall(target.name, example_arguments(target), "x"),
+            ToolCall(target.name, placeholders, "x"),
             options,
             shape=shape_of(options, constrained),
         )
