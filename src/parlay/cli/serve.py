@@ -68,7 +68,8 @@ def serve(
     action_format: Annotated[
         str | None,
         typer.Option(
-            help="Engine: how the model writes calls: fenced, json or command "
+            help="Engine: how the model writes calls: fenced, json or command (default: "
+            "json under a grammar for an OpenAI-compatible upstream, else fenced) "
             "(env PARLAY_SERVE_ACTION_FORMAT)"
         ),
     ] = None,
