@@ -476,8 +476,11 @@ async def test_a_value_copied_from_the_examples_is_retried_with_a_way_out() -> N
     assert [(r.reason, r.detail) for r in finish.diagnostics.retries] == [
         ("example_value", 'city="Paris"')
     ]
-    message = inner.requests[1].messages[-1].content
-    assert "comes from the examples" in message and "ask for it" in message
+    retry = inner.requests[1].messages
+    assert "comes from the examples" in retry[-1].content and "ask for it" in retry[-1].content
+    # Asked again without the examples, the copied reply or the value: nothing to copy.
+    assert [type(m).__name__ for m in retry] == ["SystemMessage", "UserMessage", "UserMessage"]
+    assert "Paris" not in retry[-1].content
 
 
 async def test_a_value_the_user_gave_is_not_taken_for_a_copy() -> None:

@@ -317,11 +317,19 @@ class PromptedBackend:
                     # Copied twice: the user most likely never gave the value. Asking
                     # again does not help a small model; a grammar for words does.
                     response_format = self._answer_only(response_format)
-                messages = (
-                    *messages,
-                    AssistantMessage("".join(attempt.raw)),
-                    UserMessage(instruction),
-                )
+                if verdict.reason == "example_value":
+                    # The examples misled the model: ask again without them and without
+                    # the copied reply, so nothing is left to copy (SmolLM2 wrote the
+                    # same value again while either was in sight).
+                    plain = evolve(self.options, few_shot=False)
+                    fresh = render_contract(request, plain, constrained=constrained).messages
+                    messages = (*fresh, UserMessage(instruction))
+                else:
+                    messages = (
+                        *messages,
+                        AssistantMessage("".join(attempt.raw)),
+                        UserMessage(instruction),
+                    )
                 shown_text = shown_text or attempt.shown_text
                 continue
             for out in _canonical(attempt.held):
@@ -471,9 +479,9 @@ class PromptedBackend:
         return ToolCallEnd(repaired.call)
 
 
-def _copied_values(value: Any, examples: frozenset[str], path: str = "") -> str:
+def _copied_values(value: Any, examples: frozenset[str | int | float], path: str = "") -> str:
     """`key="value"` for the first argument whose value was copied from a few-shot call."""
-    if isinstance(value, str):
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return f"{path}={json.dumps(value)}" if value in examples else ""
     if isinstance(value, dict):
         pairs = [(f"{path}.{key}" if path else str(key), item) for key, item in value.items()]

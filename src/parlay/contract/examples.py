@@ -75,6 +75,10 @@ def _named_value(name: str, other: bool) -> str:
     return "something else" if other else "something"
 
 
+HANDED_INTEGER = 58213
+HANDED_NUMBER = 582.13
+
+
 @frozen
 class Example:
     request: str
@@ -209,6 +213,21 @@ def _reported(name: str, result: dict[str, Any]) -> str:
     return f"{name} returned {json.dumps(result)}."
 
 
+def _handed_value(name: str, schema: Any) -> Any:
+    """The value the chain's first result hands to the second call.
+
+    A number no one would write by chance: SmolLM2 copied the handed value into its real
+    second call instead of the real result's, and a distinctive number lets the engine
+    tell such a copy (see `values_of`) from a small number the user meant.
+    """
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if kind == "integer":
+        return HANDED_INTEGER
+    if kind == "number":
+        return HANDED_NUMBER
+    return other_value(name, schema)
+
+
 def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
     """A two-step example: a result arrives and the model decides the next action.
 
@@ -235,7 +254,7 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
     properties = spec.parameters.get("properties") or {}
     handed = next(iter(arguments), None)
     if handed is not None:
-        arguments[handed] = other_value(handed, properties.get(handed))
+        arguments[handed] = _handed_value(handed, properties.get(handed))
     payload = json.dumps({handed: arguments[handed]} if handed else {"result": "ok"})
     first_result = ToolResult(first.call.id, first.call.name, payload)
     second = ToolCall(spec.name, arguments, "call_example_91")
@@ -270,16 +289,19 @@ def ask_example(tools: tuple[ToolSpec, ...]) -> Ask | None:
     return None
 
 
-def values_of(calls: Sequence[ToolCall]) -> frozenset[str]:
-    """The string values the example calls show (a model may copy them into real calls).
+def values_of(calls: Sequence[ToolCall]) -> frozenset[str | int | float]:
+    """The values the example calls show that a real call should not carry: strings, and
+    the chain's distinctive handed numbers.
 
-    Numbers are left out: a small number in a real call is as often the user's own,
-    written in words ("three nights"), as a copy.
+    Small numbers are left out: in a real call they are as often the user's own, written
+    in words ("three nights"), as a copy.
     """
-    found: set[str] = set()
+    found: set[str | int | float] = set()
 
     def walk(value: Any) -> None:
-        if isinstance(value, str):
+        if isinstance(value, str) or (
+            not isinstance(value, bool) and value in (HANDED_INTEGER, HANDED_NUMBER)
+        ):
             found.add(value)
         elif isinstance(value, dict):
             for item in value.values():

@@ -64,7 +64,7 @@ class Contract:
     tools_from_history: bool
     # Values shown only in the few-shot calls, never in the conversation itself: a call
     # carrying one copied it from an example.
-    example_values: frozenset[str] = frozenset()
+    example_values: frozenset[str | int | float] = frozenset()
 
 
 def _template(options: ContractOptions, name: str, **variables: Any) -> str:
@@ -158,7 +158,7 @@ def render_results(
 
 def _few_shot(
     tools: tuple[ToolSpec, ...], options: ContractOptions, shape: str, constrained: bool
-) -> tuple[list[Message], frozenset[str]]:
+) -> tuple[list[Message], frozenset[str | int | float]]:
     """The example turns, and the string values their calls show."""
     singles = [single_example(spec, i) for i, spec in enumerate(tools[: options.max_examples])]
     chain = chain_example(tools)
@@ -198,14 +198,16 @@ def _few_shot(
     return turns, values_of(shown)
 
 
-def _unseen(values: frozenset[str], messages: Sequence[Message]) -> frozenset[str]:
+def _unseen(
+    values: frozenset[str | int | float], messages: Sequence[Message]
+) -> frozenset[str | int | float]:
     """The values that the conversation itself never mentions."""
     said = "\n".join(
         m.content if not isinstance(m, ToolResult) else (m.output or "")
         for m in messages
         if not isinstance(m, AssistantMessage)
     ).casefold()
-    return frozenset(v for v in values if v.strip() and v.casefold() not in said)
+    return frozenset(v for v in values if str(v).strip() and str(v).casefold() not in said)
 
 
 def _tools_from_history(messages: Sequence[Message]) -> tuple[ToolSpec, ...]:
@@ -296,7 +298,7 @@ def render_contract(
         thought_limit=options.thought_limit,
     )
     out: list[Message] = [SystemMessage(system)]
-    example_values: frozenset[str] = frozenset()
+    example_values: frozenset[str | int | float] = frozenset()
     if options.few_shot and tools and not from_history and request.tool_choice.mode != "none":
         turns, example_values = _few_shot(tools, options, shape, constrained)
         out.extend(turns)
