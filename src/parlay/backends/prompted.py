@@ -100,15 +100,15 @@ class PromptedBackend:
       schema of valid actions; under `auto` a plain answer comes as `{"final": ...}`.
       None (default): whenever the inner backend takes JSON schemas, falling back to
       free text if it rejects one. True: always (an error if it cannot). False: never.
-
-    The defaults are the configuration that did best on BFCL with both local models
-    measured (bench/results/bfcl.md): json under a grammar gave the most well-formed
-    calls, and free fenced blocks are the best where no grammar is available.
     - `few_shot`: example turns synthesised from the request's tools (default on).
     - `refusal_phrases`: a `RefusalPhrases` (extend `DEFAULT_REFUSALS` with your own).
     - `template_dir`: your folder of templates, searched before parlay's own.
     - `max_result_chars`: tool outputs longer than this are cut, with a marker.
     - `refusal_window`: characters of text held (under `auto`) before it streams.
+
+    The defaults are the configuration that did best on BFCL with both local models
+    measured (bench/results/bfcl.md): json under a grammar was the most even, and free
+    fenced blocks are the best where no grammar is available.
     """
 
     def __init__(
@@ -131,10 +131,10 @@ class PromptedBackend:
                 f"constrained=True needs a backend with JSON-schema output; {inner.name} has "
                 "none: pass constrained=None (use it when available) or False"
             )
-        if action_format is None:
-            grammar = constrained is not False and inner.capabilities.json_schema
-            action_format = "json" if grammar else DEFAULT_FORMAT
         self.inner = inner
+        self.constrained = constrained
+        if action_format is None:
+            action_format = "json" if self.grammar_available else DEFAULT_FORMAT
         self.options = ContractOptions(
             action_format=action_format,
             few_shot=few_shot,
@@ -144,7 +144,6 @@ class PromptedBackend:
             template_dir=str(template_dir) if template_dir is not None else None,
         )
         self.policy = RetryPolicy(max_retries)
-        self.constrained = constrained
         self.refusal_phrases = refusal_phrases
         self.refusal_window = refusal_window
 
@@ -181,10 +180,14 @@ class PromptedBackend:
     def capabilities(self) -> Capabilities:
         return Capabilities(native_tools=True, json_schema=self.inner.capabilities.json_schema)
 
+    @property
+    def grammar_available(self) -> bool:
+        """Whether replies may be held to a grammar: the inner backend takes JSON schemas
+        and `constrained` is not False."""
+        return self.constrained is not False and self.inner.capabilities.json_schema
+
     def uses_constraint(self, request: ChatRequest) -> bool:
-        if self.constrained is False or not self.inner.capabilities.json_schema:
-            return False
-        return request.tool_choice.mode != "none"
+        return self.grammar_available and request.tool_choice.mode != "none"
 
     # -- the engine -----------------------------------------------------------------------
     async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
@@ -377,9 +380,7 @@ class PromptedBackend:
         is allowed. Used whenever the inner backend takes JSON schemas, unless
         `constrained=False`.
         """
-        if self.constrained is False or not self.inner.capabilities.json_schema:
-            return current
-        if choice.mode == "tool":
+        if not self.grammar_available or choice.mode == "tool":
             return current
         repeated = {i.call.name for i in attempt.issues if i.kind == "repeated_call"}
         others = tuple(t for t in contract.tools if t.name not in repeated)
@@ -391,7 +392,7 @@ class PromptedBackend:
 
     def _answer_only(self, current: ResponseFormat | None) -> ResponseFormat | None:
         """A grammar that admits only a plain answer, where the backend takes one."""
-        if self.constrained is False or not self.inner.capabilities.json_schema:
+        if not self.grammar_available:
             return current
         return ResponseFormat(FINAL_SCHEMA, name="final", strict=True)
 
