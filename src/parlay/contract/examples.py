@@ -168,16 +168,20 @@ def _phrase(arguments: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _request(spec: ToolSpec, arguments: dict[str, Any]) -> str:
+    """The example user's words: what the tool does, then the values."""
+    phrase = _phrase(arguments)
+    return f"{_sentence(spec)}{': ' + phrase if phrase else ''}."
+
+
 def single_example(spec: ToolSpec, index: int) -> Example:
     arguments = example_arguments(spec)
-    phrase = _phrase(arguments)
-    request = f"{_sentence(spec)}{': ' + phrase if phrase else ''}."
     call = ToolCall(spec.name, arguments, f"call_example_{index}")
-    return Example(request, call, f"The user needs {spec.name}.")
+    return Example(_request(spec, arguments), call, f"The user needs {spec.name}.")
 
 
 def other_value(name: str, schema: Any) -> Any:
-    """A value unlike `example_value`'s: what a tool result hands to the next call."""
+    """A value unlike `example_value`'s, for a second example of the same tool."""
     schema = schema if isinstance(schema, dict) else {}
     if isinstance(schema.get("enum"), list) and schema["enum"]:
         return schema["enum"][-1]
@@ -198,9 +202,8 @@ def _varied_example(spec: ToolSpec, index: int) -> Example:
     model otherwise copies the example's value instead of the user's)."""
     properties = spec.parameters.get("properties") or {}
     arguments = {key: other_value(key, properties.get(key)) for key in example_arguments(spec)}
-    phrase = _phrase(arguments)
-    request = f"{_sentence(spec)}{': ' + phrase if phrase else ''}."
-    return Example(request, ToolCall(spec.name, arguments, f"call_example_{index}"), "")
+    call = ToolCall(spec.name, arguments, f"call_example_{index}")
+    return Example(_request(spec, arguments), call, "")
 
 
 def _reported(name: str, result: dict[str, Any]) -> str:

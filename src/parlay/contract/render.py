@@ -159,7 +159,7 @@ def render_results(
 def _few_shot(
     tools: tuple[ToolSpec, ...], options: ContractOptions, shape: str, constrained: bool
 ) -> tuple[list[Message], frozenset[str | int | float]]:
-    """The example turns, and the string values their calls show."""
+    """The example turns, and the values a real call should not copy (`values_of`)."""
     singles = [single_example(spec, i) for i, spec in enumerate(tools[: options.max_examples])]
     chain = chain_example(tools)
     shown = [example.call for example in singles]
