@@ -17,6 +17,13 @@ _MAX_KEY_PEEK = 48
 MAX_INFO = 40
 _TEXT_TRIGGER = re.compile(r"[`\n@{]")
 _NAME_CHARS = re.compile(r"[A-Za-z0-9_.\-:/]+")
+_BLANKS = re.compile(r"[ \t]*")
+
+
+def _after_blanks(text: str, start: int) -> int:
+    match = _BLANKS.match(text, start)
+    assert match is not None  # `[ \t]*` matches anywhere
+    return match.end()
 
 
 class TextReader(BlockReader):
@@ -189,9 +196,7 @@ class TextReader(BlockReader):
     # -- commands -------------------------------------------------------------------------
     def _run_cmd_name(self, final: bool) -> bool:
         buf = self._buf
-        i = self._pos
-        while i < len(buf) and buf[i] in " \t":
-            i += 1
+        i = _after_blanks(buf, self._pos)
         match = _NAME_CHARS.match(buf, i)
         end = match.end() if match else i
         if end >= len(buf) and not final:
@@ -214,15 +219,10 @@ class TextReader(BlockReader):
 
     def _run_cmd_args(self, final: bool) -> bool:
         buf = self._buf
-        j = self._pos
-        while j < len(buf) and buf[j] in " \t":
-            j += 1
-        self._pos = j
+        j = self._pos = _after_blanks(buf, self._pos)
         if j >= len(buf) and not final:
             return False
-        if j < len(buf) and buf[j] in "{[":
-            self._state = "block"
-        else:
-            self._state = "block"
-            self._close_block(cut=False)
+        self._state = "block"
+        if j >= len(buf) or buf[j] not in "{[":
+            self._close_block(cut=False)  # a command with no arguments
         return True
