@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
-from parlay.contract.render import FORMATS, ContractOptions, render_contract, render_results
+from parlay.contract.render import (
+    FORMATS,
+    ContractOptions,
+    render_contract,
+    render_results,
+    retry_instruction,
+)
 from parlay.contract.state import ToolState
 from parlay.request import ChatRequest, ToolChoice
 
@@ -126,3 +132,36 @@ def test_optional_reminder_line(choice: ToolChoice, line: str) -> None:
     off = render_contract(request, ContractOptions())
     assert on.messages[-1].content.endswith(line)
     assert off.messages[-1].content == "What is the weather in Rome?"
+
+
+RETRY_REASONS = {
+    "no_call": "",
+    "wrong_tool": "get_weather",
+    "refusal": "I cannot",
+    "unreadable": "no tool name in the action",
+    "unknown_tool": "search_web",
+    "repeated_call": "get_weather",
+    "example_value": 'city="Paris"',
+    "example_answer": '{"status": "done"}',
+    "invented_value": "city",
+    "invalid_arguments": "a: Input should be a valid integer",
+}
+
+
+@pytest.mark.parametrize("attempt", [1, 2])
+@pytest.mark.parametrize("choice", ["auto", "named"])
+@pytest.mark.parametrize("reason", list(RETRY_REASONS))
+def test_retry_messages(snapshot, reason: str, choice: str, attempt: int) -> None:
+    # What the model reads after a reply that could not be used: a reviewed diff per wording.
+    tool = TOOLS[1] if reason == "invalid_arguments" else TOOLS[0]
+    message = retry_instruction(
+        reason,
+        RETRY_REASONS[reason],
+        attempt,
+        TOOLS,
+        CHOICES[choice],
+        ContractOptions(action_format="json"),
+        tool,
+        constrained=True,
+    )
+    assert message == snapshot

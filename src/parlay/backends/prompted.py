@@ -37,6 +37,7 @@ from attrs import evolve
 from parlay.backends.base import Backend, Capabilities
 from parlay.context import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 from parlay.contract.constrain import FINAL_SCHEMA, action_response_format
+from parlay.contract.grounding import copied_answer, copied_value, invented_value
 from parlay.contract.parser import ActionStreamParser
 from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases, RefusalSignal, detect_refusal
 from parlay.contract.render import (
@@ -285,10 +286,23 @@ class PromptedBackend:
                     choice=choice,
                     refusal=signal,
                     tools=contract.tools,
+                    copied_answer=copied_answer(parsed.text, contract.example_answers),
                 )
                 if verdict is not None and verdict.about_text and attempt.shown_text:
                     notes.append(f"not retried ({verdict.reason}): the text was already shown")
                     verdict = None
+            if (
+                verdict is not None
+                and verdict.reason == "invented_value"
+                and any(r.reason == "invented_value" for r in retries)
+            ):
+                # Asked once where the value came from, the model gave a call with one
+                # again: it may have worked it out ("tomorrow" as a date), so it stands.
+                notes.append(
+                    f"kept {verdict.tool.name if verdict.tool else 'a'} call: "
+                    f"its {verdict.detail} is not in the conversation"
+                )
+                verdict = None
             if verdict is not None:
                 retries.append(Retry(verdict.reason, verdict.detail))
                 logger.info(
@@ -320,7 +334,7 @@ class PromptedBackend:
                     # Copied twice: the user most likely never gave the value. Asking
                     # again does not help a small model; a grammar for words does.
                     response_format = self._answer_only(response_format)
-                if verdict.reason == "example_value":
+                if verdict.reason in ("example_value", "example_answer"):
                     # The examples misled the model: ask again without them and without
                     # the copied reply, so nothing is left to copy (SmolLM2 wrote the
                     # same value again while either was in sight).
@@ -472,28 +486,15 @@ class PromptedBackend:
             attempt.issues.append(
                 CallIssue(repaired.call, "invalid_arguments", repaired.error, spec)
             )
-        copied = _copied_values(repaired.call.arguments, contract.example_values)
-        if copied and repaired.error is None:
-            attempt.issues.append(CallIssue(repaired.call, "example_value", copied, spec))
+        if repaired.error is None:
+            arguments = repaired.call.arguments
+            if copied := copied_value(arguments, contract.example_values):
+                attempt.issues.append(CallIssue(repaired.call, "example_value", copied, spec))
+            if invented := invented_value(arguments, spec, contract.grounds):
+                attempt.issues.append(CallIssue(repaired.call, "invented_value", invented, spec))
         if _call_key(repaired.call) in answered:
             attempt.issues.append(CallIssue(repaired.call, "repeated_call", call.name, spec))
         return ToolCallEnd(repaired.call)
-
-
-def _copied_values(value: Any, examples: frozenset[str | int | float], path: str = "") -> str:
-    """`key="value"` for the first argument whose value was copied from a few-shot call."""
-    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        return f"{path}={json.dumps(value)}" if value in examples else ""
-    if isinstance(value, dict):
-        pairs = [(f"{path}.{key}" if path else str(key), item) for key, item in value.items()]
-    elif isinstance(value, list):
-        pairs = [(f"{path}[{index}]", item) for index, item in enumerate(value)]
-    else:
-        return ""
-    for key, item in pairs:
-        if found := _copied_values(item, examples, key):
-            return found
-    return ""
 
 
 def _call_key(call: ToolCall) -> tuple[str, str]:

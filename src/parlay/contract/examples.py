@@ -75,6 +75,9 @@ def _named_value(name: str, other: bool) -> str:
     return "something else" if other else "something"
 
 
+# The result every example tool returns, and so the text a copied closing answer quotes.
+EXAMPLE_RESULT = {"status": "done"}
+EXAMPLE_ANSWERS: frozenset[str | int | float] = frozenset({json.dumps(EXAMPLE_RESULT)})
 HANDED_INTEGER = 58213
 HANDED_NUMBER = 582.13
 
@@ -241,7 +244,7 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
         return None
     first = _varied_example(tools[0], 90)
     if len(tools) == 1:
-        result = ToolResult(first.call.id, first.call.name, json.dumps({"status": "done"}))
+        result = ToolResult(first.call.id, first.call.name, json.dumps(EXAMPLE_RESULT))
         return Chain(
             first.request,
             first.call,
@@ -250,7 +253,7 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
             None,
             "",
             None,
-            _reported(first.call.name, {"status": "done"}),
+            _reported(first.call.name, EXAMPLE_RESULT),
         )
     spec = tools[1]
     arguments = example_arguments(spec)
@@ -269,8 +272,8 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
         first_result,
         second,
         f"Now {spec.name} with the result.",
-        ToolResult(second.id, spec.name, json.dumps({"status": "done"})),
-        _reported(spec.name, {"status": "done"}),
+        ToolResult(second.id, spec.name, json.dumps(EXAMPLE_RESULT)),
+        _reported(spec.name, EXAMPLE_RESULT),
     )
 
 

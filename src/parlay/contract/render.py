@@ -21,7 +21,14 @@ from parlay.context import (
     ToolResult,
     UserMessage,
 )
-from parlay.contract.examples import ask_example, chain_example, single_example, values_of
+from parlay.contract.examples import (
+    EXAMPLE_ANSWERS,
+    ask_example,
+    chain_example,
+    single_example,
+    values_of,
+)
+from parlay.contract.grounding import UNCHECKED, Grounds, grounds_of
 from parlay.contract.state import ToolState, has_tool_activity, tool_state
 from parlay.errors import ConfigurationError
 from parlay.request import ChatRequest, ToolChoice, ToolSpec
@@ -65,6 +72,11 @@ class Contract:
     # Values shown only in the few-shot calls, never in the conversation itself: a call
     # carrying one copied it from an example.
     example_values: frozenset[str | int | float] = frozenset()
+    # Made-up results the examples show (`{"status": "done"}`), likewise unseen: a plain
+    # answer quoting one claims a result no tool returned.
+    example_answers: frozenset[str] = frozenset()
+    # The words of the conversation, for telling a value the user gave from an invented one.
+    grounds: Grounds = UNCHECKED
 
 
 def _template(options: ContractOptions, name: str, **variables: Any) -> str:
@@ -299,16 +311,27 @@ def render_contract(
     )
     out: list[Message] = [SystemMessage(system)]
     example_values: frozenset[str | int | float] = frozenset()
+    example_answers: frozenset[str] = frozenset()
     if options.few_shot and tools and not from_history and request.tool_choice.mode != "none":
         turns, example_values = _few_shot(tools, options, shape, constrained)
         out.extend(turns)
         example_values = _unseen(example_values, messages)
+        example_answers = frozenset(str(v) for v in _unseen(EXAMPLE_ANSWERS, messages))
     out.extend(project_history(messages[start:], options, constrained=constrained))
     if options.reminder and request.tool_choice.mode != "auto" and isinstance(out[-1], UserMessage):
         reminder = _template(options, "contract/reminder.j2", choice=request.tool_choice)
         if reminder:
             out[-1] = UserMessage(f"{out[-1].content}\n\n{reminder}")
-    return Contract(tuple(out), tools, tool_state(messages), history, from_history, example_values)
+    return Contract(
+        tuple(out),
+        tools,
+        tool_state(messages),
+        history,
+        from_history,
+        example_values,
+        example_answers,
+        grounds_of(messages),
+    )
 
 
 def retry_instruction(

@@ -3,7 +3,9 @@
 Triggers, in order: a call to a tool that does not exist; arguments that fail the schema;
 a reply whose every call repeats one the history already answered (small models loop);
 an action that cannot be read; a call to another tool than the one named; an argument
-value copied from a few-shot example that the conversation never mentions; a forced
+value copied from a few-shot example that the conversation never mentions, or a plain
+answer quoting an example's made-up result; under `auto`, a required value that no one
+in the conversation gave (see `grounding`); a forced
 choice (`required` / a named tool) answered without the call it asked for; refusal
 language. A hard refusal under `auto` is an answer (the model may decline a task), so
 only a soft one ("I can't access real-time data" while a tool could) is retried there.
@@ -32,7 +34,8 @@ class CallIssue:
     """A parsed call the engine cannot hand on: unknown tool or bad arguments."""
 
     call: ToolCall
-    kind: str  # "unknown_tool" | "invalid_arguments" | "example_value" | "repeated_call"
+    # "unknown_tool" | "invalid_arguments" | "example_value" | "invented_value" | "repeated_call"
+    kind: str
     detail: str
     spec: ToolSpec | None = None
 
@@ -40,7 +43,7 @@ class CallIssue:
 @frozen
 class Verdict:
     # no_call | wrong_tool | refusal | unreadable | unknown_tool | invalid_arguments
-    # | example_value | repeated_call
+    # | example_value | example_answer | invented_value | repeated_call
     reason: str
     detail: str = ""
     tool: ToolSpec | None = None
@@ -67,6 +70,7 @@ class RetryPolicy:
         choice: ToolChoice,
         refusal: RefusalSignal | None,
         tools: Sequence[ToolSpec],
+        copied_answer: str = "",
     ) -> Verdict | None:
         """Why this reply should be retried, or None when it is fine."""
         if choice.mode == "none":
@@ -90,10 +94,18 @@ class RetryPolicy:
         for issue in issues:
             if issue.kind == "example_value":
                 return Verdict("example_value", issue.detail, issue.spec)
+        if choice.mode == "auto":
+            # Under a forced choice the user asked for a call; under `auto` a made-up
+            # value most often means the request was not for this tool at all.
+            for issue in issues:
+                if issue.kind == "invented_value":
+                    return Verdict("invented_value", issue.detail, issue.spec)
         if choice.forces_call and not good:
             if refusal is not None:
                 return Verdict("refusal", refusal.phrase, about_text=True)
             return Verdict("no_call", "", about_text=True)
+        if copied_answer and not calls:
+            return Verdict("example_answer", copied_answer, about_text=True)
         if not calls and refusal is not None and refusal.kind == "soft":
             return Verdict("refusal", refusal.phrase, about_text=True)
         return None

@@ -1,0 +1,149 @@
+"""Where a call's values came from: the conversation, the few-shot examples, or nowhere.
+
+Small models fill a tool's required arguments whether or not the user gave them: on
+BFCL's irrelevance questions most wrong calls carried a value no one had written
+(`"string1"`, `"https://example.com/api/interfaces"`, a date for a show the user never
+named). Two lexical checks catch those calls so the retry policy can ask again:
+
+- `copied_value`: a value that only the few-shot calls show.
+- `invented_value`: a required string argument none of whose words occurs in anything
+  the model was given to read (system, user and assistant text, tool results) or in the
+  tool's own schema (`enum`, `default`).
+
+Words match loosely (`brownie` grounds `brownies`, `Italy` grounds `Italian`), so the
+check errs towards letting a call through. Over every call of the recorded BFCL runs
+(bench/results/bfcl*.json) it flagged none of the 176 right calls. A conversation
+with letters outside the Latin script is not checked: a value may be a translation of
+the user's words, which word matching cannot see.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from attrs import frozen
+
+from parlay.context import AssistantMessage, Message, ToolResult
+from parlay.request import ToolSpec
+
+_WORD = re.compile(r"\w+")
+# Shared prefix that makes two words one (`italy`/`italian`): at least this long, and
+# at most two letters short of the shorter word.
+_MIN_STEM = 4
+
+
+@frozen
+class Grounds:
+    """The words a conversation gives the model to take values from."""
+
+    words: frozenset[str]
+    # False when some letter is not Latin: values may then be translations.
+    checkable: bool
+
+    def grounds(self, value: str) -> bool:
+        """Whether some word of `value` occurs in the conversation (loosely)."""
+        tokens = _WORD.findall(value.casefold())
+        if not tokens or not self.checkable:
+            return True
+        return any(_known(token, self.words) for token in tokens)
+
+
+# Nothing to check against: every value passes.
+UNCHECKED = Grounds(frozenset(), checkable=False)
+
+
+def grounds_of(messages: Sequence[Message]) -> Grounds:
+    """What the conversation says: every text the model reads, tool calls aside."""
+    texts: list[str] = []
+    for message in messages:
+        if isinstance(message, ToolResult):
+            texts.append(message.output or "")
+        elif isinstance(message, AssistantMessage):
+            texts.append(message.content or "")
+        else:
+            texts.append(message.content)
+    text = "\n".join(texts)
+    return Grounds(frozenset(_WORD.findall(text.casefold())), _latin_only(text))
+
+
+def invented_value(arguments: dict[str, Any], spec: ToolSpec, grounds: Grounds) -> str:
+    """The first required argument whose string value the conversation never gave, or "".
+
+    Free-form values only: an argument whose schema lists its choices (`enum`, `const`)
+    or has a `default` may be filled without the user naming it.
+    """
+    properties = spec.parameters.get("properties") or {}
+    for key in spec.parameters.get("required") or ():
+        schema = properties.get(key)
+        if key not in arguments or _has_choices(schema):
+            continue
+        if any(not grounds.grounds(text) for text in _strings(arguments[key])):
+            return str(key)
+    return ""
+
+
+def copied_value(value: Any, examples: frozenset[str | int | float], path: str = "") -> str:
+    """`key="value"` for the first argument whose value was copied from a few-shot call."""
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return f"{path}={json.dumps(value)}" if value in examples else ""
+    if isinstance(value, dict):
+        pairs = [(f"{path}.{key}" if path else str(key), item) for key, item in value.items()]
+    elif isinstance(value, list):
+        pairs = [(f"{path}[{index}]", item) for index, item in enumerate(value)]
+    else:
+        return ""
+    for key, item in pairs:
+        if found := copied_value(item, examples, key):
+            return found
+    return ""
+
+
+def copied_answer(text: str, example_answers: frozenset[str]) -> str:
+    """The part of a plain answer that repeats a made-up result from the examples, or ""."""
+    folded = _squeezed(text)
+    return next((answer for answer in example_answers if _squeezed(answer) in folded), "")
+
+
+def _squeezed(text: str) -> str:
+    return "".join(text.split()).casefold()
+
+
+def _known(token: str, words: frozenset[str]) -> bool:
+    if token in words:
+        return True
+    if len(token) < _MIN_STEM:
+        return False
+    return any(_same_stem(token, word) for word in words)
+
+
+def _same_stem(a: str, b: str) -> bool:
+    shorter = min(len(a), len(b))
+    if shorter < _MIN_STEM:
+        return False
+    need = max(_MIN_STEM, shorter - 2)
+    return a[:need] == b[:need]
+
+
+def _has_choices(schema: Any) -> bool:
+    return isinstance(schema, dict) and any(k in schema for k in ("enum", "const", "default"))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+
+
+def _latin_only(text: str) -> bool:
+    return all(
+        unicodedata.name(char, "").startswith("LATIN") for char in set(text) if char.isalpha()
+    )

@@ -1,0 +1,155 @@
+"""Values the conversation never gave: the grounding checks and the retries they start."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from parlay.backends.prompted import PromptedBackend
+from parlay.context import AssistantMessage, SystemMessage, ToolResult, UserMessage
+from parlay.contract.examples import EXAMPLE_RESULT
+from parlay.contract.grounding import copied_answer, grounds_of, invented_value
+from parlay.request import ChatRequest, ToolSpec
+
+from .conftest import CALL, TOOLS, WEATHER
+from .test_prompted import PLAIN_SCHEMA, ask, block, calls_of, run, scripted, text_of
+
+SHOW = ToolSpec(
+    "book_show",
+    "Book seats for a show.",
+    {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string"},
+            "seats": {"type": "array", "items": {"type": "string"}},
+            "section": {"type": "string", "enum": ["stalls", "circle"]},
+            "note": {"type": "string"},
+            "currency": {"type": "string", "default": "EUR"},
+        },
+        "required": ["title", "seats", "section", "currency"],
+    },
+)
+
+
+def invented(arguments: dict, *said: str, spec: ToolSpec = SHOW) -> str:
+    return invented_value(arguments, spec, grounds_of([UserMessage(text) for text in said]))
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("Hamlet", "Two seats for hamlet tonight"),  # case
+        ("Hamlet at the Globe", "Two seats for Hamlet"),  # one word is enough
+        ("brownies", "a vegan brownie recipe"),  # plural
+        ("Italian", "somewhere in Italy"),  # shared stem
+        ("Canada", "I am Canadian"),
+    ],
+)
+def test_a_value_with_a_word_the_user_wrote_is_grounded(value: str, said: str) -> None:
+    assert invented({"title": value}, said) == ""
+
+
+def test_a_value_no_one_wrote_is_named_by_its_argument() -> None:
+    assert invented({"title": "string1"}, "Make me some python code") == "title"
+    assert invented({"title": "Hamlet", "seats": ["A1", "Z9"]}, "Hamlet, seats A1") == "seats"
+
+
+def test_words_that_only_start_alike_do_not_ground() -> None:
+    assert invented({"title": "interface"}, "an international call") == "title"
+
+
+def test_choices_defaults_and_optional_arguments_need_no_grounding() -> None:
+    arguments = {"title": "Hamlet", "section": "stalls", "currency": "USD", "note": "aisle"}
+    assert invented(arguments, "Hamlet please") == ""
+
+
+def test_results_system_text_and_earlier_answers_ground_values() -> None:
+    grounds = grounds_of(
+        [
+            SystemMessage("The user lives in Lyon."),
+            UserMessage("What is on near me?"),
+            AssistantMessage("", (CALL,)),
+            ToolResult("call_1", "get_weather", '{"show": "Cyrano"}'),
+            AssistantMessage("Cyrano is on; shall I book it?"),
+        ]
+    )
+    assert invented_value({"city": "Lyon"}, WEATHER, grounds) == ""
+    assert invented_value({"title": "Cyrano"}, SHOW, grounds) == ""
+    # A call's own arguments are not something anyone said.
+    assert invented_value({"city": "Rome"}, WEATHER, grounds) == "city"
+
+
+def test_a_conversation_outside_the_latin_script_is_not_checked() -> None:
+    # "Beijing" may be the user's 北京, translated: word matching cannot tell.
+    assert invented({"title": "Beijing opera"}, "北京的京剧演出") == ""
+    assert invented({"title": "Boris Godunov"}, "Билеты на Бориса Годунова") == ""
+
+
+def test_an_answer_quoting_the_examples_result_is_caught_in_any_spacing() -> None:
+    answers = frozenset({json.dumps(EXAMPLE_RESULT)})
+    assert copied_answer('get_stock returned {"status":"done"}.', answers)
+    assert copied_answer("The stock is 12 dollars.", answers) == ""
+
+
+async def test_an_invented_value_under_auto_is_retried_with_a_way_out() -> None:
+    inner = scripted(block("get_weather", city="Springfield"), "Which city do you mean?")
+    events, finish = await run(PromptedBackend(inner), ask("Do a web search"))
+    assert calls_of(events) == [] and text_of(events) == "Which city do you mean?"
+    assert [(r.reason, r.detail) for r in finish.diagnostics.retries] == [
+        ("invented_value", "city")
+    ]
+    message = inner.requests[1].messages[-1].content
+    assert "city that no one in this conversation gave" in message
+    assert "answer in plain words" in message
+    # The reply stays in sight: the model is asked about what it wrote.
+    assert "Springfield" in inner.requests[1].messages[-2].content
+
+
+async def test_a_call_given_again_after_the_question_stands() -> None:
+    # "Tomorrow" worked out as a date has no word in common with what the user wrote.
+    date = ToolSpec(
+        "book",
+        "Book a table.",
+        {"type": "object", "properties": {"day": {"type": "string"}}, "required": ["day"]},
+    )
+    inner = scripted(block("book", day="2026-11-23"), block("book", day="2026-11-23"))
+    events, finish = await run(PromptedBackend(inner), ask("A table for tomorrow", tools=(date,)))
+    assert calls_of(events) == [("book", {"day": "2026-11-23"})]
+    assert [r.reason for r in finish.diagnostics.retries] == ["invented_value"]
+    assert "kept book call: its day is not in the conversation" in finish.diagnostics.notes
+
+
+@pytest.mark.parametrize("choice", ["required", "get_weather"])
+async def test_a_forced_call_is_not_questioned_for_its_values(choice) -> None:
+    inner = scripted(block("get_weather", city="Springfield"))
+    events, finish = await run(PromptedBackend(inner), ask("Any weather", choice))
+    assert calls_of(events) == [("get_weather", {"city": "Springfield"})]
+    assert finish.diagnostics.retries == ()
+
+
+async def test_an_answer_quoting_the_examples_made_up_result_is_asked_again_without_them() -> None:
+    quoted = f"get_weather returned {json.dumps(EXAMPLE_RESULT)}."
+    inner = scripted(
+        json.dumps({"final": {"content": quoted}}),
+        json.dumps({"final": {"content": "I have no weather for you yet."}}),
+        caps=PLAIN_SCHEMA,
+    )
+    events, finish = await run(PromptedBackend(inner), ask("Is it raining?"))
+    assert text_of(events) == "I have no weather for you yet."
+    assert [r.reason for r in finish.diagnostics.retries] == ["example_answer"]
+    retry = inner.requests[1].messages
+    assert [type(m).__name__ for m in retry] == ["SystemMessage", "UserMessage", "UserMessage"]
+    assert "made-up result from the examples" in retry[-1].content
+
+
+async def test_a_real_result_quoted_in_the_answer_is_no_copy() -> None:
+    history = (
+        UserMessage("Weather in Rome?"),
+        AssistantMessage("", (CALL,)),
+        ToolResult("call_1", "get_weather", json.dumps(EXAMPLE_RESULT)),
+    )
+    answer = f"get_weather returned {json.dumps(EXAMPLE_RESULT)}."
+    inner = scripted(json.dumps({"final": {"content": answer}}), caps=PLAIN_SCHEMA)
+    events, finish = await run(PromptedBackend(inner), ChatRequest(history, TOOLS))
+    assert text_of(events) == answer and finish.diagnostics.retries == ()
