@@ -153,3 +153,12 @@ async def test_a_real_result_quoted_in_the_answer_is_no_copy() -> None:
     inner = scripted(json.dumps({"final": {"content": answer}}), caps=PLAIN_SCHEMA)
     events, finish = await run(PromptedBackend(inner), ChatRequest(history, TOOLS))
     assert text_of(events) == answer and finish.diagnostics.retries == ()
+
+
+async def test_check_values_off_lets_invented_and_copied_values_through() -> None:
+    inner = scripted(block("get_weather", city="Springfield"))
+    backend = PromptedBackend(inner, check_values=False)
+    events, finish = await run(backend, ask("Do a web search"))
+    assert calls_of(events) == [("get_weather", {"city": "Springfield"})]
+    assert finish.diagnostics.retries == ()
+    assert backend.configure(max_retries=1).check_values is False

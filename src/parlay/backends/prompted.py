@@ -106,6 +106,9 @@ class PromptedBackend:
     - `template_dir`: your folder of templates, searched before parlay's own.
     - `max_result_chars`: tool outputs longer than this are cut, with a marker.
     - `refusal_window`: characters of text held (under `auto`) before it streams.
+    - `check_values`: retry calls whose values were copied from the examples or, under
+      `auto`, given by no one, and answers quoting the examples' made-up result
+      (`parlay.contract.grounding`). Default on.
 
     The defaults are the configuration that did best on BFCL with both local models
     measured (bench/results/bfcl.md): json under a grammar was the most even, and free
@@ -126,6 +129,7 @@ class PromptedBackend:
         thought_limit: int = 200,
         refusal_window: int = 200,
         max_examples: int = 4,
+        check_values: bool = True,
     ) -> None:
         if constrained and not inner.capabilities.json_schema:
             raise ConfigurationError(
@@ -147,6 +151,7 @@ class PromptedBackend:
         self.policy = RetryPolicy(max_retries)
         self.refusal_phrases = refusal_phrases
         self.refusal_window = refusal_window
+        self.check_values = check_values
 
     @property
     def action_format(self) -> str:
@@ -169,6 +174,7 @@ class PromptedBackend:
             "thought_limit": self.options.thought_limit,
             "refusal_window": self.refusal_window,
             "max_examples": self.options.max_examples,
+            "check_values": self.check_values,
         }
         settings.update(changes)
         return PromptedBackend(self.inner, **settings)
@@ -286,7 +292,9 @@ class PromptedBackend:
                     choice=choice,
                     refusal=signal,
                     tools=contract.tools,
-                    copied_answer=copied_answer(parsed.text, contract.example_answers),
+                    copied_answer=copied_answer(parsed.text, contract.example_answers)
+                    if self.check_values
+                    else "",
                 )
                 if verdict is not None and verdict.about_text and attempt.shown_text:
                     notes.append(f"not retried ({verdict.reason}): the text was already shown")
@@ -486,7 +494,7 @@ class PromptedBackend:
             attempt.issues.append(
                 CallIssue(repaired.call, "invalid_arguments", repaired.error, spec)
             )
-        if repaired.error is None:
+        if repaired.error is None and self.check_values:
             arguments = repaired.call.arguments
             if copied := copied_value(arguments, contract.example_values):
                 attempt.issues.append(CallIssue(repaired.call, "example_value", copied, spec))
