@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,3 +51,37 @@ def test_every_page_is_in_the_nav_and_exists() -> None:
     listed = set(_nav_files(config["nav"]))
     on_disk = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")}
     assert listed == on_disk
+
+
+def _python_blocks() -> list[tuple[str, int, str]]:
+    blocks = []
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        lines = page.read_text().splitlines()
+        start = None
+        for number, line in enumerate(lines):
+            if start is None and line.strip() == "```python":
+                start = number + 1
+            elif start is not None and line.strip() == "```":
+                source = "\n".join(lines[start:number])
+                blocks.append((page.name, start + 1, textwrap.dedent(source)))
+                start = None
+    return blocks
+
+
+@pytest.mark.parametrize(
+    ("page", "line", "source"),
+    _python_blocks(),
+    ids=lambda v: str(v) if isinstance(v, (str, int)) and len(str(v)) < 30 else "",
+)
+def test_code_samples_compile_and_name_what_parlay_exports(
+    page: str, line: int, source: str
+) -> None:
+    # Samples need a model or a server to run; what rots silently is the API they name.
+    tree = ast.parse(source, f"{page}:{line}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("parlay"):
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                assert hasattr(module, alias.name) or importlib.util.find_spec(
+                    f"{node.module}.{alias.name}"
+                ), f"{page}:{line} imports {alias.name} from {node.module}, which has no such name"
