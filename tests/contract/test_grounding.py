@@ -33,7 +33,9 @@ SHOW = ToolSpec(
 
 
 def invented(arguments: dict, *said: str, spec: ToolSpec = SHOW) -> str:
-    return invented_value(arguments, spec, grounds_of([UserMessage(text) for text in said]))
+    """The argument found invented, or ""."""
+    found = invented_value(arguments, spec, grounds_of([UserMessage(text) for text in said]))
+    return found[0] if found else ""
 
 
 @pytest.mark.parametrize(
@@ -74,10 +76,10 @@ def test_results_system_text_and_earlier_answers_ground_values() -> None:
             AssistantMessage("Cyrano is on; shall I book it?"),
         ]
     )
-    assert invented_value({"city": "Lyon"}, WEATHER, grounds) == ""
-    assert invented_value({"title": "Cyrano"}, SHOW, grounds) == ""
+    assert invented_value({"city": "Lyon"}, WEATHER, grounds) is None
+    assert invented_value({"title": "Cyrano"}, SHOW, grounds) is None
     # A call's own arguments are not something anyone said.
-    assert invented_value({"city": "Rome"}, WEATHER, grounds) == "city"
+    assert invented_value({"city": "Rome"}, WEATHER, grounds) == ("city", "Rome")
 
 
 def test_a_conversation_outside_the_latin_script_is_not_checked() -> None:
@@ -97,13 +99,14 @@ async def test_an_invented_value_under_auto_is_retried_with_a_way_out() -> None:
     events, finish = await run(PromptedBackend(inner), ask("Do a web search"))
     assert calls_of(events) == [] and text_of(events) == "Which city do you mean?"
     assert [(r.reason, r.detail) for r in finish.diagnostics.retries] == [
-        ("invented_value", "city")
+        ("invented_value", 'city="Springfield"')
     ]
     message = inner.requests[1].messages[-1].content
     assert "city that no one in this conversation gave" in message
     assert "answer in plain words" in message
     # The reply stays in sight: the model is asked about what it wrote.
     assert "Springfield" in inner.requests[1].messages[-2].content
+    assert "Springfield" not in message
 
 
 async def test_a_call_given_again_after_the_question_stands() -> None:

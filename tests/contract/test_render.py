@@ -143,7 +143,7 @@ RETRY_REASONS = {
     "repeated_call": "get_weather",
     "example_value": 'city="Paris"',
     "example_answer": '{"status": "done"}',
-    "invented_value": "city",
+    "invented_value": 'city="Springfield"',
     "invalid_arguments": "a: Input should be a valid integer",
 }
 
@@ -163,5 +163,6 @@ def test_retry_messages(snapshot, reason: str, choice: str, attempt: int) -> Non
         ContractOptions(action_format="json"),
         tool,
         constrained=True,
+        argument="city" if reason in ("example_value", "invented_value") else "",
     )
     assert message == snapshot

@@ -308,7 +308,7 @@ class PromptedBackend:
                 # again: it may have worked it out ("tomorrow" as a date), so it stands.
                 notes.append(
                     f"kept {verdict.tool.name if verdict.tool else 'a'} call: "
-                    f"its {verdict.detail} is not in the conversation"
+                    f"its {verdict.argument} is not in the conversation"
                 )
                 verdict = None
             if verdict is not None:
@@ -329,6 +329,7 @@ class PromptedBackend:
                     self.options,
                     verdict.tool,
                     constrained=constrained,
+                    argument=verdict.argument,
                 )
                 if verdict.reason == "repeated_call":
                     response_format = self._away_from_repeats(
@@ -497,9 +498,17 @@ class PromptedBackend:
         if repaired.error is None and self.check_values:
             arguments = repaired.call.arguments
             if copied := copied_value(arguments, contract.example_values):
-                attempt.issues.append(CallIssue(repaired.call, "example_value", copied, spec))
+                key, value = copied
+                detail = f"{key}={json.dumps(value)}"
+                attempt.issues.append(
+                    CallIssue(repaired.call, "example_value", detail, spec, argument=key)
+                )
             if invented := invented_value(arguments, spec, contract.grounds):
-                attempt.issues.append(CallIssue(repaired.call, "invented_value", invented, spec))
+                key, text = invented
+                detail = f"{key}={json.dumps(text)}"
+                attempt.issues.append(
+                    CallIssue(repaired.call, "invented_value", detail, spec, argument=key)
+                )
         if _call_key(repaired.call) in answered:
             attempt.issues.append(CallIssue(repaired.call, "repeated_call", call.name, spec))
         return ToolCallEnd(repaired.call)

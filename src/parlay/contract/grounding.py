@@ -12,14 +12,13 @@ named). Two lexical checks catch those calls so the retry policy can ask again:
 
 Words match loosely (`brownie` grounds `brownies`, `Italy` grounds `Italian`), so the
 check errs towards letting a call through. Over every call of the recorded BFCL runs
-(bench/results/bfcl*.json) it flagged none of the 176 right calls. A conversation
+(bench/results/bfcl*.json) it flagged none of the 275 right calls. A conversation
 with letters outside the Latin script is not checked: a value may be a translation of
 the user's words, which word matching cannot see.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Iterator, Sequence
@@ -70,8 +69,10 @@ def grounds_of(messages: Sequence[Message]) -> Grounds:
     return Grounds(frozenset(_WORD.findall(text.casefold())), _latin_only(text))
 
 
-def invented_value(arguments: dict[str, Any], spec: ToolSpec, grounds: Grounds) -> str:
-    """The first required argument whose string value the conversation never gave, or "".
+def invented_value(
+    arguments: dict[str, Any], spec: ToolSpec, grounds: Grounds
+) -> tuple[str, str] | None:
+    """The first required argument, and its string, that the conversation never gave.
 
     Free-form values only: an argument whose schema lists its choices (`enum`, `const`)
     or has a `default` may be filled without the user naming it.
@@ -81,25 +82,29 @@ def invented_value(arguments: dict[str, Any], spec: ToolSpec, grounds: Grounds) 
         schema = properties.get(key)
         if key not in arguments or _has_choices(schema):
             continue
-        if any(not grounds.grounds(text) for text in _strings(arguments[key])):
-            return str(key)
-    return ""
+        for text in _strings(arguments[key]):
+            if not grounds.grounds(text):
+                return str(key), text
+    return None
 
 
-def copied_value(value: Any, examples: frozenset[str | int | float], path: str = "") -> str:
-    """`key="value"` for the first argument whose value was copied from a few-shot call."""
+def copied_value(
+    value: Any, examples: frozenset[str | int | float], path: str = ""
+) -> tuple[str, Any] | None:
+    """The first argument (its path, like `items[0].name`) and value copied from a few-shot
+    call."""
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        return f"{path}={json.dumps(value)}" if value in examples else ""
+        return (path, value) if value in examples else None
     if isinstance(value, dict):
         pairs = [(f"{path}.{key}" if path else str(key), item) for key, item in value.items()]
     elif isinstance(value, list):
         pairs = [(f"{path}[{index}]", item) for index, item in enumerate(value)]
     else:
-        return ""
+        return None
     for key, item in pairs:
         if found := copied_value(item, examples, key):
             return found
-    return ""
+    return None
 
 
 def copied_answer(text: str, example_answers: frozenset[str]) -> str:

@@ -344,8 +344,12 @@ def retry_instruction(
     tool: ToolSpec | None = None,
     *,
     constrained: bool = False,
+    argument: str = "",
 ) -> str:
-    """The message that asks for a corrected reply; stricter from the second attempt on."""
+    """The message that asks for a corrected reply; stricter from the second attempt on.
+
+    `argument` names the argument at fault, without its value: a model shown the value
+    it copied or invented writes it again."""
     from parlay.contract.examples import example_arguments
 
     target = tool
@@ -367,6 +371,7 @@ def retry_instruction(
         "contract/retry.j2",
         reason=reason,
         detail=detail,
+        argument=argument,
         attempt=attempt,
         names=[t.name for t in tools],
         choice=choice,

@@ -38,6 +38,8 @@ class CallIssue:
     kind: str
     detail: str
     spec: ToolSpec | None = None
+    # The argument at fault (example_value, invented_value): named in the retry message.
+    argument: str = ""
 
 
 @frozen
@@ -49,6 +51,7 @@ class Verdict:
     tool: ToolSpec | None = None
     # Whether the reply's text alone decided it (the text must not have been shown yet).
     about_text: bool = False
+    argument: str = ""
 
 
 @frozen
@@ -93,13 +96,15 @@ class RetryPolicy:
             return Verdict("wrong_tool", ", ".join(c.name for c in good))
         for issue in issues:
             if issue.kind == "example_value":
-                return Verdict("example_value", issue.detail, issue.spec)
+                return Verdict("example_value", issue.detail, issue.spec, argument=issue.argument)
         if choice.mode == "auto":
             # Under a forced choice the user asked for a call; under `auto` a made-up
             # value most often means the request was not for this tool at all.
             for issue in issues:
                 if issue.kind == "invented_value":
-                    return Verdict("invented_value", issue.detail, issue.spec)
+                    return Verdict(
+                        "invented_value", issue.detail, issue.spec, argument=issue.argument
+                    )
         if choice.forces_call and not good:
             if refusal is not None:
                 return Verdict("refusal", refusal.phrase, about_text=True)
