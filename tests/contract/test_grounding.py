@@ -42,7 +42,7 @@ def invented(arguments: dict, *said: str, spec: ToolSpec = SHOW) -> str:
     ("value", "said"),
     [
         ("Hamlet", "Two seats for hamlet tonight"),  # case
-        ("Hamlet at the Globe", "Two seats for Hamlet"),  # one word is enough
+        ("Hamlet at the Globe", "Two seats for Hamlet"),  # half the words, fillers aside
         ("brownies", "a vegan brownie recipe"),  # plural
         ("Italian", "somewhere in Italy"),  # shared stem
         ("Canada", "I am Canadian"),
@@ -59,6 +59,13 @@ def test_a_value_no_one_wrote_is_named_by_its_argument() -> None:
 
 def test_words_that_only_start_alike_do_not_ground() -> None:
     assert invented({"title": "interface"}, "an international call") == "title"
+    # Words with digits match only as themselves: "strings" does not ground "string1".
+    assert invented({"title": "string1"}, "concatenate two strings") == "title"
+
+
+def test_a_value_mostly_made_up_is_invented_though_one_word_was_said() -> None:
+    url = "https://example.com/api/interfaces"
+    assert invented({"title": url}, "How do I get details for an interface?") == "title"
 
 
 def test_choices_defaults_and_optional_arguments_need_no_grounding() -> None:
@@ -104,8 +111,9 @@ async def test_an_invented_value_under_auto_is_retried_with_a_way_out() -> None:
     message = inner.requests[1].messages[-1].content
     assert "city that no one in this conversation gave" in message
     assert "answer in plain words" in message
-    # The reply stays in sight: the model is asked about what it wrote.
-    assert "Springfield" in inner.requests[1].messages[-2].content
+    # Asked without the examples, which taught it to fill values in, and without the value.
+    retry = inner.requests[1].messages
+    assert [type(m).__name__ for m in retry] == ["SystemMessage", "UserMessage", "UserMessage"]
     assert "Springfield" not in message
 
 
@@ -121,6 +129,19 @@ async def test_a_call_given_again_after_the_question_stands() -> None:
     assert calls_of(events) == [("book", {"day": "2026-11-23"})]
     assert [r.reason for r in finish.diagnostics.retries] == ["invented_value"]
     assert "kept book call: its day is not in the conversation" in finish.diagnostics.notes
+
+
+async def test_a_second_made_up_value_leaves_only_an_answer_to_the_grammar() -> None:
+    inner = scripted(
+        block("get_weather", city="Springfield"),
+        block("get_weather", city="Shelbyville"),
+        '{"final": {"content": "Which city do you mean?"}}',
+        caps=PLAIN_SCHEMA,
+    )
+    events, finish = await run(PromptedBackend(inner), ask("Do a web search"))
+    assert calls_of(events) == [] and text_of(events) == "Which city do you mean?"
+    assert [r.reason for r in finish.diagnostics.retries] == ["invented_value"] * 2
+    assert [r.response_format.name for r in inner.requests] == ["action", "action", "final"]
 
 
 @pytest.mark.parametrize("choice", ["required", "get_weather"])

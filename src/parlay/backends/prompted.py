@@ -68,6 +68,8 @@ from parlay.request import AUTO, ChatRequest, ResponseFormat, ToolChoice, ToolSp
 logger = logging.getLogger("parlay.prompted")
 
 CALL_EVENTS = (ToolCallStart, ToolCallArgsDelta, ToolCallEnd)
+# Retry reasons for a call carrying a value the conversation did not give.
+MADE_UP_VALUES = ("example_value", "invented_value")
 
 
 class _Attempt:
@@ -299,13 +301,9 @@ class PromptedBackend:
                 if verdict is not None and verdict.about_text and attempt.shown_text:
                     notes.append(f"not retried ({verdict.reason}): the text was already shown")
                     verdict = None
-            if (
-                verdict is not None
-                and verdict.reason == "invented_value"
-                and any(r.reason == "invented_value" for r in retries)
-            ):
-                # Asked once where the value came from, the model gave a call with one
-                # again: it may have worked it out ("tomorrow" as a date), so it stands.
+            if verdict is not None and _insists(verdict, retries):
+                # Asked where the value came from, the model gave the same call again: it
+                # may have worked the value out ("tomorrow" as a date), so the call stands.
                 notes.append(
                     f"kept {verdict.tool.name if verdict.tool else 'a'} call: "
                     f"its {verdict.argument} is not in the conversation"
@@ -320,42 +318,9 @@ class PromptedBackend:
                     verdict.reason,
                     verdict.detail,
                 )
-                instruction = retry_instruction(
-                    verdict.reason,
-                    verdict.detail,
-                    len(retries),
-                    contract.tools,
-                    choice,
-                    self.options,
-                    verdict.tool,
-                    constrained=constrained,
-                    argument=verdict.argument,
+                messages, response_format = self._retry_request(
+                    request, verdict, retries, attempt, contract, messages, response_format
                 )
-                if verdict.reason == "repeated_call":
-                    response_format = self._away_from_repeats(
-                        attempt, contract, choice, response_format
-                    )
-                elif (
-                    verdict.reason == "example_value"
-                    and choice.mode == "auto"
-                    and any(r.reason == "example_value" for r in retries[:-1])
-                ):
-                    # Copied twice: the user most likely never gave the value. Asking
-                    # again does not help a small model; a grammar for words does.
-                    response_format = self._answer_only(response_format)
-                if verdict.reason in ("example_value", "example_answer"):
-                    # The examples misled the model: ask again without them and without
-                    # the copied reply, so nothing is left to copy (SmolLM2 wrote the
-                    # same value again while either was in sight).
-                    plain = evolve(self.options, few_shot=False)
-                    fresh = render_contract(request, plain, constrained=constrained).messages
-                    messages = (*fresh, UserMessage(instruction))
-                else:
-                    messages = (
-                        *messages,
-                        AssistantMessage("".join(attempt.raw)),
-                        UserMessage(instruction),
-                    )
                 shown_text = shown_text or attempt.shown_text
                 continue
             for out in _canonical(attempt.held):
@@ -388,6 +353,51 @@ class PromptedBackend:
             diagnostics=diagnostics,
             model=last_finish.model if last_finish else None,
         )
+
+    def _retry_request(
+        self,
+        request: ChatRequest,
+        verdict: Verdict,
+        retries: list[Retry],
+        attempt: _Attempt,
+        contract: Contract,
+        messages: tuple[Message, ...],
+        response_format: ResponseFormat | None,
+    ) -> tuple[tuple[Message, ...], ResponseFormat | None]:
+        """The messages and grammar of the next attempt after `verdict`."""
+        choice = request.tool_choice
+        constrained = self.uses_constraint(request)
+        instruction = retry_instruction(
+            verdict.reason,
+            verdict.detail,
+            len(retries),
+            contract.tools,
+            choice,
+            self.options,
+            verdict.tool,
+            constrained=constrained,
+            argument=verdict.argument,
+        )
+        if verdict.reason == "repeated_call":
+            response_format = self._away_from_repeats(attempt, contract, choice, response_format)
+        elif (
+            verdict.reason in MADE_UP_VALUES
+            and choice.mode == "auto"
+            and any(r.reason in MADE_UP_VALUES for r in retries[:-1])
+        ):
+            # A second call with a value no one gave: the user most likely never gave it.
+            # Asking again does not help a small model; a grammar for words does.
+            response_format = self._answer_only(response_format)
+        if verdict.reason not in (*MADE_UP_VALUES, "example_answer"):
+            reply = AssistantMessage("".join(attempt.raw))
+            return (*messages, reply, UserMessage(instruction)), response_format
+        # The examples taught the model to fill values in (and to quote their made-up
+        # result): ask again without them and without the reply, so nothing is left to
+        # copy. With either in sight SmolLM2 wrote the same value again, and Qwen, asked
+        # about an invented value, answered with the examples' result instead.
+        plain = evolve(self.options, few_shot=False)
+        fresh = render_contract(request, plain, constrained=constrained).messages
+        return (*fresh, UserMessage(instruction)), response_format
 
     def _away_from_repeats(
         self,
@@ -512,6 +522,13 @@ class PromptedBackend:
         if _call_key(repaired.call) in answered:
             attempt.issues.append(CallIssue(repaired.call, "repeated_call", call.name, spec))
         return ToolCallEnd(repaired.call)
+
+
+def _insists(verdict: Verdict, retries: list[Retry]) -> bool:
+    """Whether the model gave, after being asked about it, the same invented value."""
+    return verdict.reason == "invented_value" and any(
+        r.reason == "invented_value" and r.detail == verdict.detail for r in retries
+    )
 
 
 def _call_key(call: ToolCall) -> tuple[str, str]:
