@@ -36,6 +36,12 @@ CORPUS = [
         "",
     ),
     (
+        "a last key without its value (hypothesis found the streamed JSON broke here)",
+        '@tool search {"q": "rain", "lang"}',
+        [("search", {"q": "rain", "lang": None})],
+        "",
+    ),
+    (
         "stringified arguments",
         '```json\n{"tool": "get_weather", "parameters": "{\\"city\\": \\"Paris\\"}"}\n```',
         PARIS,

@@ -68,6 +68,8 @@ from parlay.request import AUTO, ChatRequest, ResponseFormat, ToolChoice, ToolSp
 logger = logging.getLogger("parlay.prompted")
 
 CALL_EVENTS = (ToolCallStart, ToolCallArgsDelta, ToolCallEnd)
+# The grammar of a reply that may only answer in words.
+ANSWER_ONLY = ResponseFormat(FINAL_SCHEMA, name="final", strict=True)
 # Retry reasons for a call carrying a value the conversation did not give.
 MADE_UP_VALUES = ("example_value", "invented_value")
 
@@ -367,17 +369,6 @@ class PromptedBackend:
         """The messages and grammar of the next attempt after `verdict`."""
         choice = request.tool_choice
         constrained = self.uses_constraint(request)
-        instruction = retry_instruction(
-            verdict.reason,
-            verdict.detail,
-            len(retries),
-            contract.tools,
-            choice,
-            self.options,
-            verdict.tool,
-            constrained=constrained,
-            argument=verdict.argument,
-        )
         if verdict.reason == "repeated_call":
             response_format = self._away_from_repeats(attempt, contract, choice, response_format)
         elif (
@@ -388,6 +379,18 @@ class PromptedBackend:
             # A second call with a value no one gave: the user most likely never gave it.
             # Asking again does not help a small model; a grammar for words does.
             response_format = self._answer_only(response_format)
+        instruction = retry_instruction(
+            verdict.reason,
+            verdict.detail,
+            len(retries),
+            contract.tools,
+            choice,
+            self.options,
+            verdict.tool,
+            constrained=constrained,
+            argument=verdict.argument,
+            answer_only=response_format == ANSWER_ONLY,
+        )
         if verdict.reason not in (*MADE_UP_VALUES, "example_answer"):
             reply = AssistantMessage("".join(attempt.raw))
             return (*messages, reply, UserMessage(instruction)), response_format
@@ -427,7 +430,7 @@ class PromptedBackend:
         """A grammar that admits only a plain answer, where the backend takes one."""
         if not self.grammar_available:
             return current
-        return ResponseFormat(FINAL_SCHEMA, name="final", strict=True)
+        return ANSWER_ONLY
 
     def _route(
         self,

@@ -136,6 +136,9 @@ class JsonScanner(CallAssembler):
         frame = self._stack.pop()
         if frame.role == "args" and self._args_depth is not None:
             self._pending_comma = False  # a trailing comma
+            if frame.kind == "{" and frame.expect in ("colon", "value"):
+                # A last key without its value (`{"a": 1, "b"}`): null keeps the JSON whole.
+                self._norm(": null" if frame.expect == "colon" else "null")
             self._norm("}" if frame.kind == "{" else "]")
         if self._args_depth is not None and len(self._stack) == self._args_depth:
             self._args_depth = None
