@@ -23,9 +23,7 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> Any:
 
     def install(*replies: Any) -> ScriptedBackend:
         backend = ScriptedBackend(list(replies), chunk_size=3)
-        monkeypatch.setattr(
-            "parlay.cli.options.resolve_model", lambda spec, use_prompted=False: backend
-        )
+        monkeypatch.setattr("parlay.cli.options.resolve_model", lambda spec, **flags: backend)
         return backend
 
     return install

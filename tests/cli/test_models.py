@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import get_args
+
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from parlay.backends.anthropic import AnthropicBackend
+from parlay.backends.local import LocalBackend
 from parlay.backends.openai import OpenAIBackend
 from parlay.backends.prompted import PromptedBackend
 from parlay.cli.app import app
 from parlay.cli.models import resolve_model
+from parlay.cli.options import ActionFormat, RunOptions, build_session
+from parlay.contract.render import FORMATS
 from parlay.errors import ConfigurationError
 
 
@@ -56,3 +63,65 @@ def test_missing_gguf_and_nonsense_are_explained() -> None:
 def test_version() -> None:
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0 and result.stdout.startswith("parlay ")
+
+
+def test_the_action_format_choices_are_the_engines() -> None:
+    assert get_args(ActionFormat) == FORMATS
+
+
+@pytest.fixture
+def gguf(tmp_path: Path) -> Path:
+    # resolve_model only checks that the file exists; no server starts until a request.
+    path = tmp_path / "tiny.gguf"
+    path.write_bytes(b"GGUF")
+    return path
+
+
+@pytest.fixture
+def no_env_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PARLAY_OPENAI_BASE_URL", raising=False)
+
+
+def _inner_type(spec: str) -> type:
+    return OpenAIBackend if "://" in spec else LocalBackend
+
+
+@pytest.mark.usefixtures("no_env_server")
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("spec", ["embedded", "http://127.0.0.1:8080/v1", "GGUF"])
+def test_action_format_puts_the_model_behind_the_engine_in_that_format(
+    spec: str, fmt: ActionFormat, gguf: Path
+) -> None:
+    spec = str(gguf) if spec == "GGUF" else spec
+    backend = resolve_model(spec, action_format=fmt)
+    assert isinstance(backend, PromptedBackend) and backend.action_format == fmt
+    assert isinstance(backend.inner, _inner_type(spec))  # wrapped once, around the model
+    # the same through build_session, as `prompt` and `chat` build it
+    session = build_session(RunOptions(model=spec, action_format=fmt, no_log=True), Console())
+    assert isinstance(session.backend, PromptedBackend)
+    assert session.backend.action_format == fmt
+    assert isinstance(session.backend.inner, _inner_type(spec))
+
+
+@pytest.mark.usefixtures("no_env_server")
+@pytest.mark.parametrize("spec", ["embedded", "http://127.0.0.1:8080/v1", "GGUF"])
+def test_without_action_format_the_engine_picks_its_default(spec: str, gguf: Path) -> None:
+    spec = str(gguf) if spec == "GGUF" else spec
+    backend = resolve_model(spec, use_prompted=True)
+    assert isinstance(backend, PromptedBackend)
+    assert backend.action_format == PromptedBackend(backend.inner).action_format
+
+
+def test_action_format_puts_a_native_tools_backend_behind_the_engine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    native = resolve_model("http://127.0.0.1:8080/v1")
+    assert not isinstance(native, PromptedBackend)
+    backend = resolve_model("http://127.0.0.1:8080/v1", action_format="command")
+    assert isinstance(backend, PromptedBackend) and backend.action_format == "command"
+    # the embedded spelling when $PARLAY_OPENAI_BASE_URL names a server with native tools
+    monkeypatch.setenv("PARLAY_OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")
+    assert not isinstance(resolve_model("embedded"), PromptedBackend)
+    backend = resolve_model("embedded", action_format="fenced")
+    assert isinstance(backend, PromptedBackend) and backend.action_format == "fenced"
+    assert isinstance(backend.inner, OpenAIBackend)

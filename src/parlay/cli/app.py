@@ -12,24 +12,7 @@ import typer
 from rich.console import Console
 
 from parlay.cli.logs import logs_app
-from parlay.cli.options import (
-    ApproveOpt,
-    ChainLimitOpt,
-    DebugOpt,
-    FunctionsOpt,
-    JsonOpt,
-    MaxTokensOpt,
-    ModelOpt,
-    NoLogOpt,
-    NoStreamOpt,
-    PromptedOpt,
-    RunOptions,
-    SystemOpt,
-    TemperatureOpt,
-    ToolChoiceOpt,
-    ToolOpt,
-    build_session,
-)
+from parlay.cli.options import RunOptions, build_session, with_run_options
 from parlay.cli.protocol import CliSession
 from parlay.cli.run import run_turn
 from parlay.cli.serve import serve
@@ -101,83 +84,26 @@ def _answer(session: CliSession, text: str, opts: RunOptions) -> None:
 
 
 @app.command()
+@with_run_options
 def prompt(
     text: Annotated[str, typer.Argument(help="The prompt ('-' reads it from stdin).")],
-    model: ModelOpt = None,
-    system: SystemOpt = None,
-    tool: ToolOpt = None,
-    functions: FunctionsOpt = None,
-    tool_choice: ToolChoiceOpt = None,
-    chain_limit: ChainLimitOpt = 5,
-    tools_debug: DebugOpt = False,
-    tools_approve: ApproveOpt = False,
-    no_stream: NoStreamOpt = False,
-    json_output: JsonOpt = False,
-    prompted: PromptedOpt = False,
-    max_tokens: MaxTokensOpt = None,
-    temperature: TemperatureOpt = None,
-    no_log: NoLogOpt = False,
+    *,
+    opts: RunOptions,
 ) -> None:
     """Send one prompt; the answer streams to stdout, tools run as the model asks."""
     stderr = stderr_console()
     if text == "-":
         text = sys.stdin.read()
-    opts = RunOptions(
-        model,
-        system,
-        tuple(tool or ()),
-        tuple(functions or ()),
-        tool_choice,
-        chain_limit,
-        tools_debug,
-        tools_approve,
-        no_stream,
-        json_output,
-        prompted,
-        max_tokens,
-        temperature,
-        no_log,
-    )
     with friendly_errors(stderr):
         session = build_session(opts, stderr)
         _answer(session, text, opts)
 
 
 @app.command()
-def chat(
-    model: ModelOpt = None,
-    system: SystemOpt = None,
-    tool: ToolOpt = None,
-    functions: FunctionsOpt = None,
-    tool_choice: ToolChoiceOpt = None,
-    chain_limit: ChainLimitOpt = 5,
-    tools_debug: DebugOpt = False,
-    tools_approve: ApproveOpt = False,
-    no_stream: NoStreamOpt = False,
-    json_output: JsonOpt = False,
-    prompted: PromptedOpt = False,
-    max_tokens: MaxTokensOpt = None,
-    temperature: TemperatureOpt = None,
-    no_log: NoLogOpt = False,
-) -> None:
+@with_run_options
+def chat(*, opts: RunOptions) -> None:
     """An interactive chat; the whole conversation is kept. Type 'exit' or Ctrl-D to end."""
     stderr = stderr_console()
-    opts = RunOptions(
-        model,
-        system,
-        tuple(tool or ()),
-        tuple(functions or ()),
-        tool_choice,
-        chain_limit,
-        tools_debug,
-        tools_approve,
-        no_stream,
-        json_output,
-        prompted,
-        max_tokens,
-        temperature,
-        no_log,
-    )
     with friendly_errors(stderr):
         session = build_session(opts, stderr)
         stderr.print(f"[dim]chatting with {session.backend.name}; 'exit' or Ctrl-D to end[/]")

@@ -7,13 +7,15 @@
 - `anthropic:NAME`: Anthropic's Messages API (`$ANTHROPIC_BASE_URL`, `$ANTHROPIC_API_KEY`).
 
 `--prompted` puts any of them behind the prompted tool-calling engine (for a server
-whose model has no native tool calling).
+whose model has no native tool calling); `--action-format` picks how the model writes its
+calls there, and implies `--prompted`.
 """
 
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import Any
 
 from parlay.backends.base import Backend, Capabilities
 from parlay.errors import ConfigurationError
@@ -26,27 +28,46 @@ MODEL_HELP = (
 )
 
 
-def prompted(backend: Backend) -> Backend:
-    """`backend` behind the prompted tool-calling engine."""
+def _engine() -> Any:
+    """The `PromptedBackend` class, imported only when a run needs it."""
     try:
         module = importlib.import_module("parlay.backends.prompted")
     except ImportError as exc:
         raise ConfigurationError(
             "--prompted needs parlay.backends.prompted, which is not available in this build"
         ) from exc
-    wrapped: Backend = module.PromptedBackend(backend)
+    return module.PromptedBackend
+
+
+def prompted(backend: Backend, action_format: str | None = None) -> Backend:
+    """`backend` behind the prompted tool-calling engine; `action_format` None keeps the
+    engine's default (json under a grammar where the backend takes JSON schemas, else
+    fenced). A backend already behind it only has its format changed: never wrapped twice."""
+    engine = _engine()
+    if isinstance(backend, engine):
+        changed: Backend = (
+            backend.configure(action_format=action_format) if action_format else backend
+        )
+        return changed
+    wrapped: Backend = engine(backend, action_format=action_format)
     return wrapped
 
 
-def resolve_model(spec: str | None, *, use_prompted: bool = False) -> Backend:
-    """The backend for a `-m` value (see the module docstring)."""
+def resolve_model(
+    spec: str | None, *, use_prompted: bool = False, action_format: str | None = None
+) -> Backend:
+    """The backend for a `-m` value (see the module docstring). `action_format` (one of
+    `parlay.contract.render.FORMATS`) implies `use_prompted`."""
     text = (spec or "").strip()
+    use_prompted = use_prompted or action_format is not None
     backend: Backend
     if text.lower() in EMBEDDED:
         from parlay.start import default_backend
 
         backend = default_backend()
-        return prompted(backend) if use_prompted and _is_plain(backend) else backend
+        # default_backend already puts a plain-chat model behind the engine; `prompted`
+        # then only changes its format.
+        return prompted(backend, action_format) if use_prompted else backend
     if "://" in text:
         from parlay.backends.openai import OpenAIBackend
 
@@ -77,8 +98,4 @@ def resolve_model(spec: str | None, *, use_prompted: bool = False) -> Backend:
         backend = AnthropicBackend(name)
     else:
         raise ConfigurationError(f"-m {text!r} is not understood. {MODEL_HELP}")
-    return prompted(backend) if use_prompted else backend
-
-
-def _is_plain(backend: Backend) -> bool:
-    return not backend.capabilities.native_tools
+    return prompted(backend, action_format) if use_prompted else backend

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 import typer
 from attrs import frozen
@@ -49,6 +51,17 @@ PromptedOpt = Annotated[
     bool,
     typer.Option("--prompted", help="Use prompted tool calling (for models without native tools)."),
 ]
+# parlay.contract.render.FORMATS as a type, so typer offers (and checks) the three choices.
+ActionFormat = Literal["fenced", "json", "command"]
+ActionFormatOpt = Annotated[
+    ActionFormat | None,
+    typer.Option(
+        "--action-format",
+        help="How a model without native tools writes its calls (implies --prompted). "
+        "Default: json held to a grammar where the backend supports JSON schemas, else "
+        "fenced.",
+    ),
+]
 MaxTokensOpt = Annotated[
     int | None, typer.Option("--max-tokens", min=1, help="Most tokens per model reply.")
 ]
@@ -71,9 +84,72 @@ class RunOptions:
     no_stream: bool = False
     json: bool = False
     prompted: bool = False
+    action_format: ActionFormat | None = None
     max_tokens: int | None = None
     temperature: float | None = None
     no_log: bool = False
+
+
+def run_options(
+    model: ModelOpt = None,
+    system: SystemOpt = None,
+    tool: ToolOpt = None,
+    functions: FunctionsOpt = None,
+    tool_choice: ToolChoiceOpt = None,
+    chain_limit: ChainLimitOpt = 5,
+    tools_debug: DebugOpt = False,
+    tools_approve: ApproveOpt = False,
+    no_stream: NoStreamOpt = False,
+    json_output: JsonOpt = False,
+    prompted: PromptedOpt = False,
+    action_format: ActionFormatOpt = None,
+    max_tokens: MaxTokensOpt = None,
+    temperature: TemperatureOpt = None,
+    no_log: NoLogOpt = False,
+) -> RunOptions:
+    """The options of `prompt` and `chat`, declared once: typer reads this signature."""
+    # By keyword: a field moved in RunOptions cannot silently take another option's value.
+    return RunOptions(
+        model=model,
+        system=system,
+        tool=tuple(tool or ()),
+        functions=tuple(functions or ()),
+        tool_choice=tool_choice,
+        chain_limit=chain_limit,
+        tools_debug=tools_debug,
+        tools_approve=tools_approve,
+        no_stream=no_stream,
+        json=json_output,
+        prompted=prompted,
+        action_format=action_format,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        no_log=no_log,
+    )
+
+
+def with_run_options(command: Callable[..., None]) -> Callable[..., None]:
+    """`command(own params..., *, opts: RunOptions)` as a typer command taking its own
+    parameters followed by every `run_options` option, so `prompt` and `chat` share one
+    declaration and show the same options in `--help`."""
+    own = [
+        p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "opts"
+    ]
+    shared = inspect.signature(run_options, eval_str=True).parameters
+    clash = {p.name for p in own} & set(shared)
+    if clash:
+        raise TypeError(f"{command.__name__}: parameters {sorted(clash)} are run options")
+
+    def wrapper(**params: Any) -> None:
+        opts = run_options(**{name: params.pop(name) for name in shared})
+        command(**params, opts=opts)
+
+    # Not functools.wraps: it would copy `command`'s string annotations for typer to
+    # evaluate in this module. typer reads `__signature__` (inspect.signature honours it).
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(wrapper, attr, getattr(command, attr))
+    wrapper.__signature__ = inspect.Signature([*own, *shared.values()])  # type: ignore[attr-defined]
+    return wrapper
 
 
 def build_session(opts: RunOptions, stderr: Console) -> CliSession:
@@ -85,7 +161,9 @@ def build_session(opts: RunOptions, stderr: Console) -> CliSession:
         raise typer.BadParameter(
             f"--tool-choice {opts.tool_choice!r} is not a tool (the tools: {known})"
         )
-    backend = resolve_model(opts.model, use_prompted=opts.prompted)
+    backend = resolve_model(
+        opts.model, use_prompted=opts.prompted, action_format=opts.action_format
+    )
     session = CliSession(
         backend,
         tools=tools,

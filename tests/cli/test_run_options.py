@@ -1,0 +1,112 @@
+"""`prompt` and `chat` share one set of options, and turn the same flags into the same
+`RunOptions` (each flag lands in its own field, not a neighbour's)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import typer
+from rich.console import Console
+from typer.core import TyperGroup, TyperOption
+from typer.testing import CliRunner
+
+from parlay.cli.app import app
+from parlay.cli.options import RunOptions
+from parlay.cli.protocol import CliSession
+
+runner = CliRunner()
+COMMANDS = {"prompt": ["prompt", "hi"], "chat": ["chat"]}
+
+# One flag each, with a value unlike every default: a swapped field shows as a mismatch.
+FLAGS: list[tuple[list[str], dict[str, Any]]] = [
+    (["-m", "some-model"], {"model": "some-model"}),
+    (["-s", "be brief"], {"system": "be brief"}),
+    (["-T", "a.py", "-T", "b.py"], {"tool": (Path("a.py"), Path("b.py"))}),
+    (["--functions", "def f() -> int: return 1"], {"functions": ("def f() -> int: return 1",)}),
+    (["--tool-choice", "required"], {"tool_choice": "required"}),
+    (["--chain-limit", "3"], {"chain_limit": 3}),
+    (["--tools-debug"], {"tools_debug": True}),
+    (["--tools-approve"], {"tools_approve": True}),
+    (["--no-stream"], {"no_stream": True}),
+    (["--json"], {"json": True}),
+    (["--prompted"], {"prompted": True}),
+    (["--action-format", "command"], {"action_format": "command"}),
+    (["--max-tokens", "7"], {"max_tokens": 7}),
+    (["--temperature", "0.25"], {"temperature": 0.25}),
+    (["--no-log"], {"no_log": True}),
+]
+
+
+@pytest.fixture
+def built(monkeypatch: pytest.MonkeyPatch) -> list[RunOptions]:
+    """The RunOptions each run builds its session from (the run then stops, no model)."""
+    seen: list[RunOptions] = []
+
+    def record(opts: RunOptions, stderr: Console) -> CliSession:
+        seen.append(opts)
+        raise typer.Exit(0)
+
+    monkeypatch.setattr("parlay.cli.app.build_session", record)
+    return seen
+
+
+def test_every_field_has_a_flag() -> None:
+    assert {name for _, fields in FLAGS for name in fields} == set(
+        a.name for a in attrs.fields(RunOptions)
+    )
+
+
+@pytest.mark.parametrize(("flags", "fields"), FLAGS, ids=[f[0][0] for f in FLAGS])
+def test_prompt_and_chat_build_the_same_options_from_a_flag(
+    built: list[RunOptions], flags: list[str], fields: dict[str, Any]
+) -> None:
+    for args in COMMANDS.values():
+        result = runner.invoke(app, [*args, *flags], input="")
+        assert result.exit_code == 0, result.output
+    assert built == [RunOptions(**fields)] * 2
+
+
+def test_prompt_and_chat_build_the_same_options_from_every_flag(built: list[RunOptions]) -> None:
+    flags = [arg for args, _ in FLAGS for arg in args]
+    for args in COMMANDS.values():
+        assert runner.invoke(app, [*args, *flags], input="").exit_code == 0
+    expected = RunOptions(**{k: v for _, fields in FLAGS for k, v in fields.items()})
+    assert built == [expected] * 2
+    assert built[0] != RunOptions()
+
+
+def _options(name: str) -> list[tuple[Any, ...]]:
+    group = typer.main.get_command(app)
+    assert isinstance(group, TyperGroup)
+    command = group.commands[name]
+    return [
+        (p.name, tuple(p.opts), tuple(p.secondary_opts), p.default, p.help)
+        for p in command.params
+        if isinstance(p, TyperOption)
+    ]
+
+
+def test_prompt_and_chat_have_the_same_options_in_the_same_order() -> None:
+    prompt, chat = _options("prompt"), _options("chat")
+    assert prompt == chat
+    assert [o[1] for o in prompt][:3] == [("--model", "-m"), ("--system", "-s"), ("--tool", "-T")]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_action_format_in_help(command: str) -> None:
+    result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "--action-format" in result.stdout and "fenced|json|command" in result.stdout
+    assert "--prompted" in result.stdout  # the options around it are still there
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_wrong_action_format_names_the_choices(built: list[RunOptions], command: str) -> None:
+    result = runner.invoke(app, [*COMMANDS[command], "--action-format", "xml"], input="")
+    assert result.exit_code == 2
+    assert "--action-format" in result.stderr and "'xml'" in result.stderr
+    assert all(f"'{choice}'" in result.stderr for choice in ("fenced", "json", "command"))
+    assert built == []  # rejected before any session is built
