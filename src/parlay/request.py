@@ -73,6 +73,7 @@ class ToolChoice:
 
 
 AUTO = ToolChoice("auto")
+NONE = ToolChoice("none")
 
 
 @frozen

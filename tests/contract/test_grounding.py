@@ -142,6 +142,11 @@ async def test_a_second_made_up_value_leaves_only_an_answer_to_the_grammar() -> 
     assert calls_of(events) == [] and text_of(events) == "Which city do you mean?"
     assert [r.reason for r in finish.diagnostics.retries] == ["invented_value"] * 2
     assert [r.response_format.name for r in inner.requests] == ["action", "action", "final"]
+    # The last try is the conversation itself, told not to call: no instruction to parrot.
+    last = inner.requests[2].messages
+    assert [type(m).__name__ for m in last] == ["SystemMessage", "UserMessage"]
+    assert last[-1].content == "Do a web search"
+    assert "must not call any tool" in last[0].content
 
 
 @pytest.mark.parametrize("choice", ["required", "get_weather"])

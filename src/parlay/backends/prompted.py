@@ -63,7 +63,7 @@ from parlay.events import (
     ToolCallStart,
     Usage,
 )
-from parlay.request import AUTO, ChatRequest, ResponseFormat, ToolChoice, ToolSpec
+from parlay.request import AUTO, NONE, ChatRequest, ResponseFormat, ToolChoice, ToolSpec
 
 logger = logging.getLogger("parlay.prompted")
 
@@ -369,16 +369,22 @@ class PromptedBackend:
         """The messages and grammar of the next attempt after `verdict`."""
         choice = request.tool_choice
         constrained = self.uses_constraint(request)
+        plain = evolve(self.options, few_shot=False)
         if verdict.reason == "repeated_call":
             response_format = self._away_from_repeats(attempt, contract, choice, response_format)
         elif (
             verdict.reason in MADE_UP_VALUES
             and choice.mode == "auto"
+            and self.grammar_available
             and any(r.reason in MADE_UP_VALUES for r in retries[:-1])
         ):
             # A second call with a value no one gave: the user most likely never gave it.
-            # Asking again does not help a small model; a grammar for words does.
-            response_format = self._answer_only(response_format)
+            # Asking again does not help a small model; a grammar for words does. The
+            # conversation goes as it was, rendered as under tool_choice="none", with no
+            # instruction added: under the grammar, both models answered with the
+            # instruction's own words ("Please provide the strings you need...").
+            words = request.replace(tool_choice=NONE)
+            return render_contract(words, plain, constrained=True).messages, ANSWER_ONLY
         instruction = retry_instruction(
             verdict.reason,
             verdict.detail,
@@ -389,7 +395,6 @@ class PromptedBackend:
             verdict.tool,
             constrained=constrained,
             argument=verdict.argument,
-            answer_only=response_format == ANSWER_ONLY,
         )
         if verdict.reason not in (*MADE_UP_VALUES, "example_answer"):
             reply = AssistantMessage("".join(attempt.raw))
@@ -398,7 +403,6 @@ class PromptedBackend:
         # result): ask again without them and without the reply, so nothing is left to
         # copy. With either in sight SmolLM2 wrote the same value again, and Qwen, asked
         # about an invented value, answered with the examples' result instead.
-        plain = evolve(self.options, few_shot=False)
         fresh = render_contract(request, plain, constrained=constrained).messages
         return (*fresh, UserMessage(instruction)), response_format
 

@@ -345,13 +345,11 @@ def retry_instruction(
     *,
     constrained: bool = False,
     argument: str = "",
-    answer_only: bool = False,
 ) -> str:
     """The message that asks for a corrected reply; stricter from the second attempt on.
 
     `argument` names the argument at fault, without its value: a model shown the value
-    it copied or invented writes it again. `answer_only`: the next reply is held to a
-    plain answer, and the message says so."""
+    it copied or invented writes it again."""
     from parlay.contract.examples import example_arguments
 
     target = tool
@@ -374,7 +372,6 @@ def retry_instruction(
         reason=reason,
         detail=detail,
         argument=argument,
-        answer_only=answer_only,
         attempt=attempt,
         names=[t.name for t in tools],
         choice=choice,
