@@ -144,6 +144,7 @@ RETRY_REASONS = {
     "example_value": 'city="Paris"',
     "example_answer": '{"status": "done"}',
     "invented_value": 'city="Springfield"',
+    "missed_tool": "get_weather",
     "invalid_arguments": "a: Input should be a valid integer",
 }
 

@@ -40,6 +40,7 @@ from parlay.contract.constrain import FINAL_SCHEMA, action_response_format
 from parlay.contract.grounding import copied_answer, copied_value, invented_value
 from parlay.contract.parser import ActionStreamParser
 from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases, RefusalSignal, detect_refusal
+from parlay.contract.relevance import fitting_tool
 from parlay.contract.render import (
     DEFAULT_FORMAT,
     DEFAULT_MAX_RESULT_CHARS,
@@ -113,6 +114,9 @@ class PromptedBackend:
     - `check_values`: retry calls whose values were copied from the examples or, under
       `auto`, given by no one, and answers quoting the examples' made-up result
       (`parlay.contract.grounding`). Default on.
+    - `check_missed_calls`: under `auto`, ask once more, naming the tool, when the model
+      answers in words a request that names what a tool does
+      (`parlay.contract.relevance`). Default on.
 
     The defaults are the configuration that did best on BFCL with both local models
     measured (bench/results/bfcl.md): json under a grammar was the most even, and free
@@ -134,6 +138,7 @@ class PromptedBackend:
         refusal_window: int = 200,
         max_examples: int = 4,
         check_values: bool = True,
+        check_missed_calls: bool = True,
     ) -> None:
         if constrained and not inner.capabilities.json_schema:
             raise ConfigurationError(
@@ -156,6 +161,7 @@ class PromptedBackend:
         self.refusal_phrases = refusal_phrases
         self.refusal_window = refusal_window
         self.check_values = check_values
+        self.check_missed_calls = check_missed_calls
 
     @property
     def action_format(self) -> str:
@@ -179,6 +185,7 @@ class PromptedBackend:
             "refusal_window": self.refusal_window,
             "max_examples": self.options.max_examples,
             "check_values": self.check_values,
+            "check_missed_calls": self.check_missed_calls,
         }
         settings.update(changes)
         return PromptedBackend(self.inner, **settings)
@@ -224,6 +231,9 @@ class PromptedBackend:
             constrained,
         )
         answered = _answered_calls(request.messages)
+        fitting = None
+        if self.check_missed_calls and choice.mode == "auto":
+            fitting = fitting_tool(request.messages, contract.tools)
         messages = contract.messages
         retries: list[Retry] = []
         notes: list[str] = []
@@ -299,6 +309,8 @@ class PromptedBackend:
                     copied_answer=copied_answer(parsed.text, contract.example_answers)
                     if self.check_values
                     else "",
+                    # Once per turn: a second plain answer is the model's considered one.
+                    fitting_tool=None if _retried(retries, "missed_tool") else fitting,
                 )
                 if verdict is not None and verdict.about_text and attempt.shown_text:
                     notes.append(f"not retried ({verdict.reason}): the text was already shown")
@@ -376,9 +388,11 @@ class PromptedBackend:
             verdict.reason in MADE_UP_VALUES
             and choice.mode == "auto"
             and self.grammar_available
-            and any(r.reason in MADE_UP_VALUES for r in retries[:-1])
+            and any(r.reason in (*MADE_UP_VALUES, "missed_tool") for r in retries[:-1])
         ):
-            # A second call with a value no one gave: the user most likely never gave it.
+            # A second call with a value no one gave, or a first one the model made when
+            # pointed at a tool after answering in words: the user most likely never gave
+            # the value.
             # Asking again does not help a small model; a grammar for words does. The
             # conversation goes as it was, rendered as under tool_choice="none", with no
             # instruction added: under the grammar, both models answered with the
@@ -529,6 +543,10 @@ class PromptedBackend:
         if _call_key(repaired.call) in answered:
             attempt.issues.append(CallIssue(repaired.call, "repeated_call", call.name, spec))
         return ToolCallEnd(repaired.call)
+
+
+def _retried(retries: list[Retry], reason: str) -> bool:
+    return any(r.reason == reason for r in retries)
 
 
 def _insists(verdict: Verdict, retries: list[Retry]) -> bool:

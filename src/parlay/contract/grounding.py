@@ -128,12 +128,17 @@ def _squeezed(text: str) -> str:
     return "".join(text.split()).casefold()
 
 
+def same_word(a: str, b: str) -> bool:
+    """Equal, or (letters only) one word in two forms: `brownie`/`brownies`, `italy`/`italian`."""
+    return a == b or (a.isalpha() and b.isalpha() and _same_stem(a, b))
+
+
 def _known(token: str, words: frozenset[str]) -> bool:
     if token in words:
         return True
     if len(token) < _MIN_STEM or not token.isalpha():
         return False
-    return any(_same_stem(token, word) for word in words if word.isalpha())
+    return any(same_word(token, word) for word in words)
 
 
 def _same_stem(a: str, b: str) -> bool:

@@ -3,11 +3,12 @@
 Triggers, in order: a call to a tool that does not exist; arguments that fail the schema;
 a reply whose every call repeats one the history already answered (small models loop);
 an action that cannot be read; a call to another tool than the one named; an argument
-value copied from a few-shot example that the conversation never mentions, or a plain
-answer quoting an example's made-up result; under `auto`, a required value that no one
-in the conversation gave (see `grounding`); a forced
-choice (`required` / a named tool) answered without the call it asked for; refusal
-language. A hard refusal under `auto` is an answer (the model may decline a task), so
+value copied from a few-shot example that the conversation never mentions; under
+`auto`, a required value that no one in the conversation gave (see `grounding`); a
+forced choice (`required` / a named tool) answered without the call it asked for; a
+plain answer quoting an example's made-up result; refusal language; under `auto`, a
+plain first answer to a request that names what a tool does (see `relevance`).
+A hard refusal under `auto` is an answer (the model may decline a task), so
 only a soft one ("I can't access real-time data" while a tool could) is retried there.
 A plain answer under `auto` is legitimate, so under `auto` the retry messages for an
 unknown tool, a refusal or a copied value also allow one: the model may be telling us
@@ -45,7 +46,7 @@ class CallIssue:
 @frozen
 class Verdict:
     # no_call | wrong_tool | refusal | unreadable | unknown_tool | invalid_arguments
-    # | example_value | example_answer | invented_value | repeated_call
+    # | example_value | example_answer | invented_value | missed_tool | repeated_call
     reason: str
     detail: str = ""
     tool: ToolSpec | None = None
@@ -74,6 +75,7 @@ class RetryPolicy:
         refusal: RefusalSignal | None,
         tools: Sequence[ToolSpec],
         copied_answer: str = "",
+        fitting_tool: ToolSpec | None = None,
     ) -> Verdict | None:
         """Why this reply should be retried, or None when it is fine."""
         if choice.mode == "none":
@@ -113,6 +115,8 @@ class RetryPolicy:
             return Verdict("example_answer", copied_answer, about_text=True)
         if not calls and refusal is not None and refusal.kind == "soft":
             return Verdict("refusal", refusal.phrase, about_text=True)
+        if choice.mode == "auto" and not calls and fitting_tool is not None:
+            return Verdict("missed_tool", fitting_tool.name, fitting_tool, about_text=True)
         return None
 
     def allows(self, attempt: int) -> bool:
