@@ -27,17 +27,18 @@ carries the repaired ones.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 from attrs import evolve
 
+from parlay.backends._attempt import Attempt
 from parlay.backends.base import Backend, Capabilities
-from parlay.context import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
+from parlay.context import AssistantMessage, Message, ToolCall, UserMessage
+from parlay.contract.checks import CheckedCall, answered_calls, check_call
 from parlay.contract.constrain import FINAL_SCHEMA, action_response_format
-from parlay.contract.grounding import copied_answer, copied_value, invented_value
+from parlay.contract.grounding import copied_answer
 from parlay.contract.parser import ActionStreamParser
 from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases, RefusalSignal, detect_refusal
 from parlay.contract.relevance import fitting_tool
@@ -49,8 +50,7 @@ from parlay.contract.render import (
     render_contract,
     retry_instruction,
 )
-from parlay.contract.repair import repair_call
-from parlay.contract.retry import CallIssue, RetryPolicy, Verdict
+from parlay.contract.retry import RetryPolicy, Verdict
 from parlay.contract.state import has_tool_activity
 from parlay.diagnostics import Diagnostics, Retry
 from parlay.errors import BackendStatusError, ConfigurationError
@@ -59,40 +59,16 @@ from parlay.events import (
     Finish,
     FinishReason,
     TextDelta,
-    ToolCallArgsDelta,
-    ToolCallEnd,
-    ToolCallStart,
     Usage,
 )
-from parlay.request import AUTO, NONE, ChatRequest, ResponseFormat, ToolChoice, ToolSpec
+from parlay.request import AUTO, NONE, ChatRequest, ResponseFormat, ToolChoice
 
 logger = logging.getLogger("parlay.prompted")
 
-CALL_EVENTS = (ToolCallStart, ToolCallArgsDelta, ToolCallEnd)
 # The grammar of a reply that may only answer in words.
 ANSWER_ONLY = ResponseFormat(FINAL_SCHEMA, name="final", strict=True)
 # Retry reasons for a call carrying a value the conversation did not give.
 MADE_UP_VALUES = ("example_value", "invented_value")
-
-
-class _Attempt:
-    """One round trip to the inner model: what was parsed, held and shown."""
-
-    def __init__(self, mode: str, suppress_text: bool, parallel: bool = True) -> None:
-        self.mode = mode
-        self.parallel = parallel
-        self.kept_call: str | None = None
-        self.suppress_text = suppress_text
-        self.held: list[Event] = []
-        self.held_text = 0
-        self.text_live = mode == "live"
-        self.shown_text = False
-        self.calls_started = False
-        self.live_calls = 0
-        self.raw: list[str] = []
-        self.issues: list[CallIssue] = []
-        self.notes: list[str] = []
-        self.finish: Finish | None = None
 
 
 class PromptedBackend:
@@ -230,7 +206,11 @@ class PromptedBackend:
             contract.state.value,
             constrained,
         )
-        answered = _answered_calls(request.messages)
+        answered = answered_calls(request.messages)
+
+        def check(call: ToolCall) -> CheckedCall:
+            return check_call(call, specs, contract, answered, check_values=self.check_values)
+
         fitting = None
         if self.check_missed_calls and choice.mode == "auto":
             fitting = fitting_tool(request.messages, contract.tools)
@@ -248,7 +228,15 @@ class PromptedBackend:
             can_retry = choice.mode != "none" and self.policy.allows(attempt_no)
             mode = "live" if not can_retry else ("buffered" if choice.forces_call else "hybrid")
             modes.append(mode)
-            attempt = _Attempt(mode, shown_text, request.parallel_tool_calls)
+            attempt = Attempt(
+                mode,
+                check=check,
+                choice_mode=choice.mode,
+                refusal_phrases=self.refusal_phrases,
+                refusal_window=self.refusal_window,
+                suppress_text=shown_text,
+                parallel=request.parallel_tool_calls,
+            )
             parser = ActionStreamParser(specs, thought_limit=self.options.thought_limit)
             inner_request = request.replace(
                 messages=messages, tools=(), tool_choice=AUTO, response_format=response_format
@@ -263,9 +251,7 @@ class PromptedBackend:
                         produced = parser.feed(event.text)
                     else:  # a native call from the inner backend: take it as it is
                         produced = [event]
-                    for out in self._route(
-                        produced, attempt, contract, specs, choice.mode, answered
-                    ):
+                    for out in attempt.route(produced):
                         yielded += 1
                         yield out
             except BackendStatusError as exc:
@@ -281,9 +267,7 @@ class PromptedBackend:
                         out = evolve(out, diagnostics=evolve(out.diagnostics, notes=notes_after))
                     yield out
                 return
-            for out in self._route(
-                parser.finish(), attempt, contract, specs, choice.mode, answered
-            ):
+            for out in attempt.route(parser.finish()):
                 yielded += 1
                 yield out
             parsed = parser.result()
@@ -337,12 +321,9 @@ class PromptedBackend:
                 )
                 shown_text = shown_text or attempt.shown_text
                 continue
-            for out in _canonical(attempt.held):
-                if isinstance(out, TextDelta):
-                    attempt.shown_text = True
+            for out in attempt.release():
                 yield out
-            emitted_calls = sum(1 for e in attempt.held if isinstance(e, ToolCallEnd))
-            emitted_calls += attempt.live_calls
+            emitted_calls = attempt.emitted_calls
             break
         reason: FinishReason = "tool_calls" if emitted_calls else "stop"
         if not emitted_calls and last_finish is not None and last_finish.reason != "tool_calls":
@@ -373,7 +354,7 @@ class PromptedBackend:
         request: ChatRequest,
         verdict: Verdict,
         retries: list[Retry],
-        attempt: _Attempt,
+        attempt: Attempt,
         contract: Contract,
         messages: tuple[Message, ...],
         response_format: ResponseFormat | None,
@@ -422,7 +403,7 @@ class PromptedBackend:
 
     def _away_from_repeats(
         self,
-        attempt: _Attempt,
+        attempt: Attempt,
         contract: Contract,
         choice: ToolChoice,
         current: ResponseFormat | None,
@@ -450,100 +431,6 @@ class PromptedBackend:
             return current
         return ANSWER_ONLY
 
-    def _route(
-        self,
-        events: list[Event],
-        attempt: _Attempt,
-        contract: Contract,
-        specs: dict[str, ToolSpec],
-        choice_mode: str,
-        answered: frozenset[tuple[str, str]],
-    ) -> list[Event]:
-        """Repair calls, then show, hold or drop each event by the attempt's mode."""
-        now: list[Event] = []
-        for event in events:
-            if not attempt.parallel and isinstance(event, CALL_EVENTS):
-                if attempt.kept_call is None and isinstance(event, ToolCallStart):
-                    attempt.kept_call = event.id
-                if event.id != attempt.kept_call:
-                    if isinstance(event, ToolCallEnd):
-                        attempt.notes.append(
-                            f"dropped a further {event.call.name} call: parallel_tool_calls is off"
-                        )
-                    continue
-            if isinstance(event, ToolCallEnd):
-                event = self._check(event, attempt, contract, specs, answered)
-            if choice_mode == "none" and isinstance(event, CALL_EVENTS):
-                if isinstance(event, ToolCallEnd):
-                    attempt.notes.append(f"ignored a {event.call.name} call: tool_choice is none")
-                continue
-            if isinstance(event, TextDelta) and attempt.suppress_text:
-                attempt.notes.append("dropped the retry's text: earlier text was already shown")
-                continue
-            if attempt.mode == "live":
-                if isinstance(event, TextDelta):
-                    attempt.shown_text = True
-                elif isinstance(event, ToolCallEnd):
-                    attempt.live_calls += 1
-                now.append(event)
-            elif attempt.mode == "buffered":
-                attempt.held.append(event)
-            elif isinstance(event, TextDelta) and not attempt.calls_started:
-                if attempt.text_live:
-                    attempt.shown_text = True
-                    now.append(event)
-                    continue
-                attempt.held.append(event)
-                attempt.held_text += len(event.text)
-                if attempt.held_text >= self.refusal_window:
-                    held_text = "".join(e.text for e in attempt.held if isinstance(e, TextDelta))
-                    if detect_refusal(held_text, self.refusal_phrases) is None:
-                        attempt.text_live = True
-                        attempt.shown_text = True
-                        now.extend(attempt.held)
-                        attempt.held = []
-            else:
-                attempt.calls_started = True
-                attempt.held.append(event)
-        return now
-
-    def _check(
-        self,
-        event: ToolCallEnd,
-        attempt: _Attempt,
-        contract: Contract,
-        specs: dict[str, ToolSpec],
-        answered: frozenset[tuple[str, str]],
-    ) -> ToolCallEnd:
-        call = event.call
-        spec = specs.get(call.name)
-        if spec is None:
-            attempt.issues.append(CallIssue(call, "unknown_tool", call.name))
-            return event
-        repaired = repair_call(call, spec)
-        attempt.notes.extend(f"{call.name}: {note}" for note in repaired.notes)
-        if repaired.error is not None and not contract.tools_from_history:
-            attempt.issues.append(
-                CallIssue(repaired.call, "invalid_arguments", repaired.error, spec)
-            )
-        if repaired.error is None and self.check_values:
-            arguments = repaired.call.arguments
-            if copied := copied_value(arguments, contract.example_values):
-                key, value = copied
-                detail = f"{key}={json.dumps(value)}"
-                attempt.issues.append(
-                    CallIssue(repaired.call, "example_value", detail, spec, argument=key)
-                )
-            if invented := invented_value(arguments, spec, contract.grounds):
-                key, text = invented
-                detail = f"{key}={json.dumps(text)}"
-                attempt.issues.append(
-                    CallIssue(repaired.call, "invented_value", detail, spec, argument=key)
-                )
-        if _call_key(repaired.call) in answered:
-            attempt.issues.append(CallIssue(repaired.call, "repeated_call", call.name, spec))
-        return ToolCallEnd(repaired.call)
-
 
 def _retried(retries: list[Retry], reason: str) -> bool:
     return any(r.reason == reason for r in retries)
@@ -554,41 +441,3 @@ def _insists(verdict: Verdict, retries: list[Retry]) -> bool:
     return verdict.reason == "invented_value" and any(
         r.reason == "invented_value" and r.detail == verdict.detail for r in retries
     )
-
-
-def _call_key(call: ToolCall) -> tuple[str, str]:
-    return call.name, json.dumps(call.arguments, sort_keys=True, default=str)
-
-
-def _answered_calls(messages: tuple[Message, ...]) -> frozenset[tuple[str, str]]:
-    """Calls in the history that already have their result."""
-    results = {m.call_id for m in messages if isinstance(m, ToolResult)}
-    return frozenset(
-        _call_key(call)
-        for m in messages
-        if isinstance(m, AssistantMessage)
-        for call in m.tool_calls
-        if call.id in results
-    )
-
-
-def _canonical(events: list[Event]) -> list[Event]:
-    """Held events with each call's argument deltas replaced by its repaired JSON."""
-    streamed: dict[str, list[str]] = {}
-    for event in events:
-        if isinstance(event, ToolCallArgsDelta):
-            streamed.setdefault(event.id, []).append(event.delta)
-    final: dict[str, ToolCall] = {e.call.id: e.call for e in events if isinstance(e, ToolCallEnd)}
-    rewrite = {
-        call_id
-        for call_id, call in final.items()
-        if "".join(streamed.get(call_id, [])) != call.arguments_json
-    }
-    out: list[Event] = []
-    for event in events:
-        if isinstance(event, ToolCallArgsDelta) and event.id in rewrite:
-            continue
-        if isinstance(event, ToolCallEnd) and event.call.id in rewrite:
-            out.append(ToolCallArgsDelta(event.call.id, event.call.arguments_json))
-        out.append(event)
-    return out

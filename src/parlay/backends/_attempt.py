@@ -1,0 +1,136 @@
+"""One round trip of the prompted engine to the inner model: what is shown, held, dropped.
+
+Each attempt streams in one mode (see `parlay.backends.prompted`): `live` shows every
+event at once; `buffered` holds the whole reply; `hybrid` shows text once it is clearly
+not a refusal and holds the calls until the reply has been judged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from parlay.context import ToolCall
+from parlay.contract.checks import CheckedCall
+from parlay.contract.refusal import RefusalPhrases, detect_refusal
+from parlay.contract.retry import CallIssue
+from parlay.events import Event, Finish, TextDelta, ToolCallArgsDelta, ToolCallEnd, ToolCallStart
+
+CALL_EVENTS = (ToolCallStart, ToolCallArgsDelta, ToolCallEnd)
+
+
+class Attempt:
+    """The events of one reply, routed by the attempt's mode, and what was found in it."""
+
+    def __init__(
+        self,
+        mode: str,
+        *,
+        check: Callable[[ToolCall], CheckedCall],
+        choice_mode: str,
+        refusal_phrases: RefusalPhrases,
+        refusal_window: int,
+        suppress_text: bool = False,
+        parallel: bool = True,
+    ) -> None:
+        self.mode = mode
+        self.check = check
+        self.choice_mode = choice_mode
+        self.refusal_phrases = refusal_phrases
+        self.refusal_window = refusal_window
+        self.suppress_text = suppress_text
+        self.parallel = parallel
+        self.kept_call: str | None = None
+        self.held: list[Event] = []
+        self.held_text = 0
+        self.text_live = mode == "live"
+        self.shown_text = False
+        self.calls_started = False
+        self.live_calls = 0
+        self.raw: list[str] = []
+        self.issues: list[CallIssue] = []
+        self.notes: list[str] = []
+        self.finish: Finish | None = None
+
+    def route(self, events: list[Event]) -> list[Event]:
+        """Check calls, then show, hold or drop each event by the attempt's mode; returns
+        the events to show now."""
+        now: list[Event] = []
+        for event in events:
+            if not self.parallel and isinstance(event, CALL_EVENTS):
+                if self.kept_call is None and isinstance(event, ToolCallStart):
+                    self.kept_call = event.id
+                if event.id != self.kept_call:
+                    if isinstance(event, ToolCallEnd):
+                        self.notes.append(
+                            f"dropped a further {event.call.name} call: parallel_tool_calls is off"
+                        )
+                    continue
+            if isinstance(event, ToolCallEnd):
+                checked = self.check(event.call)
+                self.issues.extend(checked.issues)
+                self.notes.extend(checked.notes)
+                event = ToolCallEnd(checked.call)
+            if self.choice_mode == "none" and isinstance(event, CALL_EVENTS):
+                if isinstance(event, ToolCallEnd):
+                    self.notes.append(f"ignored a {event.call.name} call: tool_choice is none")
+                continue
+            if isinstance(event, TextDelta) and self.suppress_text:
+                self.notes.append("dropped the retry's text: earlier text was already shown")
+                continue
+            if self.mode == "live":
+                if isinstance(event, TextDelta):
+                    self.shown_text = True
+                elif isinstance(event, ToolCallEnd):
+                    self.live_calls += 1
+                now.append(event)
+            elif self.mode == "buffered":
+                self.held.append(event)
+            elif isinstance(event, TextDelta) and not self.calls_started:
+                now.extend(self._text(event))
+            else:
+                self.calls_started = True
+                self.held.append(event)
+        return now
+
+    def _text(self, event: TextDelta) -> list[Event]:
+        """Hybrid mode: text is held until `refusal_window` characters show no refusal."""
+        if self.text_live:
+            self.shown_text = True
+            return [event]
+        self.held.append(event)
+        self.held_text += len(event.text)
+        if self.held_text < self.refusal_window:
+            return []
+        held_text = "".join(e.text for e in self.held if isinstance(e, TextDelta))
+        if detect_refusal(held_text, self.refusal_phrases) is not None:
+            return []
+        self.text_live = True
+        self.shown_text = True
+        released, self.held = self.held, []
+        return released
+
+    def release(self) -> list[Event]:
+        """The held events, each call's argument deltas replaced by its repaired JSON."""
+        streamed: dict[str, list[str]] = {}
+        for event in self.held:
+            if isinstance(event, ToolCallArgsDelta):
+                streamed.setdefault(event.id, []).append(event.delta)
+        final = {e.call.id: e.call for e in self.held if isinstance(e, ToolCallEnd)}
+        rewrite = {
+            call_id
+            for call_id, call in final.items()
+            if "".join(streamed.get(call_id, [])) != call.arguments_json
+        }
+        out: list[Event] = []
+        for event in self.held:
+            if isinstance(event, ToolCallArgsDelta) and event.id in rewrite:
+                continue
+            if isinstance(event, ToolCallEnd) and event.call.id in rewrite:
+                out.append(ToolCallArgsDelta(event.call.id, event.call.arguments_json))
+            out.append(event)
+        return out
+
+    @property
+    def emitted_calls(self) -> int:
+        """Calls this attempt handed on: live ones, or held ones once released."""
+        return self.live_calls + sum(1 for e in self.held if isinstance(e, ToolCallEnd))
