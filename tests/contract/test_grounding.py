@@ -191,3 +191,18 @@ async def test_check_values_off_lets_invented_and_copied_values_through() -> Non
     assert calls_of(events) == [("get_weather", {"city": "Springfield"})]
     assert finish.diagnostics.retries == ()
     assert backend.configure(max_retries=1).check_values is False
+
+
+async def test_a_made_up_call_after_a_quoted_made_up_result_gives_way_to_an_answer() -> None:
+    # SmolLM2 on BFCL: an answer quoting the examples' result, then, asked without the
+    # examples, a call with a value no one gave. Nothing real is left to call with.
+    inner = scripted(
+        json.dumps({"final": {"content": f"Done: {json.dumps(EXAMPLE_RESULT)}"}}),
+        block("get_weather", city="Springfield"),
+        json.dumps({"final": {"content": "Which city?"}}),
+        caps=PLAIN_SCHEMA,
+    )
+    events, finish = await run(PromptedBackend(inner), ask("Is it raining?"))
+    assert calls_of(events) == [] and text_of(events) == "Which city?"
+    assert [r.reason for r in finish.diagnostics.retries] == ["example_answer", "invented_value"]
+    assert [r.response_format.name for r in inner.requests] == ["action", "action", "final"]

@@ -69,6 +69,8 @@ logger = logging.getLogger("parlay.prompted")
 ANSWER_ONLY = ResponseFormat(FINAL_SCHEMA, name="final", strict=True)
 # Retry reasons for a call carrying a value the conversation did not give.
 MADE_UP_VALUES = ("example_value", "invented_value")
+# Earlier retries after which a made-up value means the turn has nothing real to call with.
+DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "missed_tool")
 
 
 class PromptedBackend:
@@ -369,15 +371,15 @@ class PromptedBackend:
             verdict.reason in MADE_UP_VALUES
             and choice.mode == "auto"
             and self.grammar_available
-            and any(r.reason in (*MADE_UP_VALUES, "missed_tool") for r in retries[:-1])
+            and any(r.reason in DOUBTFUL for r in retries[:-1])
         ):
-            # A second call with a value no one gave, or a first one the model made when
-            # pointed at a tool after answering in words: the user most likely never gave
-            # the value.
-            # Asking again does not help a small model; a grammar for words does. The
-            # conversation goes as it was, rendered as under tool_choice="none", with no
-            # instruction added: under the grammar, both models answered with the
-            # instruction's own words ("Please provide the strings you need...").
+            # A call with a value no one gave, after an earlier doubt about this turn (a
+            # made-up value, a quoted made-up result, or a plain answer the engine pointed
+            # at a tool): the user most likely never gave the value. Asking again does not
+            # help a small model; a grammar for words does. The conversation goes as it
+            # was, rendered as under tool_choice="none", with no instruction added: under
+            # the grammar, both models answered with the instruction's own words ("Please
+            # provide the strings you need...").
             words = request.replace(tool_choice=NONE)
             return render_contract(words, plain, constrained=True).messages, ANSWER_ONLY
         instruction = retry_instruction(
