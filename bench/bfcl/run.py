@@ -374,6 +374,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         nargs="+",
         help="no run: merge these result files (same settings) into --out and its .md",
     )
+    parser.add_argument(
+        "--pool",
+        type=Path,
+        nargs="+",
+        help="no run: print one table over these result files (several samples read as one)",
+    )
     return parser.parse_args(argv)
 
 
@@ -453,8 +459,29 @@ def merge(paths: Sequence[Path], out: Path, notes: str) -> dict[str, Any]:
     return merged
 
 
+def pool(paths: Sequence[Path]) -> dict[str, Any]:
+    """Several samples (say, one per seed) read as one: outcomes of the same model and
+    configuration side by side, each question keyed by its seed. One sample of 10
+    questions per category moves an abstention share by 10 points a question."""
+    pooled: dict[str, Any] = {"settings": {"samples": []}, "runs": {}}
+    for path in paths:
+        part = json.loads(path.read_text())
+        seed = part["settings"]["seed"]
+        pooled["settings"]["samples"].append({**part["settings"], "file": path.name})
+        for model_key, by_config in part["runs"].items():
+            for config_key, outcomes in by_config.items():
+                into = pooled["runs"].setdefault(model_key, {}).setdefault(config_key, {})
+                into.update({f"{seed}:{qid}": o for qid, o in outcomes.items()})
+    return pooled
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.pool:
+        pooled = pool(args.pool)
+        print(table(pooled))
+        print(targets(pooled))
+        return
     if args.merge:
         notes = args.notes.read_text() if args.notes else ""
         results = merge(args.merge, args.out, notes)

@@ -1,0 +1,49 @@
+"""The BFCL report: shares over outcomes, and several samples read as one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.bfcl.run import pool, summarize, table
+
+
+def outcome(qid: str, category: str, *, right: bool, well_formed: bool = True) -> dict:
+    return {
+        "question": qid,
+        "category": category,
+        "well_formed": well_formed,
+        "right": right,
+        "error_type": "",
+        "seconds": 1.0,
+    }
+
+
+def sample(tmp_path: Path, seed: int, outcomes: list[dict]) -> Path:
+    path = tmp_path / f"s{seed}.json"
+    settings = {"n": 1, "seed": seed, "max_tokens": 8, "categories": ["multiple"]}
+    runs = {"qwen": {"parlay json constrained": {o["question"]: o for o in outcomes}}}
+    path.write_text(json.dumps({"settings": settings, "runs": runs}))
+    return path
+
+
+def test_shares_count_calls_and_abstentions_apart() -> None:
+    summary = summarize(
+        [
+            outcome("m1", "multiple", right=True),
+            outcome("m2", "multiple", right=False, well_formed=False),
+            outcome("i1", "live_irrelevance", right=True, well_formed=False),
+        ]
+    )
+    assert (summary["n_call"], summary["n_abstain"]) == (2, 1)
+    assert (summary["well_formed"], summary["right"], summary["abstained"]) == (0.5, 0.5, 1.0)
+
+
+def test_pooled_samples_keep_the_same_question_once_per_seed(tmp_path: Path) -> None:
+    first = sample(tmp_path, 1, [outcome("m1", "multiple", right=True)])
+    second = sample(tmp_path, 2, [outcome("m1", "multiple", right=False)])
+    pooled = pool([first, second])
+    outcomes = pooled["runs"]["qwen"]["parlay json constrained"]
+    assert set(outcomes) == {"1:m1", "2:m1"}
+    assert "| qwen | parlay json constrained | 100 % | 50 % |" in table(pooled)
+    assert [s["seed"] for s in pooled["settings"]["samples"]] == [1, 2]
