@@ -28,7 +28,7 @@ carries the repaired ones.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from attrs import evolve
@@ -61,7 +61,7 @@ from parlay.events import (
     TextDelta,
     Usage,
 )
-from parlay.request import AUTO, NONE, ChatRequest, ResponseFormat, ToolChoice
+from parlay.request import AUTO, NONE, ChatRequest, ResponseFormat, ToolChoice, ToolSpec
 
 logger = logging.getLogger("parlay.prompted")
 
@@ -213,9 +213,6 @@ class PromptedBackend:
         def check(call: ToolCall) -> CheckedCall:
             return check_call(call, specs, contract, answered, check_values=self.check_values)
 
-        fitting = None
-        if self.check_missed_calls and choice.mode == "auto":
-            fitting = fitting_tool(request.messages, contract.tools)
         messages = contract.messages
         retries: list[Retry] = []
         notes: list[str] = []
@@ -295,8 +292,7 @@ class PromptedBackend:
                     copied_answer=copied_answer(parsed.text, contract.example_answers)
                     if self.check_values
                     else "",
-                    # Once per turn: a second plain answer is the model's considered one.
-                    fitting_tool=None if _retried(retries, "missed_tool") else fitting,
+                    fitting_tool=self._fitting_tool(request, contract, parsed.calls, retries),
                 )
                 if verdict is not None and verdict.about_text and attempt.shown_text:
                     notes.append(f"not retried ({verdict.reason}): the text was already shown")
@@ -350,6 +346,25 @@ class PromptedBackend:
             diagnostics=diagnostics,
             model=last_finish.model if last_finish else None,
         )
+
+    def _fitting_tool(
+        self,
+        request: ChatRequest,
+        contract: Contract,
+        calls: Sequence[ToolCall],
+        retries: list[Retry],
+    ) -> ToolSpec | None:
+        """The tool a plain answer should perhaps have called (see `relevance`).
+
+        Looked for only when the reply has no call: reading every tool's description
+        against the request is not worth it on the replies that call.
+        """
+        if not self.check_missed_calls or request.tool_choice.mode != "auto" or calls:
+            return None
+        # Once per turn: a second plain answer is the model's considered one.
+        if _retried(retries, "missed_tool"):
+            return None
+        return fitting_tool(request.messages, contract.tools)
 
     def _retry_request(
         self,

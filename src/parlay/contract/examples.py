@@ -21,6 +21,7 @@ from typing import Any
 from attrs import frozen
 
 from parlay.context import ToolCall, ToolResult
+from parlay.contract.grounding import leaves
 from parlay.request import ToolSpec
 
 _DESCRIBED = re.compile(r"(?:\blike|e\.g\.,?|for example,?|such as)\s+([^\s,;()]+?)[.,;)]?(?:\s|$)")
@@ -302,20 +303,10 @@ def values_of(calls: Sequence[ToolCall]) -> frozenset[str | int | float]:
     Small numbers are left out: in a real call they are as often the user's own, written
     in words ("three nights"), as a copy.
     """
-    found: set[str | int | float] = set()
-
-    def walk(value: Any) -> None:
-        if isinstance(value, str) or (
-            not isinstance(value, bool) and value in (HANDED_INTEGER, HANDED_NUMBER)
-        ):
-            found.add(value)
-        elif isinstance(value, dict):
-            for item in value.values():
-                walk(item)
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
-
-    for call in calls:
-        walk(call.arguments)
-    return frozenset(found)
+    return frozenset(
+        value
+        for call in calls
+        for value in leaves(call.arguments)
+        if isinstance(value, str)
+        or (not isinstance(value, bool) and value in (HANDED_INTEGER, HANDED_NUMBER))
+    )

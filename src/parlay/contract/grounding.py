@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterator, Sequence
+from functools import cached_property
 from typing import Any
 
 from attrs import frozen
@@ -41,13 +42,25 @@ _FILLER = frozenset(
 _MIN_STEM = 4
 
 
-@frozen
+@frozen(slots=False)
 class Grounds:
-    """The words a conversation gives the model to take values from."""
+    """The words a conversation gives the model to take values from.
 
-    words: frozenset[str]
-    # False when some letter is not Latin: values may then be translations.
-    checkable: bool
+    Read on first use: most replies carry no call to check, and a long conversation is
+    not worth scanning for them. `messages` None: nothing to check against, so every
+    value passes.
+    """
+
+    messages: tuple[Message, ...] | None
+
+    @cached_property
+    def _read(self) -> tuple[frozenset[str], bool]:
+        """The conversation's words, and whether word matching can judge it (False when
+        some letter is not Latin: values may then be translations)."""
+        if self.messages is None:
+            return frozenset(), False
+        text = "\n".join(_said(message) for message in self.messages)
+        return frozenset(_WORD.findall(text.casefold())), _latin_only(text)
 
     def grounds(self, value: str) -> bool:
         """Whether at least half the words of `value` occur in the conversation (loosely).
@@ -56,28 +69,27 @@ class Grounds:
         interface" shares a word with the question and is still made up.
         """
         tokens = [t for t in _WORD.findall(value.casefold()) if t not in _FILLER]
-        if not tokens or not self.checkable:
+        words, checkable = self._read
+        if not tokens or not checkable:
             return True
-        known = sum(_known(token, self.words) for token in tokens)
+        known = sum(_known(token, words) for token in tokens)
         return 2 * known >= len(tokens)
 
 
-# Nothing to check against: every value passes.
-UNCHECKED = Grounds(frozenset(), checkable=False)
+UNCHECKED = Grounds(None)
 
 
 def grounds_of(messages: Sequence[Message]) -> Grounds:
     """What the conversation says: every text the model reads, tool calls aside."""
-    texts: list[str] = []
-    for message in messages:
-        if isinstance(message, ToolResult):
-            texts.append(message.output or "")
-        elif isinstance(message, AssistantMessage):
-            texts.append(message.content or "")
-        else:
-            texts.append(message.content)
-    text = "\n".join(texts)
-    return Grounds(frozenset(_WORD.findall(text.casefold())), _latin_only(text))
+    return Grounds(tuple(messages))
+
+
+def _said(message: Message) -> str:
+    if isinstance(message, ToolResult):
+        return message.output or ""
+    if isinstance(message, AssistantMessage):
+        return message.content or ""
+    return message.content
 
 
 def invented_value(
@@ -93,8 +105,8 @@ def invented_value(
         schema = properties.get(key)
         if key not in arguments or _has_choices(schema):
             continue
-        for text in _strings(arguments[key]):
-            if not grounds.grounds(text):
+        for text in leaves(arguments[key]):
+            if isinstance(text, str) and not grounds.grounds(text):
                 return str(key), text
     return None
 
@@ -153,15 +165,16 @@ def _has_choices(schema: Any) -> bool:
     return isinstance(schema, dict) and any(k in schema for k in ("enum", "const", "default"))
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, list):
+def leaves(value: Any) -> Iterator[Any]:
+    """The scalar values inside a JSON value: itself, or those in its lists and objects."""
+    if isinstance(value, list):
         for item in value:
-            yield from _strings(item)
+            yield from leaves(item)
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _strings(item)
+            yield from leaves(item)
+    else:
+        yield value
 
 
 def _latin_only(text: str) -> bool:

@@ -315,8 +315,10 @@ def render_contract(
     if options.few_shot and tools and not from_history and request.tool_choice.mode != "none":
         turns, example_values = _few_shot(tools, options, shape, constrained)
         out.extend(turns)
-        example_values = _unseen(example_values, messages)
-        example_answers = frozenset(str(v) for v in _unseen(EXAMPLE_ANSWERS, messages))
+        # One pass over the conversation for both: it is read whole for each.
+        unseen = _unseen(example_values | EXAMPLE_ANSWERS, messages)
+        example_answers = frozenset(str(v) for v in unseen & EXAMPLE_ANSWERS)
+        example_values = unseen - EXAMPLE_ANSWERS
     out.extend(project_history(messages[start:], options, constrained=constrained))
     if options.reminder and request.tool_choice.mode != "auto" and isinstance(out[-1], UserMessage):
         reminder = _template(options, "contract/reminder.j2", choice=request.tool_choice)
