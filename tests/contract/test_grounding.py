@@ -9,7 +9,7 @@ import pytest
 from parlay.backends.prompted import PromptedBackend
 from parlay.context import AssistantMessage, SystemMessage, ToolResult, UserMessage
 from parlay.contract.examples import EXAMPLE_RESULT
-from parlay.contract.grounding import copied_answer, grounds_of, invented_value
+from parlay.contract.grounding import copied_answer, echoes, grounds_of, invented_value
 from parlay.request import ChatRequest, ToolSpec
 
 from .conftest import CALL, TOOLS, WEATHER
@@ -158,7 +158,7 @@ async def test_a_forced_call_is_not_questioned_for_its_values(choice) -> None:
 
 
 async def test_an_answer_quoting_the_examples_made_up_result_is_asked_again_without_them() -> None:
-    quoted = f"get_weather returned {json.dumps(EXAMPLE_RESULT)}."
+    quoted = f"The result: {json.dumps(EXAMPLE_RESULT)}."
     inner = scripted(
         json.dumps({"final": {"content": quoted}}),
         json.dumps({"final": {"content": "I have no weather for you yet."}}),
@@ -206,3 +206,57 @@ async def test_a_made_up_call_after_a_quoted_made_up_result_gives_way_to_an_answ
     assert calls_of(events) == [] and text_of(events) == "Which city?"
     assert [r.reason for r in finish.diagnostics.retries] == ["example_answer", "invented_value"]
     assert [r.response_format.name for r in inner.requests] == ["action", "action", "final"]
+
+
+async def test_a_made_up_result_given_as_a_tools_asks_for_that_call() -> None:
+    # Qwen on BFCL: "get_weather returned {"status": "done"}." It meant to call the tool.
+    pretended = f"get_weather returned {json.dumps(EXAMPLE_RESULT)}."
+    inner = scripted(
+        json.dumps({"final": {"content": pretended}}),
+        block("get_weather", city="Rome"),
+        caps=PLAIN_SCHEMA,
+    )
+    events, finish = await run(PromptedBackend(inner), ask("Is it raining in Rome?"))
+    assert calls_of(events) == [("get_weather", {"city": "Rome"})] and text_of(events) == ""
+    assert [(r.reason, r.detail) for r in finish.diagnostics.retries] == [
+        ("pretended_call", "get_weather")
+    ]
+    retry = inner.requests[1]
+    # Without the examples, held to a call of that one tool.
+    assert [type(m).__name__ for m in retry.messages] == [
+        "SystemMessage",
+        "UserMessage",
+        "UserMessage",
+    ]
+    assert "Call get_weather now" in retry.messages[-1].content
+    schema = json.dumps(retry.response_format.schema)
+    assert '"get_weather"' in schema and '"add"' not in schema and '"final"' not in schema
+
+
+async def test_a_pretended_call_with_made_up_values_gives_way_to_an_answer() -> None:
+    pretended = f"get_weather returned {json.dumps(EXAMPLE_RESULT)}."
+    inner = scripted(
+        json.dumps({"final": {"content": pretended}}),
+        block("get_weather", city="Springfield"),
+        json.dumps({"final": {"content": "Which city?"}}),
+        caps=PLAIN_SCHEMA,
+    )
+    events, finish = await run(PromptedBackend(inner), ask("Is it raining?"))
+    assert calls_of(events) == [] and text_of(events) == "Which city?"
+    assert [r.reason for r in finish.diagnostics.retries] == ["pretended_call", "invented_value"]
+    assert [r.response_format.name for r in inner.requests] == ["action", "action", "final"]
+
+
+def test_a_tool_name_inside_another_word_is_no_pretended_call() -> None:
+    from parlay.backends.prompted import _named_tool
+
+    assert _named_tool("math.add returned 3", TOOLS) is None
+    assert _named_tool("add_more returned 3", TOOLS) is None
+    assert _named_tool("add returned 3", TOOLS).name == "add"
+
+
+def test_an_echo_repeats_part_of_its_source() -> None:
+    message = "If it does not, give your answer again. Reply now: the tool call, or your answer."
+    assert echoes("The tool call, or your answer.", message)
+    assert not echoes("Reply now.", message)  # too short to tell
+    assert not echoes("It is sunny in Rome.", message)

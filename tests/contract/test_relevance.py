@@ -8,6 +8,7 @@ import pytest
 
 from parlay.backends.prompted import PromptedBackend
 from parlay.context import AssistantMessage, ToolResult, UserMessage
+from parlay.contract.examples import EXAMPLE_RESULT
 from parlay.contract.relevance import content_words, fitting_tool
 from parlay.request import ToolSpec
 
@@ -107,3 +108,36 @@ async def test_check_missed_calls_off() -> None:
     events, finish = await run(backend, ask("What's the current weather in Rome?"))
     assert text_of(events) == "Sunny." and finish.diagnostics.retries == ()
     assert backend.configure(max_retries=1).check_missed_calls is False
+
+
+async def test_a_second_answer_repeating_the_message_gives_way_to_the_first() -> None:
+    # Qwen on BFCL answered the nudge with its last line: "The tool call, or your answer
+    # to the user."
+    inner = scripted(
+        final("Sunny, I think."),
+        final("The tool call, or your answer to the user."),
+        caps=PLAIN_SCHEMA,
+    )
+    events, finish = await run(PromptedBackend(inner), ask("What's the current weather in Rome?"))
+    assert calls_of(events) == [] and text_of(events) == "Sunny, I think."
+    assert [r.reason for r in finish.diagnostics.retries] == ["missed_tool"]
+    assert "the reply repeated the retry message: the first answer stands" in (
+        finish.diagnostics.notes
+    )
+
+
+async def test_pretending_to_have_called_the_named_tool_leads_to_the_call() -> None:
+    # The whole Qwen sequence: an answer from memory, the nudge, the examples' made-up
+    # result given as the named tool's, then the call.
+    pretended = f"get_event_date returned {json.dumps(EXAMPLE_RESULT)}."
+    inner = scripted(
+        final("It was signed on 25 May 1995."),
+        final(pretended),
+        block("get_event_date", event="Treaty of Lisbon signing"),
+        caps=PLAIN_SCHEMA,
+    )
+    question = "When was the Treaty of Lisbon signed? I need the date of that event."
+    events, finish = await run(PromptedBackend(inner), ask(question, tools=(*TOOLS, EVENT_DATE)))
+    assert calls_of(events) == [("get_event_date", {"event": "Treaty of Lisbon signing"})]
+    assert text_of(events) == ""
+    assert [r.reason for r in finish.diagnostics.retries] == ["missed_tool", "pretended_call"]

@@ -143,6 +143,7 @@ RETRY_REASONS = {
     "repeated_call": "get_weather",
     "example_value": 'city="Paris"',
     "example_answer": '{"status": "done"}',
+    "pretended_call": "get_weather",
     "invented_value": 'city="Springfield"',
     "missed_tool": "get_weather",
     "invalid_arguments": "a: Input should be a valid integer",

@@ -28,6 +28,7 @@ carries the repaired ones.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -38,8 +39,8 @@ from parlay.backends.base import Backend, Capabilities
 from parlay.context import AssistantMessage, Message, ToolCall, UserMessage
 from parlay.contract.checks import CheckedCall, answered_calls, check_call
 from parlay.contract.constrain import FINAL_SCHEMA, action_response_format
-from parlay.contract.grounding import copied_answer
-from parlay.contract.parser import ActionStreamParser
+from parlay.contract.grounding import copied_answer, echoes
+from parlay.contract.parser import ActionStreamParser, ParseResult
 from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases, RefusalSignal, detect_refusal
 from parlay.contract.relevance import fitting_tool
 from parlay.contract.render import (
@@ -70,7 +71,7 @@ ANSWER_ONLY = ResponseFormat(FINAL_SCHEMA, name="final", strict=True)
 # Retry reasons for a call carrying a value the conversation did not give.
 MADE_UP_VALUES = ("example_value", "invented_value")
 # Earlier retries after which a made-up value means the turn has nothing real to call with.
-DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "missed_tool")
+DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "pretended_call", "missed_tool")
 
 
 class PromptedBackend:
@@ -221,6 +222,7 @@ class PromptedBackend:
         emitted_calls = 0
         shown_text = False
         modes: list[str] = []
+        first_answer: Attempt | None = None  # a plain answer held back by a missed_tool retry
         last_finish: Finish | None = None
         yielded = 0
         for attempt_no in range(self.policy.max_retries + 1):
@@ -282,6 +284,11 @@ class PromptedBackend:
             refusal = refusal or signal
             verdict: Verdict | None = None
             if can_retry:
+                copied = (
+                    copied_answer(parsed.text, contract.example_answers)
+                    if self.check_values
+                    else ""
+                )
                 verdict = self.policy.judge(
                     calls=parsed.calls,
                     issues=attempt.issues,
@@ -289,9 +296,8 @@ class PromptedBackend:
                     choice=choice,
                     refusal=signal,
                     tools=contract.tools,
-                    copied_answer=copied_answer(parsed.text, contract.example_answers)
-                    if self.check_values
-                    else "",
+                    copied_answer=copied,
+                    pretended_tool=_named_tool(parsed.text, contract.tools) if copied else None,
                     fitting_tool=self._fitting_tool(request, contract, parsed.calls, retries),
                 )
                 if verdict is not None and verdict.about_text and attempt.shown_text:
@@ -318,7 +324,14 @@ class PromptedBackend:
                     request, verdict, retries, attempt, contract, messages, response_format
                 )
                 shown_text = shown_text or attempt.shown_text
+                if verdict.reason == "missed_tool" and not attempt.shown_text:
+                    first_answer = attempt
                 continue
+            if first_answer is not None and _echoes_instruction(attempt, parsed, messages):
+                # Nudged towards a tool, Qwen answered with the message's own last line
+                # ("The tool call, or your answer to the user."): its first answer stands.
+                notes.append("the reply repeated the retry message: the first answer stands")
+                attempt = first_answer
             for out in attempt.release():
                 yield out
             emitted_calls = attempt.emitted_calls
@@ -382,6 +395,30 @@ class PromptedBackend:
         plain = evolve(self.options, few_shot=False)
         if verdict.reason == "repeated_call":
             response_format = self._away_from_repeats(attempt, contract, choice, response_format)
+        elif verdict.reason == "pretended_call" and verdict.tool is not None:
+            # "get_crime_rate returned {"status": "done"}": after a nudge towards a tool,
+            # Qwen wrote the examples' made-up result as that tool's instead of calling
+            # it. It meant the call, so the next attempt is held to one, without the
+            # examples; its values are still checked against the conversation.
+            named = ToolChoice("tool", verdict.tool.name)
+            forced = render_contract(
+                request.replace(tool_choice=named), plain, constrained=constrained
+            )
+            instruction = retry_instruction(
+                verdict.reason,
+                verdict.detail,
+                len(retries),
+                contract.tools,
+                named,
+                self.options,
+                verdict.tool,
+                constrained=constrained,
+            )
+            if constrained:
+                response_format = action_response_format(
+                    contract.tools, named, self.options.action_format
+                )
+            return (*forced.messages, UserMessage(instruction)), response_format
         elif (
             verdict.reason in MADE_UP_VALUES
             and choice.mode == "auto"
@@ -447,6 +484,20 @@ class PromptedBackend:
         if not self.grammar_available:
             return current
         return ANSWER_ONLY
+
+
+def _echoes_instruction(attempt: Attempt, parsed: ParseResult, messages: Sequence[Message]) -> bool:
+    """Whether a plain reply, not yet shown, only repeats the retry message it answers."""
+    if parsed.calls or attempt.shown_text or not isinstance(messages[-1], UserMessage):
+        return False
+    return echoes(parsed.text, messages[-1].content)
+
+
+def _named_tool(text: str, tools: Sequence[ToolSpec]) -> ToolSpec | None:
+    """The first tool whose name a plain reply writes (as a word of its own)."""
+    return next(
+        (t for t in tools if re.search(rf"(?<![\w.]){re.escape(t.name)}(?![\w])", text)), None
+    )
 
 
 def _retried(retries: list[Retry], reason: str) -> bool:

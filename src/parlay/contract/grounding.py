@@ -40,6 +40,8 @@ _FILLER = frozenset(
 # Shared prefix that makes two words one (`italy`/`italian`): at least this long, and
 # at most two letters short of the shorter word.
 _MIN_STEM = 4
+# Squeezed characters a reply must have before it counts as repeating its instruction.
+_MIN_ECHO = 12
 
 
 @frozen(slots=False)
@@ -134,6 +136,12 @@ def copied_answer(text: str, example_answers: frozenset[str]) -> str:
     """The part of a plain answer that repeats a made-up result from the examples, or ""."""
     folded = _squeezed(text)
     return next((answer for answer in example_answers if _squeezed(answer) in folded), "")
+
+
+def echoes(text: str, source: str) -> bool:
+    """Whether `text` only repeats part of `source` (a reply parroting its instruction)."""
+    folded = _squeezed(text).strip(".")
+    return len(folded) >= _MIN_ECHO and folded in _squeezed(source)
 
 
 def _squeezed(text: str) -> str:

@@ -5,9 +5,10 @@ a reply whose every call repeats one the history already answered (small models 
 an action that cannot be read; a call to another tool than the one named; an argument
 value copied from a few-shot example that the conversation never mentions; under
 `auto`, a required value that no one in the conversation gave (see `grounding`); a
-forced choice (`required` / a named tool) answered without the call it asked for; a
-plain answer quoting an example's made-up result; refusal language; under `auto`, a
-plain first answer to a request that names what a tool does (see `relevance`).
+forced choice (`required` / a named tool) answered without the call it asked for; a plain answer
+quoting an example's made-up result (as what a named tool returned: a pretended call,
+which the retry then asks for); refusal language; under `auto`, a plain first
+answer to a request that names what a tool does (see `relevance`).
 A hard refusal under `auto` is an answer (the model may decline a task), so
 only a soft one ("I can't access real-time data" while a tool could) is retried there.
 A plain answer under `auto` is legitimate, so under `auto` the retry messages for an
@@ -46,7 +47,8 @@ class CallIssue:
 @frozen
 class Verdict:
     # no_call | wrong_tool | refusal | unreadable | unknown_tool | invalid_arguments
-    # | example_value | example_answer | invented_value | missed_tool | repeated_call
+    # | example_value | example_answer | pretended_call | invented_value | missed_tool
+    # | repeated_call
     reason: str
     detail: str = ""
     tool: ToolSpec | None = None
@@ -76,6 +78,7 @@ class RetryPolicy:
         tools: Sequence[ToolSpec],
         copied_answer: str = "",
         fitting_tool: ToolSpec | None = None,
+        pretended_tool: ToolSpec | None = None,
     ) -> Verdict | None:
         """Why this reply should be retried, or None when it is fine."""
         if choice.mode == "none":
@@ -111,6 +114,8 @@ class RetryPolicy:
             if refusal is not None:
                 return Verdict("refusal", refusal.phrase, about_text=True)
             return Verdict("no_call", "", about_text=True)
+        if copied_answer and not calls and pretended_tool is not None:
+            return Verdict("pretended_call", pretended_tool.name, pretended_tool, about_text=True)
         if copied_answer and not calls:
             return Verdict("example_answer", copied_answer, about_text=True)
         if not calls and refusal is not None and refusal.kind == "soft":
