@@ -67,6 +67,18 @@ CORPUS = [
         [],
         "It is sunny.",
     ),
+    (
+        "a final answer quoting JSON whose last inner quote was not escaped (SmolLM2)",
+        r'{"final": {"content": "order_status returned {\"status\": \"shipped Tuesday"}}',
+        [],
+        'order_status returned {"status": "shipped Tuesday"}',
+    ),
+    (
+        "a final answer quoting JSON whole is left as it is",
+        r'{"final": {"content": "It returned {\"status\": \"done\"}, and \"ok"}}',
+        [],
+        'It returned {"status": "done"}, and "ok',
+    ),
     ("command line", '@tool get_weather {"city": "Paris"}', PARIS, ""),
     (
         "several blocks",

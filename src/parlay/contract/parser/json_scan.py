@@ -219,6 +219,8 @@ class JsonScanner(CallAssembler):
             self._string_chars("\n")
             self._line_start_in_block = True
             return j + 1
+        if self._str_role == "content":
+            self._close_quoted_json()
         self._finish_string()
         return j + 1
 
@@ -237,8 +239,20 @@ class JsonScanner(CallAssembler):
             if not self._block_as_text:  # else the whole block is shown as it was written
                 self._block_emitted = True
                 self._emit_text(text)
+                self._str_chars.append(text)
         elif role != "skip":
             self._str_chars.append(text)
+
+    def _close_quoted_json(self) -> None:
+        """Final content that quotes JSON and ends inside one of its strings lost the
+        quote that closes it: the model wrote it unescaped, and that quote ended the
+        content instead (under a grammar the rest is then cut off). Close the quoted JSON
+        so the answer reads whole."""
+        if self._block_as_text:
+            return
+        closing = quoted_json_closing("".join(self._str_chars))
+        if closing:
+            self._emit_text(closing)
 
     def _string_escape_u(self, hexa: str) -> None:
         if self._str_role == "args":
@@ -292,3 +306,33 @@ class JsonScanner(CallAssembler):
         if self._args_depth is not None and len(self._stack) == self._args_depth:
             self._args_depth = None
         self._after_value()
+
+
+def quoted_json_closing(content: str) -> str:
+    """What closes JSON quoted in `content` when the content ends inside one of its
+    strings (`returned {"status": "shipped` → `"}`), else "".
+
+    SmolLM2, restating a tool result under the json format's grammar, escaped the inner
+    quotes but not the last one, which then closed the answer: `order_status returned
+    {\"status\": \"shipped on 2026-11-20, arriving Tuesday"}}`. Quotes outside braces
+    are prose and not tracked.
+    """
+    open_brackets: list[str] = []
+    in_string = escaped = False
+    for ch in content:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = bool(open_brackets)
+        elif ch in "{[":
+            open_brackets.append("}" if ch == "{" else "]")
+        elif ch in "}]" and open_brackets:
+            open_brackets.pop()
+    if not (in_string and open_brackets):
+        return ""
+    return '"' + "".join(reversed(open_brackets))
