@@ -208,8 +208,8 @@ async def test_a_made_up_call_after_a_quoted_made_up_result_gives_way_to_an_answ
     assert [r.response_format.name for r in inner.requests] == ["action", "action", "final"]
 
 
-async def test_a_made_up_result_given_as_a_tools_asks_for_that_call() -> None:
-    # Qwen on BFCL: "get_weather returned {"status": "done"}." It meant to call the tool.
+async def test_a_made_up_result_given_as_a_tools_is_asked_again_about_that_tool() -> None:
+    # Qwen on BFCL: "get_weather returned {"status": "done"}." It may have meant the call.
     pretended = f"get_weather returned {json.dumps(EXAMPLE_RESULT)}."
     inner = scripted(
         json.dumps({"final": {"content": pretended}}),
@@ -222,15 +222,27 @@ async def test_a_made_up_result_given_as_a_tools_asks_for_that_call() -> None:
         ("pretended_call", "get_weather")
     ]
     retry = inner.requests[1]
-    # Without the examples, held to a call of that one tool.
+    # Without the examples and without the reply; that tool's call or an answer.
     assert [type(m).__name__ for m in retry.messages] == [
         "SystemMessage",
         "UserMessage",
         "UserMessage",
     ]
-    assert "Call get_weather now" in retry.messages[-1].content
+    assert "If get_weather does what the user asks, call it" in retry.messages[-1].content
     schema = json.dumps(retry.response_format.schema)
-    assert '"get_weather"' in schema and '"add"' not in schema and '"final"' not in schema
+    assert '"get_weather"' in schema and '"final"' in schema and '"add"' not in schema
+
+
+async def test_a_pretended_call_can_end_in_an_answer() -> None:
+    pretended = f"get_weather returned {json.dumps(EXAMPLE_RESULT)}."
+    inner = scripted(
+        json.dumps({"final": {"content": pretended}}),
+        json.dumps({"final": {"content": "I can't tell from here."}}),
+        caps=PLAIN_SCHEMA,
+    )
+    events, finish = await run(PromptedBackend(inner), ask("Is it raining in Rome?"))
+    assert calls_of(events) == [] and text_of(events) == "I can't tell from here."
+    assert [r.reason for r in finish.diagnostics.retries] == ["pretended_call"]
 
 
 async def test_a_pretended_call_with_made_up_values_gives_way_to_an_answer() -> None:

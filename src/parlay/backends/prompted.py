@@ -398,27 +398,25 @@ class PromptedBackend:
         elif verdict.reason == "pretended_call" and verdict.tool is not None:
             # "get_crime_rate returned {"status": "done"}": after a nudge towards a tool,
             # Qwen wrote the examples' made-up result as that tool's instead of calling
-            # it. It meant the call, so the next attempt is held to one, without the
-            # examples; its values are still checked against the conversation.
-            named = ToolChoice("tool", verdict.tool.name)
-            forced = render_contract(
-                request.replace(tool_choice=named), plain, constrained=constrained
-            )
+            # it. Asked again without the examples, it may call that tool or answer; its
+            # values are still checked against the conversation. (Held to the call, it
+            # also called where no tool fit.)
+            unshown = render_contract(request, plain, constrained=constrained).messages
             instruction = retry_instruction(
                 verdict.reason,
                 verdict.detail,
                 len(retries),
                 contract.tools,
-                named,
+                choice,
                 self.options,
                 verdict.tool,
                 constrained=constrained,
             )
             if constrained:
                 response_format = action_response_format(
-                    contract.tools, named, self.options.action_format
+                    (verdict.tool,), choice, self.options.action_format
                 )
-            return (*forced.messages, UserMessage(instruction)), response_format
+            return (*unshown, UserMessage(instruction)), response_format
         elif (
             verdict.reason in MADE_UP_VALUES
             and choice.mode == "auto"
