@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.bfcl.run import pool, summarize, table
+from bench.bfcl.run import pool, summarize, table, targets
 
 
 def outcome(qid: str, category: str, *, right: bool, well_formed: bool = True) -> dict:
@@ -47,3 +47,17 @@ def test_pooled_samples_keep_the_same_question_once_per_seed(tmp_path: Path) -> 
     assert set(outcomes) == {"1:m1", "2:m1"}
     assert "| qwen | parlay json constrained | 100 % | 50 % |" in table(pooled)
     assert [s["seed"] for s in pooled["settings"]["samples"]] == [1, 2]
+
+
+def test_targets_judge_the_current_commit_not_a_bracketed_earlier_one() -> None:
+    good = [outcome("m1", "multiple", right=True), outcome("m2", "multiple", right=True)]
+    bad = [outcome("m1", "multiple", right=False), outcome("m2", "multiple", right=False)]
+    results = {
+        "runs": {
+            "qwen": {
+                "parlay json constrained [abc1234: earlier]": {o["question"]: o for o in good},
+                "parlay json constrained": {o["question"]: o for o in bad},
+            }
+        }
+    }
+    assert "best configuration `parlay json constrained`" in targets(results)
