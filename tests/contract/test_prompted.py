@@ -518,3 +518,17 @@ async def test_a_value_copied_twice_leaves_only_an_answer_to_the_grammar() -> No
     assert calls_of(events) == [] and text_of(events) == "Which city?"
     assert [r.reason for r in finish.diagnostics.retries] == ["example_value"] * 2
     assert [r.response_format.name for r in inner.requests] == ["action", "action", "final"]
+
+
+async def test_a_reply_that_only_repeats_the_retry_message_is_dropped() -> None:
+    # No earlier answer to fall back to: parlay's own instruction must not reach the user.
+    inner = scripted(block("add", a="many", b=2), "Write the corrected tool call now.")
+    events, finish = await run(PromptedBackend(inner, max_retries=1), ask("What is 2 plus 2?"))
+    assert calls_of(events) == [] and text_of(events) == ""
+    assert "dropped a reply that only repeated the retry message" in finish.diagnostics.notes
+
+
+async def test_a_real_answer_after_a_retry_is_shown() -> None:
+    inner = scripted(block("add", a="many", b=2), "I need two whole numbers to add.")
+    events, _ = await run(PromptedBackend(inner, max_retries=1), ask("What is 2 plus 2?"))
+    assert text_of(events) == "I need two whole numbers to add."

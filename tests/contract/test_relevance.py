@@ -141,3 +141,16 @@ async def test_pretending_to_have_called_the_named_tool_leads_to_the_call() -> N
     assert calls_of(events) == [("get_event_date", {"event": "Treaty of Lisbon signing"})]
     assert text_of(events) == ""
     assert [r.reason for r in finish.diagnostics.retries] == ["missed_tool", "pretended_call"]
+
+
+async def test_on_the_last_attempt_too_a_repeated_message_gives_way_to_the_first_answer() -> None:
+    inner = scripted(
+        final("Sunny, I think."),
+        final("The tool call, or your answer to the user."),
+        caps=PLAIN_SCHEMA,
+    )
+    backend = PromptedBackend(inner, max_retries=1)
+    events, finish = await run(backend, ask("What's the current weather in Rome?"))
+    assert text_of(events) == "Sunny, I think."
+    # The last attempt holds its short text back to tell an echo.
+    assert finish.diagnostics.streaming == "hybrid/hybrid"

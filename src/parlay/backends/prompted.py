@@ -12,7 +12,9 @@ modes (recorded as `Diagnostics.streaming`):
 
 - `live`: no retry can follow (`max_retries` spent or 0, or `tool_choice="none"`):
   every event goes out as the parser produces it.
-- `hybrid` (`tool_choice="auto"` with retries left): visible text goes out live once
+- `hybrid` (`tool_choice="auto"` with retries left, or the last attempt after a retry
+  under `auto`, whose short answer may only repeat the retry message and is then
+  replaced by an earlier plain answer or dropped): visible text goes out live once
   `refusal_window` characters have shown it is not a refusal; from the first action
   on, the call events are held until the reply ends and has been judged. If a retry
   follows after text went out, the text stays (it was not discarded) and only the
@@ -223,11 +225,15 @@ class PromptedBackend:
         shown_text = False
         modes: list[str] = []
         first_answer: Attempt | None = None  # a plain answer held back by a missed_tool retry
+        instruction = ""  # the message the last retry added
         last_finish: Finish | None = None
         yielded = 0
         for attempt_no in range(self.policy.max_retries + 1):
             can_retry = choice.mode != "none" and self.policy.allows(attempt_no)
-            mode = "live" if not can_retry else ("buffered" if choice.forces_call else "hybrid")
+            if can_retry:
+                mode = "buffered" if choice.forces_call else "hybrid"
+            else:
+                mode = "hybrid" if retries and choice.mode == "auto" else "live"
             modes.append(mode)
             attempt = Attempt(
                 mode,
@@ -320,16 +326,21 @@ class PromptedBackend:
                     verdict.reason,
                     verdict.detail,
                 )
-                messages, response_format = self._retry_request(
+                messages, response_format, instruction = self._retry_request(
                     request, verdict, retries, attempt, contract, messages, response_format
                 )
                 shown_text = shown_text or attempt.shown_text
                 if verdict.reason == "missed_tool" and not attempt.shown_text:
                     first_answer = attempt
                 continue
-            if first_answer is not None and _echoes_instruction(attempt, parsed, messages):
-                # Nudged towards a tool, Qwen answered with the message's own last line
-                # ("The tool call, or your answer to the user."): its first answer stands.
+            if instruction and _echoes(attempt, parsed, instruction):
+                # Qwen and SmolLM2 answered retry messages with their own words ("The tool
+                # call, or your answer to the user."): that is no answer, and the user
+                # should not read parlay's instructions. An answer held back for a
+                # missed_tool retry stands instead.
+                if first_answer is None:
+                    notes.append("dropped a reply that only repeated the retry message")
+                    break
                 notes.append("the reply repeated the retry message: the first answer stands")
                 attempt = first_answer
             for out in attempt.release():
@@ -388,8 +399,9 @@ class PromptedBackend:
         contract: Contract,
         messages: tuple[Message, ...],
         response_format: ResponseFormat | None,
-    ) -> tuple[tuple[Message, ...], ResponseFormat | None]:
-        """The messages and grammar of the next attempt after `verdict`."""
+    ) -> tuple[tuple[Message, ...], ResponseFormat | None, str]:
+        """The messages and grammar of the next attempt after `verdict`, and the
+        instruction added for it ("" when none is)."""
         choice = request.tool_choice
         constrained = self.uses_constraint(request)
         plain = evolve(self.options, few_shot=False)
@@ -416,7 +428,7 @@ class PromptedBackend:
                 response_format = action_response_format(
                     (verdict.tool,), choice, self.options.action_format
                 )
-            return (*unshown, UserMessage(instruction)), response_format
+            return (*unshown, UserMessage(instruction)), response_format, instruction
         elif (
             verdict.reason in MADE_UP_VALUES
             and choice.mode == "auto"
@@ -431,7 +443,7 @@ class PromptedBackend:
             # the grammar, both models answered with the instruction's own words ("Please
             # provide the strings you need...").
             words = request.replace(tool_choice=NONE)
-            return render_contract(words, plain, constrained=True).messages, ANSWER_ONLY
+            return render_contract(words, plain, constrained=True).messages, ANSWER_ONLY, ""
         instruction = retry_instruction(
             verdict.reason,
             verdict.detail,
@@ -445,13 +457,13 @@ class PromptedBackend:
         )
         if verdict.reason not in (*MADE_UP_VALUES, "example_answer"):
             reply = AssistantMessage("".join(attempt.raw))
-            return (*messages, reply, UserMessage(instruction)), response_format
+            return (*messages, reply, UserMessage(instruction)), response_format, instruction
         # The examples taught the model to fill values in (and to quote their made-up
         # result): ask again without them and without the reply, so nothing is left to
         # copy. With either in sight SmolLM2 wrote the same value again, and Qwen, asked
         # about an invented value, answered with the examples' result instead.
         fresh = render_contract(request, plain, constrained=constrained).messages
-        return (*fresh, UserMessage(instruction)), response_format
+        return (*fresh, UserMessage(instruction)), response_format, instruction
 
     def _away_from_repeats(
         self,
@@ -484,11 +496,9 @@ class PromptedBackend:
         return ANSWER_ONLY
 
 
-def _echoes_instruction(attempt: Attempt, parsed: ParseResult, messages: Sequence[Message]) -> bool:
+def _echoes(attempt: Attempt, parsed: ParseResult, instruction: str) -> bool:
     """Whether a plain reply, not yet shown, only repeats the retry message it answers."""
-    if parsed.calls or attempt.shown_text or not isinstance(messages[-1], UserMessage):
-        return False
-    return echoes(parsed.text, messages[-1].content)
+    return not parsed.calls and not attempt.shown_text and echoes(parsed.text, instruction)
 
 
 def _named_tool(text: str, tools: Sequence[ToolSpec]) -> ToolSpec | None:
