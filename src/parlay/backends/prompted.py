@@ -407,28 +407,15 @@ class PromptedBackend:
         plain = evolve(self.options, few_shot=False)
         if verdict.reason == "repeated_call":
             response_format = self._away_from_repeats(attempt, contract, choice, response_format)
-        elif verdict.reason == "pretended_call" and verdict.tool is not None:
+        elif verdict.reason == "pretended_call" and verdict.tool is not None and constrained:
             # "get_crime_rate returned {"status": "done"}": after a nudge towards a tool,
             # Qwen wrote the examples' made-up result as that tool's instead of calling
-            # it. Asked again without the examples, it may call that tool or answer; its
-            # values are still checked against the conversation. (Held to the call, it
-            # also called where no tool fit.)
-            unshown = render_contract(request, plain, constrained=constrained).messages
-            instruction = retry_instruction(
-                verdict.reason,
-                verdict.detail,
-                len(retries),
-                contract.tools,
-                choice,
-                self.options,
-                verdict.tool,
-                constrained=constrained,
+            # it. Asked again (without the examples, below), it may call that tool or
+            # answer; its values are still checked. (Held to the call, it also called
+            # where no tool fit.)
+            response_format = action_response_format(
+                (verdict.tool,), choice, self.options.action_format
             )
-            if constrained:
-                response_format = action_response_format(
-                    (verdict.tool,), choice, self.options.action_format
-                )
-            return (*unshown, UserMessage(instruction)), response_format, instruction
         elif (
             verdict.reason in MADE_UP_VALUES
             and choice.mode == "auto"
@@ -455,7 +442,7 @@ class PromptedBackend:
             constrained=constrained,
             argument=verdict.argument,
         )
-        if verdict.reason not in (*MADE_UP_VALUES, "example_answer"):
+        if verdict.reason not in (*MADE_UP_VALUES, "example_answer", "pretended_call"):
             reply = AssistantMessage("".join(attempt.raw))
             return (*messages, reply, UserMessage(instruction)), response_format, instruction
         # The examples taught the model to fill values in (and to quote their made-up
