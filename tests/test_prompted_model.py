@@ -11,7 +11,7 @@ import pytest
 from parlay import GenerationOptions, Session
 from parlay.backends.prompted import PromptedBackend
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
-from parlay.events import Finish, ToolCallEnd
+from parlay.events import Finish, ScoredTextDelta, TextDelta, ToolCallEnd
 from parlay.request import ChatRequest, ToolChoice, ToolSpec
 
 pytestmark = pytest.mark.model
@@ -121,3 +121,42 @@ async def test_required_gives_a_call_without_a_grammar(llama_backend) -> None:
     if calls:
         assert calls[0].name in {"get_user_id", "get_orders"}
         assert finish.reason == "tool_calls"
+
+
+async def test_the_server_reports_the_alternatives_the_model_weighed(llama_backend) -> None:
+    request = ChatRequest(
+        (UserMessage("Say hello."),),
+        options=GenerationOptions(temperature=0, max_tokens=8, top_logprobs=3),
+    )
+    deltas = [e async for e in llama_backend.stream(request) if isinstance(e, TextDelta)]
+    assert deltas and all(isinstance(d, ScoredTextDelta) for d in deltas)
+    for delta in deltas:
+        assert "".join(t.token for t in delta.tokens) == delta.text
+        assert all(1 <= len(t.top) <= 3 for t in delta.tokens)
+
+
+SUM = ToolSpec(
+    "calculate_sum",
+    "Calculates the sum of two numbers and returns the result.",
+    {
+        "type": "object",
+        "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+        "required": ["a", "b"],
+    },
+)
+
+
+async def test_a_call_the_grammar_forced_becomes_an_answer(llama_backend) -> None:
+    # BFCL live_irrelevance_775-284-0: a forecast asked for, only an adder offered. Under
+    # the grammar SmolLM2 writes `calculate_sum` with the coordinates, while at the name
+    # it leans to `fetch`; the engine reads that and asks for an answer instead.
+    question = (
+        "Can you fetch me the weather data for the coordinates 37.8651 N, 119.5383 W, "
+        "including the hourly forecast for temperature, wind speed, and precipitation "
+        "for the next 10 days"
+    )
+    request = ChatRequest((UserMessage(question),), (SUM,), options=OPTIONS)
+    calls, finish = await collect(PromptedBackend(llama_backend), request)
+    assert calls == []
+    assert [r.reason for r in finish.diagnostics.retries][:1] == ["forced_call"]
+    assert finish.diagnostics.retries[0].detail.startswith("calculate_sum: ")

@@ -33,10 +33,29 @@ class Usage:
 
 
 @frozen
+class TokenChoice:
+    """One generated token, its log-probability, and the alternatives the model weighed
+    for that position (`top`: token and log-probability, likeliest first)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@frozen
 class TextDelta:
     """Visible text, in the order the model produced it."""
 
     text: str
+
+
+@frozen
+class ScoredTextDelta(TextDelta):
+    """Text with its tokens and the alternatives the model weighed for each: what a
+    backend yields when the request asked for them (`GenerationOptions.top_logprobs`)
+    and the server reported them. Everything that reads `TextDelta` reads it as one."""
+
+    tokens: tuple[TokenChoice, ...] = field(default=(), repr=False)
 
 
 @frozen

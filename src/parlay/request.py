@@ -74,6 +74,8 @@ class ToolChoice:
 
 AUTO = ToolChoice("auto")
 NONE = ToolChoice("none")
+# OpenAI's limit on alternatives per token, which llama.cpp and vLLM accept too.
+MAX_TOP_LOGPROBS = 20
 
 
 @frozen
@@ -92,6 +94,16 @@ class GenerationOptions:
     max_tokens: int | None = None
     stop: tuple[str, ...] = field(default=(), converter=_tuple)
     seed: int | None = None
+    # Alternatives per generated token to report (`TextDelta.tokens`): OpenAI's
+    # `top_logprobs`, 0 to 20. None: no log-probabilities asked for.
+    top_logprobs: int | None = field(default=None)
+
+    @top_logprobs.validator
+    def _check_top_logprobs(self, _attribute: Any, value: int | None) -> None:
+        if value is not None and not 0 <= value <= MAX_TOP_LOGPROBS:
+            raise InvalidRequestError(
+                f"top_logprobs must be between 0 and {MAX_TOP_LOGPROBS}, got {value}"
+            )
 
 
 @frozen

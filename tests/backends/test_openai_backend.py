@@ -14,6 +14,7 @@ from parlay import (
     BackendTimeoutError,
     ChatRequest,
     GenerationOptions,
+    InvalidRequestError,
     OpenAIBackend,
     ResponseFormat,
     Session,
@@ -28,6 +29,7 @@ from parlay import (
     UserMessage,
 )
 from parlay.backends.local import free_port
+from parlay.events import ScoredTextDelta, TextDelta, TokenChoice
 from parlay.wire.openai_client import encode_request
 
 BASE = "http://upstream.test/v1"
@@ -272,3 +274,94 @@ async def test_garbage_in_a_stream_is_a_protocol_error():
     )
     with pytest.raises(BackendProtocolError, match="not JSON"):
         await collect(OpenAIBackend("m", base_url=BASE, api_key=""), request_with_tools())
+
+
+def test_asking_for_token_alternatives_encodes_openai_logprobs():
+    request = ChatRequest([UserMessage("hi")], options=GenerationOptions(top_logprobs=5))
+    body = encode_request(request, model="m", stream=True)
+    assert (body["logprobs"], body["top_logprobs"]) == (True, 5)
+    assert "logprobs" not in encode_request(
+        ChatRequest([UserMessage("hi")]), model="m", stream=True
+    )
+
+
+@pytest.mark.parametrize("count", [-1, 21])
+def test_top_logprobs_outside_the_openai_range_is_a_clear_error(count):
+    with pytest.raises(InvalidRequestError, match="top_logprobs must be between 0 and 20"):
+        GenerationOptions(top_logprobs=count)
+
+
+def logprob_chunk(content: str, top: list[tuple[str, float]]) -> dict:
+    """A chunk as llama.cpp streams it with `logprobs` on (recorded, ids and bytes kept)."""
+    chunk = delta_chunk({"content": content})
+    chunk["choices"][0]["logprobs"] = {
+        "content": [
+            {
+                "id": 57,
+                "token": content,
+                "bytes": list(content.encode()),
+                "logprob": top[0][1],
+                "top_logprobs": [
+                    {"id": i, "token": t, "bytes": list(t.encode()), "logprob": p}
+                    for i, (t, p) in enumerate(top)
+                ],
+            }
+        ]
+    }
+    return chunk
+
+
+@respx.mock
+async def test_streamed_token_alternatives_come_with_the_text():
+    respx.post(f"{BASE}/chat/completions").mock(
+        return_value=httpx.Response(
+            200,
+            headers={"content-type": "text/event-stream"},
+            content=b"".join(
+                sse(
+                    logprob_chunk("I", [("I", -2.256), ("Hello", -2.395)]),
+                    logprob_chunk("'m", [("'m", -0.149), (" am", -3.618)]),
+                    delta_chunk({"content": "!"}),  # a chunk without them stays plain text
+                    delta_chunk({}, "stop"),
+                    "[DONE]",
+                )
+            ),
+        )
+    )
+    request = ChatRequest([UserMessage("hi")], options=GenerationOptions(top_logprobs=2))
+    events = await collect(OpenAIBackend("m", base_url=BASE, api_key=""), request)
+    texts = [e for e in events if isinstance(e, TextDelta)]
+    assert "".join(e.text for e in texts) == "I'm!"
+    first, second, third = texts
+    assert isinstance(first, ScoredTextDelta) and isinstance(second, ScoredTextDelta)
+    assert first.tokens == (TokenChoice("I", -2.256, (("I", -2.256), ("Hello", -2.395))),)
+    assert second.tokens[0].top[1] == (" am", -3.618)
+    assert type(third) is TextDelta
+
+
+@respx.mock
+async def test_whole_response_token_alternatives_and_odd_shapes():
+    good = logprob_chunk("Hi", [("Hi", -0.1), ("Hello", -2.5)])["choices"][0]["logprobs"]
+    for logprobs, scored in [(good, True), ({"content": "junk"}, False), (None, False)]:
+        respx.post(f"{BASE}/chat/completions").mock(
+            return_value=httpx.Response(
+                200,
+                json={
+                    "model": "m",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": "Hi"},
+                            "logprobs": logprobs,
+                            "finish_reason": "stop",
+                        }
+                    ],
+                },
+            )
+        )
+        backend = OpenAIBackend("m", base_url=BASE, api_key="", stream=False)
+        [text] = [
+            e for e in await collect(backend, request_with_tools()) if isinstance(e, TextDelta)
+        ]
+        assert text.text == "Hi"
+        assert isinstance(text, ScoredTextDelta) is scored

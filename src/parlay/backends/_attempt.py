@@ -13,7 +13,15 @@ from parlay.context import ToolCall
 from parlay.contract.checks import CheckedCall
 from parlay.contract.refusal import RefusalPhrases, detect_refusal
 from parlay.contract.retry import CallIssue
-from parlay.events import Event, Finish, TextDelta, ToolCallArgsDelta, ToolCallEnd, ToolCallStart
+from parlay.events import (
+    Event,
+    Finish,
+    TextDelta,
+    TokenChoice,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
 
 CALL_EVENTS = (ToolCallStart, ToolCallArgsDelta, ToolCallEnd)
 
@@ -47,6 +55,7 @@ class Attempt:
         self.calls_started = False
         self.live_calls = 0
         self.raw: list[str] = []
+        self.tokens: list[TokenChoice] = []  # with alternatives, when the backend gave them
         self.issues: list[CallIssue] = []
         self.notes: list[str] = []
         self.finish: Finish | None = None

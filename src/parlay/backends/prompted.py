@@ -41,6 +41,7 @@ from parlay.backends.base import Backend, Capabilities
 from parlay.context import AssistantMessage, Message, ToolCall, UserMessage
 from parlay.contract.checks import CheckedCall, answered_calls, check_call
 from parlay.contract.constrain import FINAL_SCHEMA, action_response_format
+from parlay.contract.forced import NameChoice, name_choices
 from parlay.contract.grounding import copied_answer, echoes
 from parlay.contract.parser import ActionStreamParser, ParseResult
 from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases, RefusalSignal, detect_refusal
@@ -61,6 +62,7 @@ from parlay.events import (
     Event,
     Finish,
     FinishReason,
+    ScoredTextDelta,
     TextDelta,
     Usage,
 )
@@ -73,7 +75,9 @@ ANSWER_ONLY = ResponseFormat(FINAL_SCHEMA, name="final", strict=True)
 # Retry reasons for a call carrying a value the conversation did not give.
 MADE_UP_VALUES = ("example_value", "invented_value")
 # Earlier retries after which a made-up value means the turn has nothing real to call with.
-DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "pretended_call", "missed_tool")
+DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "pretended_call", "missed_tool", "forced_call")
+# Alternatives per token asked of the inner backend for `forced.name_choices`.
+NAME_ALTERNATIVES = 5
 
 
 class PromptedBackend:
@@ -98,6 +102,11 @@ class PromptedBackend:
     - `check_missed_calls`: under `auto`, ask once more, naming the tool, when the model
       answers in words a request that names what a tool does
       (`parlay.contract.relevance`). Default on.
+    - `min_offered_share`: under `auto` and a grammar, a call is taken for one the grammar
+      forced, and the model asked for an answer instead, when less than this share of
+      the alternatives it weighed at the first token of the tool's name begin an offered
+      tool (`parlay.contract.forced`; needs a backend that reports log-probabilities,
+      like llama.cpp, vLLM or OpenAI). Default 0.25; 0 turns the check off.
 
     The defaults are the configuration that did best on BFCL with both local models
     measured (bench/results/bfcl.md): json under a grammar was the most even, and free
@@ -120,11 +129,16 @@ class PromptedBackend:
         max_examples: int = 4,
         check_values: bool = True,
         check_missed_calls: bool = True,
+        min_offered_share: float = 0.25,
     ) -> None:
         if constrained and not inner.capabilities.json_schema:
             raise ConfigurationError(
                 f"constrained=True needs a backend with JSON-schema output; {inner.name} has "
                 "none: pass constrained=None (use it when available) or False"
+            )
+        if not 0 <= min_offered_share <= 1:
+            raise ConfigurationError(
+                f"min_offered_share must be between 0 and 1, got {min_offered_share}"
             )
         self.inner = inner
         self.constrained = constrained
@@ -143,6 +157,7 @@ class PromptedBackend:
         self.refusal_window = refusal_window
         self.check_values = check_values
         self.check_missed_calls = check_missed_calls
+        self.min_offered_share = min_offered_share
 
     @property
     def action_format(self) -> str:
@@ -167,6 +182,7 @@ class PromptedBackend:
             "max_examples": self.options.max_examples,
             "check_values": self.check_values,
             "check_missed_calls": self.check_missed_calls,
+            "min_offered_share": self.min_offered_share,
         }
         settings.update(changes)
         return PromptedBackend(self.inner, **settings)
@@ -216,6 +232,11 @@ class PromptedBackend:
         def check(call: ToolCall) -> CheckedCall:
             return check_call(call, specs, contract, answered, check_values=self.check_values)
 
+        # The model's own choice of tool names is only hidden when a grammar picks them.
+        read_names = constrained and choice.mode == "auto" and self.min_offered_share > 0
+        options = request.options
+        if read_names:
+            options = evolve(options, top_logprobs=NAME_ALTERNATIVES)
         messages = contract.messages
         retries: list[Retry] = []
         notes: list[str] = []
@@ -246,7 +267,11 @@ class PromptedBackend:
             )
             parser = ActionStreamParser(specs, thought_limit=self.options.thought_limit)
             inner_request = request.replace(
-                messages=messages, tools=(), tool_choice=AUTO, response_format=response_format
+                messages=messages,
+                tools=(),
+                tool_choice=AUTO,
+                response_format=response_format,
+                options=options,
             )
             try:
                 async for event in self.inner.stream(inner_request):
@@ -255,6 +280,8 @@ class PromptedBackend:
                         continue
                     if isinstance(event, TextDelta):
                         attempt.raw.append(event.text)
+                        if isinstance(event, ScoredTextDelta):
+                            attempt.tokens.extend(event.tokens)
                         produced = parser.feed(event.text)
                     else:  # a native call from the inner backend: take it as it is
                         produced = [event]
@@ -305,6 +332,7 @@ class PromptedBackend:
                     copied_answer=copied,
                     pretended_tool=_named_tool(parsed.text, contract.tools) if copied else None,
                     fitting_tool=self._fitting_tool(request, contract, parsed.calls, retries),
+                    forced=self._forced(attempt, parsed.calls, contract) if read_names else None,
                 )
                 if verdict is not None and verdict.about_text and attempt.shown_text:
                     notes.append(f"not retried ({verdict.reason}): the text was already shown")
@@ -385,10 +413,24 @@ class PromptedBackend:
         """
         if not self.check_missed_calls or request.tool_choice.mode != "auto" or calls:
             return None
-        # Once per turn: a second plain answer is the model's considered one.
-        if _retried(retries, "missed_tool"):
+        # Once per turn: a second plain answer is the model's considered one. After a
+        # forced call, the answer is the one asked for.
+        if _retried(retries, "missed_tool") or _retried(retries, "forced_call"):
             return None
         return fitting_tool(request.messages, contract.tools)
+
+    def _forced(
+        self, attempt: Attempt, calls: Sequence[ToolCall], contract: Contract
+    ) -> NameChoice | None:
+        """The first call, when every call of the reply was forced on the model by the
+        grammar (see `forced`); a reply that also makes a call of its own choosing stands."""
+        names = [spec.name for spec in contract.tools]
+        choices = name_choices(attempt.tokens, calls, names)
+        if not calls or len(choices) != len(calls):
+            return None
+        if all(choice.share < self.min_offered_share for choice in choices):
+            return choices[0]
+        return None
 
     def _retry_request(
         self,
@@ -416,15 +458,16 @@ class PromptedBackend:
             response_format = action_response_format(
                 (verdict.tool,), choice, self.options.action_format
             )
-        elif (
+        elif verdict.reason == "forced_call" or (
             verdict.reason in MADE_UP_VALUES
             and choice.mode == "auto"
             and self.grammar_available
             and any(r.reason in DOUBTFUL for r in retries[:-1])
         ):
-            # A call with a value no one gave, after an earlier doubt about this turn (a
-            # made-up value, a quoted made-up result, or a plain answer the engine pointed
-            # at a tool): the user most likely never gave the value. Asking again does not
+            # A call the grammar forced on the model, or one with a value no one gave after
+            # an earlier doubt about this turn (a made-up value, a quoted made-up result,
+            # or a plain answer the engine pointed at a tool): the user most likely asked
+            # for something no tool does, or never gave the value. Asking again does not
             # help a small model; a grammar for words does. The conversation goes as it
             # was, rendered as under tool_choice="none", with no instruction added: under
             # the grammar, both models answered with the instruction's own words ("Please

@@ -2,7 +2,8 @@
 
 Triggers, in order: a call to a tool that does not exist; arguments that fail the schema;
 a reply whose every call repeats one the history already answered (small models loop);
-an action that cannot be read; a call to another tool than the one named; an argument
+an action that cannot be read; under `auto`, a call the grammar forced on a model that
+leaned to a tool not offered (see `forced`); a call to another tool than the one named; an argument
 value copied from a few-shot example that the conversation never mentions; under
 `auto`, a required value that no one in the conversation gave (see `grounding`); a
 forced choice (`required` / a named tool) answered without the call it asked for; a
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from attrs import field, frozen
 
 from parlay.context import ToolCall
+from parlay.contract.forced import NameChoice
 from parlay.contract.parser import ParseProblem
 from parlay.contract.refusal import RefusalSignal
 from parlay.request import ToolChoice, ToolSpec
@@ -48,7 +50,7 @@ class CallIssue:
 class Verdict:
     # no_call | wrong_tool | refusal | unreadable | unknown_tool | invalid_arguments
     # | example_value | example_answer | pretended_call | invented_value | missed_tool
-    # | repeated_call
+    # | repeated_call | forced_call
     reason: str
     detail: str = ""
     tool: ToolSpec | None = None
@@ -79,6 +81,7 @@ class RetryPolicy:
         copied_answer: str = "",
         fitting_tool: ToolSpec | None = None,
         pretended_tool: ToolSpec | None = None,
+        forced: NameChoice | None = None,
     ) -> Verdict | None:
         """Why this reply should be retried, or None when it is fine."""
         if choice.mode == "none":
@@ -96,6 +99,13 @@ class RetryPolicy:
         unreadable = [p for p in problems if p.kind in UNREADABLE]
         if unreadable:
             return Verdict("unreadable", "; ".join(p.detail for p in unreadable))
+        if forced is not None and choice.mode == "auto":
+            detail = (
+                f"{forced.call.name}: {forced.share:.0%} of the model's choices began an "
+                f"offered tool (it leaned to {forced.leaning!r})"
+            )
+            spec = next((t for t in tools if t.name == forced.call.name), None)
+            return Verdict("forced_call", detail, spec)
         good = [c for c in calls if c.name in {t.name for t in tools}]
         if choice.mode == "tool" and good and all(c.name != choice.name for c in good):
             return Verdict("wrong_tool", ", ".join(c.name for c in good))

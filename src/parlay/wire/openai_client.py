@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -18,7 +19,9 @@ from parlay.events import (
     Event,
     Finish,
     FinishReason,
+    ScoredTextDelta,
     TextDelta,
+    TokenChoice,
     ToolCallArgsDelta,
     ToolCallEnd,
     ToolCallStart,
@@ -96,6 +99,9 @@ def encode_request(request: ChatRequest, *, model: str | None, stream: bool) -> 
             body[key] = value
     if options.stop:
         body["stop"] = list(options.stop)
+    if options.top_logprobs is not None:
+        body["logprobs"] = True
+        body["top_logprobs"] = options.top_logprobs
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
@@ -117,13 +123,41 @@ def _finish_reason(raw: str | None, has_calls: bool) -> FinishReason:
     return reason
 
 
+def decode_tokens(choice: Mapping[str, Any]) -> tuple[TokenChoice, ...]:
+    """The tokens of a choice's content with their alternatives (`logprobs.content`), or
+    () when the server sent none or in a shape this does not know."""
+    logprobs = choice.get("logprobs")
+    entries = logprobs.get("content") if isinstance(logprobs, Mapping) else None
+    if not isinstance(entries, list):
+        return ()
+    tokens = []
+    for entry in entries:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("token"), str):
+            return ()
+        top = tuple(
+            (alt["token"], float(alt["logprob"]))
+            for alt in entry.get("top_logprobs") or ()
+            if isinstance(alt, Mapping)
+            and isinstance(alt.get("token"), str)
+            and isinstance(alt.get("logprob"), (int, float))
+        )
+        logprob = entry.get("logprob")
+        chosen = float(logprob) if isinstance(logprob, (int, float)) else math.nan
+        tokens.append(TokenChoice(entry["token"], chosen, top))
+    return tuple(tokens)
+
+
+def text_delta(text: str, tokens: tuple[TokenChoice, ...]) -> TextDelta:
+    return ScoredTextDelta(text, tokens) if tokens else TextDelta(text)
+
+
 def decode_response(data: Mapping[str, Any]) -> Iterator[Event]:
     """Events for a whole (non-streamed) chat completion."""
     choices = data.get("choices") or []
     message = (choices[0].get("message") if choices else None) or {}
     content = message.get("content")
     if isinstance(content, str) and content:
-        yield TextDelta(content)
+        yield text_delta(content, decode_tokens(choices[0]))
     calls = message.get("tool_calls") or []
     for index, raw in enumerate(calls):
         function = raw.get("function") or {}
@@ -182,7 +216,7 @@ class StreamDecoder:
             delta = choice.get("delta") or {}
             content = delta.get("content")
             if isinstance(content, str) and content:
-                yield TextDelta(content)
+                yield text_delta(content, decode_tokens(choice))
             for raw in delta.get("tool_calls") or []:
                 yield from self._feed_call(raw)
             if choice.get("finish_reason"):

@@ -1,0 +1,218 @@
+"""Calls the grammar forced: the model's own choice of tool name, read from its alternatives."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Sequence
+
+import pytest
+
+from parlay.backends.base import Capabilities
+from parlay.backends.prompted import ANSWER_ONLY, NAME_ALTERNATIVES, PromptedBackend
+from parlay.context import ToolCall, UserMessage
+from parlay.contract.forced import name_choices
+from parlay.errors import ConfigurationError
+from parlay.events import (
+    Event,
+    Finish,
+    ScoredTextDelta,
+    TextDelta,
+    TokenChoice,
+    ToolCallEnd,
+    Usage,
+)
+from parlay.request import ChatRequest, GenerationOptions, ToolChoice
+
+from .conftest import TOOLS
+
+NAMES = [t.name for t in TOOLS]  # get_weather, add
+
+
+def lp(p: float) -> float:
+    return math.log(p)
+
+
+def tokens(*pieces: str | tuple[str, Sequence[tuple[str, float]]]) -> list[TokenChoice]:
+    """Tokens as written; a piece given with alternatives gets them (as probabilities)."""
+    out = []
+    for piece in pieces:
+        if isinstance(piece, tuple):
+            text, top = piece
+            out.append(TokenChoice(text, lp(top[0][1]), tuple((t, lp(p)) for t, p in top)))
+        else:
+            out.append(TokenChoice(piece, 0.0, ((piece, 0.0),)))
+    return out
+
+
+def call_reply(first: str, top: Sequence[tuple[str, float]], rest: str, args: str) -> list:
+    """`{"action": {"tool": "<first><rest>", "args": <args>}}` split into tokens, the name's
+    first token carrying `top`."""
+    return tokens(
+        '{"',
+        "action",
+        '":',
+        ' {"',
+        "tool",
+        '":',
+        ' "',
+        (first, top),
+        rest,
+        '", "args": ',
+        args,
+        "}}",
+    )
+
+
+WHOIS = call_reply(
+    "get", [("elite", 0.95), ("get", 0.02), ("who", 0.01)], "_weather", '{"city": "1.2.3.4"}'
+)
+WEATHER = call_reply("get", [("get", 0.9), ("weather", 0.05)], "_weather", '{"city": "Paris"}')
+
+
+def test_a_name_the_model_leaned_away_from_has_a_small_share() -> None:
+    call = ToolCall("get_weather", {"city": "1.2.3.4"})
+    [choice] = name_choices(WHOIS, [call], NAMES)
+    assert choice.call == call
+    assert choice.share == pytest.approx(0.02 / 0.98)
+    assert choice.leaning == "elite"
+
+
+def test_a_name_the_model_chose_has_a_large_share() -> None:
+    [choice] = name_choices(WEATHER, [ToolCall("get_weather", {"city": "Paris"})], NAMES)
+    assert choice.share == pytest.approx(0.9 / 0.95)
+    assert choice.leaning == "get"
+
+
+def test_a_token_holding_the_opening_quote_is_read_with_it() -> None:
+    # The tokenizer may glue the quote to the name: ` "get` against ` "add` and ` "weather`.
+    reply = tokens(
+        '{"action": {"tool":',
+        (' "get', [(' "weather', 0.6), (' "get', 0.3), (' "add', 0.1)]),
+        "_weather",
+        '"}}',
+    )
+    [choice] = name_choices(reply, [ToolCall("get_weather", {})], NAMES)
+    assert choice.share == pytest.approx(0.4)
+    assert choice.leaning == ' "weather'
+
+
+def test_each_call_is_found_in_order_and_fenced_blocks_use_the_tool_key() -> None:
+    reply = tokens(
+        '```json action\n{"tool": "',
+        ("add", [("add", 0.5), ("sum", 0.5)]),
+        '", "parameters": {"a": 1, "b": 2}}\n```\n```json action\n{"tool": "',
+        ("add", [("plus", 0.9), ("add", 0.1)]),
+        '", "parameters": {"a": 3, "b": 4}}\n```',
+    )
+    calls = [ToolCall("add", {"a": 1, "b": 2}), ToolCall("add", {"a": 3, "b": 4})]
+    shares = [c.share for c in name_choices(reply, calls, NAMES)]
+    assert shares == pytest.approx([0.5, 0.1])
+
+
+def test_no_alternatives_no_choice() -> None:
+    reply = [TokenChoice(t.token, t.logprob) for t in WEATHER]  # a server that sent none
+    assert name_choices(reply, [ToolCall("get_weather", {})], NAMES) == []
+    assert name_choices([], [ToolCall("get_weather", {})], NAMES) == []
+
+
+def test_a_call_not_in_the_tokens_is_skipped() -> None:
+    assert name_choices(WEATHER, [ToolCall("add", {"a": 1, "b": 2})], NAMES) == []
+
+
+class ScoredModel:
+    """A plain-chat model under a grammar whose replies come with token alternatives."""
+
+    def __init__(self, *replies: list[TokenChoice] | str) -> None:
+        self.replies = list(replies)
+        self.requests: list[ChatRequest] = []
+
+    name = "scored"
+    capabilities = Capabilities(native_tools=False, json_schema=True)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        self.requests.append(request)
+        reply = self.replies.pop(0)
+        if isinstance(reply, str):
+            yield TextDelta(reply)
+        else:
+            for token in reply:
+                yield ScoredTextDelta(token.token, (token,))
+        yield Finish("stop", Usage(1, 1))
+
+
+async def run(backend: PromptedBackend, request: ChatRequest) -> tuple[list[Event], Finish]:
+    events = [event async for event in backend.stream(request)]
+    assert isinstance(events[-1], Finish)
+    return events, events[-1]
+
+
+def ask(text: str, choice: str = "auto") -> ChatRequest:
+    return ChatRequest((UserMessage(text),), TOOLS, ToolChoice.coerce(choice))
+
+
+FINAL = '{"final": {"content": "I have no tool for WHOIS lookups."}}'
+
+
+async def test_a_forced_call_is_asked_again_for_an_answer() -> None:
+    model = ScoredModel(WHOIS, FINAL)
+    events, finish = await run(PromptedBackend(model), ask("WHOIS data for 1.2.3.4?"))
+    assert not [e for e in events if isinstance(e, ToolCallEnd)]
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == (
+        "I have no tool for WHOIS lookups."
+    )
+    [retry] = finish.diagnostics.retries
+    assert retry.reason == "forced_call"
+    assert "get_weather" in retry.detail and "'elite'" in retry.detail and "2%" in retry.detail
+    first, second = model.requests
+    assert first.options.top_logprobs == NAME_ALTERNATIVES
+    # The answer is asked for under a grammar that only admits one.
+    assert second.response_format == ANSWER_ONLY
+
+
+async def test_a_call_the_model_chose_goes_through() -> None:
+    model = ScoredModel(WEATHER)
+    events, finish = await run(PromptedBackend(model), ask("Weather in Paris?"))
+    assert [e.call.name for e in events if isinstance(e, ToolCallEnd)] == ["get_weather"]
+    assert finish.diagnostics.retries == ()
+
+
+@pytest.mark.parametrize("choice", ["required", "get_weather"])
+async def test_a_forced_choice_is_never_second_guessed(choice: str) -> None:
+    model = ScoredModel(WHOIS)
+    events, finish = await run(PromptedBackend(model), ask("WHOIS data for 1.2.3.4?", choice))
+    assert [e.call.name for e in events if isinstance(e, ToolCallEnd)] == ["get_weather"]
+    assert finish.diagnostics.retries == ()
+    # Nothing to read, so nothing asked of the server.
+    assert model.requests[0].options.top_logprobs is None
+
+
+async def test_zero_turns_the_check_off() -> None:
+    model = ScoredModel(WHOIS)
+    backend = PromptedBackend(model, min_offered_share=0)
+    events, _ = await run(backend, ask("WHOIS data for 1.2.3.4?"))
+    assert [e.call.name for e in events if isinstance(e, ToolCallEnd)] == ["get_weather"]
+    assert model.requests[0].options.top_logprobs is None
+
+
+async def test_the_last_attempt_keeps_its_call() -> None:
+    # No retry is left to ask for an answer, and a call is better than nothing.
+    model = ScoredModel(WHOIS)
+    events, finish = await run(PromptedBackend(model, max_retries=0), ask("WHOIS for 1.2.3.4?"))
+    assert [e.call.name for e in events if isinstance(e, ToolCallEnd)] == ["get_weather"]
+    assert finish.diagnostics.retries == ()
+
+
+async def test_the_options_of_the_request_are_kept() -> None:
+    model = ScoredModel(WEATHER)
+    request = ask("Weather in Paris?").replace(
+        options=GenerationOptions(temperature=0.0, max_tokens=64)
+    )
+    await run(PromptedBackend(model), request)
+    sent = model.requests[0].options
+    assert (sent.temperature, sent.max_tokens, sent.top_logprobs) == (0.0, 64, NAME_ALTERNATIVES)
+
+
+@pytest.mark.parametrize("share", [-0.1, 1.5])
+def test_a_share_outside_zero_to_one_is_a_clear_error(share: float) -> None:
+    with pytest.raises(ConfigurationError, match="min_offered_share must be between 0 and 1"):
+        PromptedBackend(ScoredModel(), min_offered_share=share)
