@@ -95,6 +95,47 @@ def test_a_conversation_outside_the_latin_script_is_not_checked() -> None:
     assert invented({"title": "Boris Godunov"}, "Билеты на Бориса Годунова") == ""
 
 
+USER = ToolSpec(
+    "fetch_user_details",
+    "Retrieve a user by id.",
+    {
+        "type": "object",
+        "properties": {
+            "user_id": {"type": "integer"},
+            "paid": {"type": "number"},
+            "limit": {"type": "integer"},
+        },
+        "required": ["user_id", "paid", "limit"],
+    },
+)
+
+
+@pytest.mark.parametrize("key", ["user_id", "userId", "orderID", "id"])
+def test_a_numeric_id_no_one_wrote_is_invented_in_any_script(key: str) -> None:
+    spec = ToolSpec("f", "", {"properties": {key: {"type": "integer"}}, "required": [key]})
+    assert invented({key: 1}, "获取武汉的天气", spec=spec) == key
+    assert invented({key: 43523}, "Update user 43523's email", spec=spec) == ""
+    assert invented({key: 7}, "用户7的资料", spec=spec) == ""
+
+
+def test_numbers_not_named_as_ids_may_be_worked_out() -> None:
+    # "three nights", "half of it": other numbers are left to the model.
+    arguments = {"user_id": 12, "paid": 4.5, "limit": 3}
+    assert invented(arguments, "User 12 paid four and a half; show three") == ""
+
+
+async def test_a_made_up_id_under_auto_is_retried_like_a_made_up_word() -> None:
+    inner = scripted(
+        block("fetch_user_details", user_id=1, paid=1, limit=1), "Which user do you mean?"
+    )
+    request = ask("Show me the user's details", tools=(USER,))
+    events, finish = await run(PromptedBackend(inner), request)
+    assert calls_of(events) == []
+    assert [(r.reason, r.detail) for r in finish.diagnostics.retries] == [
+        ("invented_value", "user_id=1")
+    ]
+
+
 def test_an_answer_quoting_the_examples_result_is_caught_in_any_spacing() -> None:
     answers = frozenset({json.dumps(EXAMPLE_RESULT)})
     assert copied_answer('get_stock returned {"status":"done"}.', answers)

@@ -413,9 +413,10 @@ class PromptedBackend:
         """
         if not self.check_missed_calls or request.tool_choice.mode != "auto" or calls:
             return None
-        # Once per turn: a second plain answer is the model's considered one. After a
-        # forced call, the answer is the one asked for.
-        if _retried(retries, "missed_tool") or _retried(retries, "forced_call"):
+        # The first reply only: a plain answer after a retry is the one the retry asked
+        # for (a missing value asked of the user, an answer instead of a forced call),
+        # and after this nudge it is the model's considered one.
+        if retries:
             return None
         return fitting_tool(request.messages, contract.tools)
 
@@ -536,10 +537,6 @@ def _named_tool(text: str, tools: Sequence[ToolSpec]) -> ToolSpec | None:
     return next(
         (t for t in tools if re.search(rf"(?<![\w.]){re.escape(t.name)}(?![\w])", text)), None
     )
-
-
-def _retried(retries: list[Retry], reason: str) -> bool:
-    return any(r.reason == reason for r in retries)
 
 
 def _insists(verdict: Verdict, retries: list[Retry]) -> bool:
