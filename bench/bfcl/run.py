@@ -370,6 +370,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="llama.cpp threads; 1 on a busy machine (spinning threads thrash when shared)",
     )
     parser.add_argument("--out", type=Path, default=RESULTS / "bfcl.json")
+    parser.add_argument(
+        "--only",
+        help="comma-separated question ids: ask only these of the sample (to re-ask the "
+        "questions a change can reach on a new commit)",
+    )
     parser.add_argument("--notes", type=Path, help="markdown appended to the results page")
     parser.add_argument(
         "--merge",
@@ -384,6 +389,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="no run: print one table over these result files (several samples read as one)",
     )
     return parser.parse_args(argv)
+
+
+def only(questions: Sequence[Question], ids: Sequence[str]) -> list[Question]:
+    """The questions of a sample with these ids; an id the sample lacks is an error."""
+    wanted = set(ids)
+    chosen = [q for q in questions if q.id in wanted]
+    if missing := wanted - {q.id for q in chosen}:
+        raise SystemExit(f"not in this sample: {', '.join(sorted(missing))}")
+    return chosen
 
 
 def configs_from(spec: str) -> list[Config]:
@@ -416,6 +430,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     results = load_results(args.out, settings)
     results.setdefault("commits", []).append(_head())
     questions = interleave([sample(c, args.n, args.seed) for c in categories])
+    if args.only:
+        questions = only(questions, args.only.split(","))
     configs = configs_from(args.configs)
     notes = args.notes.read_text() if args.notes else ""
     for model in models(tuple(args.models.split(","))):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.bfcl.run import pool, summarize, table, targets
+import pytest
+from bench.bfcl import data
+from bench.bfcl.run import only, pool, summarize, table, targets
 
 
 def outcome(qid: str, category: str, *, right: bool, well_formed: bool = True) -> dict:
@@ -61,3 +63,11 @@ def test_targets_judge_the_current_commit_not_a_bracketed_earlier_one() -> None:
         }
     }
     assert "best configuration `parlay json constrained`" in targets(results)
+
+
+def test_only_keeps_the_named_questions_of_the_sample() -> None:
+    questions = data.sample("live_irrelevance", 10, 4)
+    chosen = only(questions, [questions[3].id, questions[1].id])
+    assert [q.id for q in chosen] == [questions[1].id, questions[3].id]
+    with pytest.raises(SystemExit, match="not in this sample: simple_python_0"):
+        only(questions, ["simple_python_0"])
