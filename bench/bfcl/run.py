@@ -63,6 +63,8 @@ class Config:
     key: str
     action_format: str | None = None
     constrained: bool | None = None
+    # PromptedBackend's floor for forced calls; None: its default.
+    min_offered_share: float | None = None
 
     @property
     def native(self) -> bool:
@@ -79,18 +81,26 @@ def engine_formats() -> tuple[str, ...]:
     return tuple(FORMATS)
 
 
-def engine_config(action_format: str, constrained: bool) -> Config:
+def engine_config(
+    action_format: str, constrained: bool, min_offered_share: float | None = None
+) -> Config:
     mode = "constrained" if constrained else "free"
-    return Config(f"parlay {action_format} {mode}", action_format, constrained)
+    key = f"parlay {action_format} {mode}"
+    if min_offered_share is not None:
+        key += f", min_offered_share {min_offered_share:g}"
+    return Config(key, action_format, constrained, min_offered_share)
 
 
 def make_backend(config: Config, server: LlamaServer, model: Model) -> Backend:
     if config.action_format is None:
         return OpenAIBackend(model.key, base_url=server.base_url, api_key="", capabilities=NATIVE)
     inner = OpenAIBackend(model.key, base_url=server.base_url, api_key="", capabilities=PLAIN_CHAT)
-    return PromptedBackend(
+    backend = PromptedBackend(
         inner, action_format=config.action_format, constrained=config.constrained
     )
+    if config.min_offered_share is not None:
+        backend = backend.configure(min_offered_share=config.min_offered_share)
+    return backend
 
 
 def _jsonable(value: Any) -> Any:
@@ -359,8 +369,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--configs",
         default="all",
-        help="comma-separated: native, or FORMAT:free / FORMAT:constrained; 'all' for every "
-        "engine format both ways plus native; 'engine' for the engine ones only",
+        help="comma-separated: native, or FORMAT:free / FORMAT:constrained, with @SHARE for "
+        "another min_offered_share (json:constrained@0.9); 'all' for every engine format "
+        "both ways plus native; 'engine' for the engine ones only",
     )
     parser.add_argument("--categories", default=",".join(CATEGORIES))
     parser.add_argument(
@@ -412,10 +423,11 @@ def configs_from(spec: str) -> list[Config]:
         if item == "native":
             out.append(NATIVE_CONFIG)
         else:
-            name, _, mode = item.partition(":")
+            name, _, rest = item.partition(":")
+            mode, _, share = rest.partition("@")
             if mode not in ("free", "constrained"):
                 raise SystemExit(f"config {item!r}: write FORMAT:free or FORMAT:constrained")
-            out.append(engine_config(name, mode == "constrained"))
+            out.append(engine_config(name, mode == "constrained", float(share) if share else None))
     return out
 
 
