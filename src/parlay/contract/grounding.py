@@ -63,18 +63,21 @@ class Grounds:
     messages: tuple[Message, ...] | None
 
     @cached_property
+    def _text(self) -> str:
+        """Everything the model was given to read, joined once for both checks."""
+        return "\n".join(_said(message) for message in self.messages or ())
+
+    @cached_property
     def _read(self) -> tuple[frozenset[str], bool]:
         """The conversation's words, and whether word matching can judge it (False when
         some letter is not Latin: values may then be translations)."""
         if self.messages is None:
             return frozenset(), False
-        text = "\n".join(_said(message) for message in self.messages)
-        return frozenset(_WORD.findall(text.casefold())), _latin_only(text)
+        return frozenset(_WORD.findall(self._text.casefold())), _latin_only(self._text)
 
     @cached_property
     def _numbers(self) -> frozenset[str]:
-        text = "\n".join(_said(message) for message in self.messages or ())
-        return frozenset(_DIGITS.findall(text))
+        return frozenset(_DIGITS.findall(self._text))
 
     def shows_number(self, value: float) -> bool:
         """Whether the conversation writes this whole number's digits (anything else, and

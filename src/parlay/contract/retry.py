@@ -3,13 +3,14 @@
 Triggers, in order: a call to a tool that does not exist; arguments that fail the schema;
 a reply whose every call repeats one the history already answered (small models loop);
 an action that cannot be read; under `auto`, a call the grammar forced on a model that
-leaned to a tool not offered (see `forced`); a call to another tool than the one named; an argument
-value copied from a few-shot example that the conversation never mentions; under
-`auto`, a required value that no one in the conversation gave (see `grounding`); a
-forced choice (`required` / a named tool) answered without the call it asked for; a
-plain answer quoting an example's made-up result (as what a named tool returned: a
-pretended call, which the retry asks about); refusal language; under `auto`, a plain
-first answer to a request that names what a tool does (see `relevance`).
+leaned to a tool not offered (see `forced`); a call to another tool than the one
+named; an argument value copied from a few-shot example that the conversation never
+mentions; under `auto`, a required value that no one in the conversation gave (see
+`grounding`); a forced choice (`required` / a named tool) answered without the call it
+asked for; a plain answer quoting an example's made-up result (as what a named tool
+returned: a pretended call, which the retry asks about); refusal language; under
+`auto`, a plain first answer to a request that names what a tool does (see
+`relevance`).
 A hard refusal under `auto` is an answer (the model may decline a task), so
 only a soft one ("I can't access real-time data" while a tool could) is retried there.
 A plain answer under `auto` is legitimate, so under `auto` the retry messages for an
