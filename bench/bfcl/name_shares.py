@@ -26,7 +26,7 @@ from bench._table import markdown_table, write_result
 from bench.bfcl.checker import check
 from bench.bfcl.data import Question, sample
 from bench.bfcl.models import Model, models
-from bench.bfcl.run import CATEGORIES, PLAIN_CHAT, RESULTS
+from bench.bfcl.run import CATEGORIES, PLAIN_CHAT, RESULTS, question_request
 from parlay.backends.local import LlamaServer
 from parlay.backends.openai import OpenAIBackend
 from parlay.backends.prompted import NAME_ALTERNATIVES, PromptedBackend
@@ -34,7 +34,7 @@ from parlay.backends.scripted import reply_events
 from parlay.contract.forced import name_choices
 from parlay.contract.parser import parse
 from parlay.events import Event, ScoredTextDelta, TextDelta, TokenChoice
-from parlay.request import ChatRequest, GenerationOptions
+from parlay.request import ChatRequest
 
 FLOORS = (0.1, 0.25, 0.5, 0.75, 0.9)
 
@@ -56,11 +56,7 @@ class _FirstRequest:
 
 async def first_request(question: Question, max_tokens: int) -> ChatRequest:
     recorder = _FirstRequest()
-    request = ChatRequest(
-        question.messages,
-        tools=question.tools,
-        options=GenerationOptions(temperature=0.0, max_tokens=max_tokens, seed=0),
-    )
+    request = question_request(question, max_tokens)
 
     async for _ in PromptedBackend(recorder, max_retries=0).stream(request):
         pass

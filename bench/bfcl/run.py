@@ -111,13 +111,18 @@ def _jsonable(value: Any) -> Any:
         return repr(value)
 
 
-async def ask(backend: Backend, question: Question, max_tokens: int) -> dict[str, Any]:
-    """One question, one reply: the calls, the text, and BFCL's verdict."""
-    request = ChatRequest(
+def question_request(question: Question, max_tokens: int) -> ChatRequest:
+    """How every BFCL question is asked: its conversation and tools, greedy decoding."""
+    return ChatRequest(
         question.messages,
         tools=question.tools,
         options=GenerationOptions(temperature=0.0, max_tokens=max_tokens, seed=0),
     )
+
+
+async def ask(backend: Backend, question: Question, max_tokens: int) -> dict[str, Any]:
+    """One question, one reply: the calls, the text, and BFCL's verdict."""
+    request = question_request(question, max_tokens)
     text: list[str] = []
     calls: list[tuple[str, Any]] = []
     finish: Finish | None = None
