@@ -280,6 +280,10 @@ def test_asking_for_token_alternatives_encodes_openai_logprobs():
     request = ChatRequest([UserMessage("hi")], options=GenerationOptions(top_logprobs=5))
     body = encode_request(request, model="m", stream=True)
     assert (body["logprobs"], body["top_logprobs"]) == (True, 5)
+    # No alternatives: `top_logprobs` left out, as an explicit 0 gets none from llama.cpp.
+    none = ChatRequest([UserMessage("hi")], options=GenerationOptions(top_logprobs=0))
+    body = encode_request(none, model="m", stream=True)
+    assert body["logprobs"] is True and "top_logprobs" not in body
     assert "logprobs" not in encode_request(
         ChatRequest([UserMessage("hi")]), model="m", stream=True
     )

@@ -101,7 +101,11 @@ def encode_request(request: ChatRequest, *, model: str | None, stream: bool) -> 
         body["stop"] = list(options.stop)
     if options.top_logprobs is not None:
         body["logprobs"] = True
-        body["top_logprobs"] = options.top_logprobs
+        # OpenAI's way to ask for no alternatives is to leave `top_logprobs` out; an explicit
+        # 0 makes llama.cpp report no log-probabilities at all. (Left out, llama.cpp sends
+        # its default of 20 alternatives, more than asked: the proxy's encoder cuts them.)
+        if options.top_logprobs:
+            body["top_logprobs"] = options.top_logprobs
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
