@@ -3,13 +3,25 @@ error shapes, keys, models, and what reaches the backend."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
-from parlay import AssistantMessage, ChatRequest, ScriptedBackend, ToolCall, ToolChoice, ToolResult
+from parlay import (
+    AssistantMessage,
+    Capabilities,
+    ChatRequest,
+    PromptedBackend,
+    ScriptedBackend,
+    ToolCall,
+    ToolChoice,
+    ToolResult,
+)
 from parlay.errors import ConfigurationError
+from parlay.events import Event, ScoredTextDelta, TextDelta, TokenChoice
 from parlay.server import ServerConfig, create_app
 
 WEATHER = {
@@ -162,6 +174,80 @@ async def test_anthropic_round_trip_through_backend() -> None:
     assert [b["type"] for b in data["content"]] == ["text", "tool_use"]
     assert data["content"][1]["input"] == {"city": "Oslo"}
     assert backend.requests[0].tool_choice == ToolChoice("tool", "get_weather")
+
+
+class ScoredBackend(ScriptedBackend):
+    """Scripted text scored as one token per delta when the request asks for log-
+    probabilities: what an OpenAI-compatible upstream sends then."""
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        async for event in super().stream(request):
+            if isinstance(event, TextDelta) and request.options.top_logprobs is not None:
+                event = ScoredTextDelta(event.text, (TokenChoice(event.text, -0.5),))
+            yield event
+
+
+def scored_upstream() -> ScoredBackend:
+    plain = Capabilities(native_tools=False, json_schema=False)
+    return ScoredBackend(lambda _: "Hello there, friend.", capabilities=plain, chunk_size=5)
+
+
+def sse_chunks(text: str) -> list[dict[str, Any]]:
+    return [
+        json.loads(line.removeprefix("data: "))
+        for line in text.splitlines()
+        if line.startswith("data: ") and line != "data: [DONE]"
+    ]
+
+
+def content_and_tokens(choice: dict[str, Any], key: str) -> tuple[str, str | None]:
+    """A choice's text and its logprob tokens joined (None when `logprobs` is null)."""
+    logprobs = choice["logprobs"]
+    tokens = None if logprobs is None else "".join(e["token"] for e in logprobs["content"])
+    return choice[key].get("content") or "", tokens
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_logprobs_pass_through_the_engine_without_tools(stream: bool) -> None:
+    upstream = scored_upstream()
+    async with client_for(PromptedBackend(upstream)) as c:
+        r = await c.post(
+            "/v1/chat/completions", json=oa(logprobs=True, top_logprobs=1, stream=stream)
+        )
+    assert r.status_code == 200
+    assert upstream.requests[0].options.top_logprobs == 1
+    if not stream:
+        text, tokens = content_and_tokens(r.json()["choices"][0], "message")
+        assert text == tokens == "Hello there, friend."
+        return
+    pairs = [content_and_tokens(ch["choices"][0], "delta") for ch in sse_chunks(r.text)[1:-1]]
+    assert len(pairs) > 1 and all(text == tokens for text, tokens in pairs)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_logprobs_are_null_for_text_the_engine_parsed(stream: bool) -> None:
+    """With tools in play the client's text comes from the engine's parser, not token by
+    token from the model: null, rather than numbers for other tokens."""
+    async with client_for(PromptedBackend(scored_upstream())) as c:
+        r = await c.post(
+            "/v1/chat/completions",
+            json=oa(tools=[WEATHER], logprobs=True, top_logprobs=1, stream=stream),
+        )
+    assert r.status_code == 200
+    chunks = sse_chunks(r.text) if stream else [r.json()]
+    key = "delta" if stream else "message"
+    choices = [ch["choices"][0] for ch in chunks if ch["choices"]]
+    assert "".join(content_and_tokens(choice, key)[0] for choice in choices).strip()
+    assert all(choice["logprobs"] is None for choice in choices)
+
+
+async def test_top_logprobs_without_logprobs_is_400() -> None:
+    async with client_for(ScriptedBackend(["x"])) as c:
+        r = await c.post("/v1/chat/completions", json=oa(top_logprobs=2))
+        assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
+        assert "`top_logprobs` needs `logprobs: true`" in r.json()["error"]["message"]
+        r = await c.post("/v1/chat/completions", json=oa(logprobs=True, top_logprobs=99))
+        assert r.status_code == 400 and "from 0 to 20" in r.json()["error"]["message"]
 
 
 def test_config_refuses_open_non_loopback() -> None:

@@ -214,6 +214,52 @@ def test_openai_plain_text_final_answer(oa: openai.OpenAI) -> None:
     assert isinstance(choice.message.content, str)
 
 
+def assert_logprobs(tokens: list[Any], text: str, top: int) -> None:
+    """OpenAI's `logprobs.content` for `text`: its tokens spell it, numbers are log-probs,
+    at most `top` alternatives each."""
+    assert tokens
+    assert "".join(t.token for t in tokens) == text
+    for entry in tokens:
+        assert entry.logprob <= 0 and len(entry.top_logprobs) <= top
+        assert all(alt.logprob <= 0 for alt in entry.top_logprobs)
+
+
+@pytest.mark.parametrize("top", [3, None], ids=["top_logprobs=3", "logprobs_alone"])
+def test_openai_logprobs_of_a_plain_chat(oa: openai.OpenAI, top: int | None) -> None:
+    asked: Any = {"logprobs": True} if top is None else {"logprobs": True, "top_logprobs": top}
+    done = oa.chat.completions.create(
+        model="smollm2",
+        messages=[{"role": "user", "content": "Say hello."}],
+        max_tokens=16,
+        temperature=0,
+        **asked,
+    )
+    choice = done.choices[0]
+    assert choice.logprobs is not None and choice.logprobs.content is not None
+    assert_logprobs(choice.logprobs.content, choice.message.content or "", top or 0)
+
+
+def test_openai_logprobs_streamed_with_each_chunk(oa: openai.OpenAI) -> None:
+    stream = oa.chat.completions.create(
+        model="smollm2",
+        messages=[{"role": "user", "content": "Say hello."}],
+        max_tokens=16,
+        temperature=0,
+        logprobs=True,
+        top_logprobs=3,
+        stream=True,
+    )
+    text, tokens = [], []
+    for chunk in stream:
+        for choice in chunk.choices:
+            if choice.delta.content:
+                # Every text chunk carries the tokens of its own text.
+                assert choice.logprobs is not None and choice.logprobs.content
+                text.append(choice.delta.content)
+                tokens.extend(choice.logprobs.content)
+    assert_logprobs(tokens, "".join(text), 3)
+
+
 def test_anthropic_any_without_parallel_calls(an: anthropic.Anthropic) -> None:
     message = an.messages.create(
         model="smollm2",

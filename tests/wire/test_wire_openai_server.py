@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
@@ -22,7 +23,17 @@ from parlay import (
     UserMessage,
 )
 from parlay.backends.scripted import reply_events
-from parlay.events import Finish, TextDelta, ToolCallArgsDelta, ToolCallEnd, ToolCallStart, Usage
+from parlay.events import (
+    Event,
+    Finish,
+    ScoredTextDelta,
+    TextDelta,
+    TokenChoice,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
 from parlay.wire import openai_client as client
 from parlay.wire import openai_server as server
 from parlay.wire.reply import gather
@@ -141,12 +152,33 @@ def test_decode_tool_choice(raw: Any, expected: ToolChoice) -> None:
         (body(temperature="hot"), "`temperature` must be"),
         (body(n=2), "`n` must be 1"),
         (body(functions=[{"name": "f"}]), "send `tools`"),
+        (body(top_logprobs=3), "`top_logprobs` needs `logprobs: true`"),
+        (body(logprobs=False, top_logprobs=0), "`top_logprobs` needs `logprobs: true`"),
+        (body(logprobs=True, top_logprobs=21), "`top_logprobs` must be an integer from 0 to 20"),
+        (body(logprobs=True, top_logprobs=-1), "`top_logprobs` must be an integer from 0 to 20"),
+        (body(logprobs=True, top_logprobs=2.5), "`top_logprobs` must be an integer"),
+        (body(logprobs="yes"), "`logprobs` must be a boolean"),
         ([1, 2], "must be a JSON object"),
     ],
 )
 def test_decode_errors_say_what_to_fix(request_body: Any, says: str) -> None:
     with pytest.raises(InvalidRequestError, match=says.replace("(", r"\(").replace("[", r"\[")):
         server.decode_request(request_body)
+
+
+@pytest.mark.parametrize(
+    ("extra", "top"),
+    [
+        ({}, None),
+        ({"logprobs": False}, None),
+        ({"logprobs": None, "top_logprobs": None}, None),
+        ({"logprobs": True}, 0),
+        ({"logprobs": True, "top_logprobs": 3}, 3),
+        ({"logprobs": True, "top_logprobs": 20}, 20),
+    ],
+)
+def test_decode_logprobs(extra: dict[str, Any], top: int | None) -> None:
+    assert server.decode_request(body(**extra)).chat.options.top_logprobs == top
 
 
 def test_response_format_decodes() -> None:
@@ -179,7 +211,7 @@ def test_client_encoding_decodes_back() -> None:
         ),
         tool_choice=ToolChoice("required"),
         parallel_tool_calls=False,
-        options=GenerationOptions(temperature=0.5, max_tokens=7, stop=("x",)),
+        options=GenerationOptions(temperature=0.5, max_tokens=7, stop=("x",), top_logprobs=2),
         model="m",
     )
     wire = json.loads(json.dumps(client.encode_request(original, model=None, stream=True)))
@@ -289,3 +321,111 @@ def test_error_shape() -> None:
             "code": None,
         }
     }
+
+
+# -- log-probabilities ----------------------------------------------------------------------
+
+# Two deltas of scored tokens, as an upstream asked for `top_logprobs` streams them; one
+# token is not ASCII, so its `bytes` (UTF-8) outnumber its characters.
+SCORED: list[Event] = [
+    ScoredTextDelta("Hi", (TokenChoice("Hi", -0.25, (("Hi", -0.25), ("Hello", -1.5))),)),
+    ScoredTextDelta(" café", (TokenChoice(" café", -2.0, ((" café", -2.0),)),)),
+    Finish("stop", Usage(3, 2)),
+]
+
+
+def _logprobs(choice: dict[str, Any]) -> list[tuple[str, float, list[str]]]:
+    return [
+        (e["token"], e["logprob"], [a["token"] for a in e["top_logprobs"]])
+        for e in choice["logprobs"]["content"]
+    ]
+
+
+def test_encode_response_logprobs_snapshot(snapshot: Any) -> None:
+    encoded = server.encode_response(
+        gather(SCORED), model="m", id="chatcmpl-1", created=1, top_logprobs=2
+    )
+    assert encoded == snapshot
+    choice = encoded["choices"][0]
+    assert "".join(t for t, _, _ in _logprobs(choice)) == choice["message"]["content"]
+    assert choice["logprobs"]["content"][1]["bytes"] == list(" café".encode())
+
+
+def test_encode_stream_logprobs_snapshot(snapshot: Any) -> None:
+    encoder = server.StreamEncoder(model="m", top_logprobs=2, id="chatcmpl-1", created=1)
+    chunks = encoder.start()
+    for event in SCORED:
+        chunks.extend(encoder.feed(event))
+    assert chunks == snapshot
+    # Each text chunk carries the tokens of its own delta; the others carry none.
+    for chunk in chunks:
+        choice = chunk["choices"][0]
+        content = choice["delta"].get("content")
+        if content:
+            assert "".join(t for t, _, _ in _logprobs(choice)) == content
+        else:
+            assert choice["logprobs"] is None
+
+
+def test_logprobs_not_asked_for_stay_null() -> None:
+    """An upstream may score text the client did not ask about (the engine asks for its
+    own reasons): the client still gets null, as before."""
+    encoded = server.encode_response(gather(SCORED), model="m")
+    assert encoded["choices"][0]["logprobs"] is None
+    encoder = server.StreamEncoder(model="m")
+    chunks = [c for event in SCORED for c in encoder.feed(event)]
+    assert all(c["choices"][0]["logprobs"] is None for c in chunks)
+
+
+def test_unscored_text_gets_null_and_a_mixed_reply_its_scored_tokens() -> None:
+    """Text made by the engine (plain `TextDelta`) has no numbers: null, not made-up ones."""
+    plain = server.encode_response(gather(reply_events(TEXT_REPLY)), model="m", top_logprobs=2)
+    assert plain["choices"][0]["logprobs"] is None
+    mixed_events = [TextDelta("Well: "), *SCORED]
+    mixed = server.encode_response(gather(mixed_events), model="m", top_logprobs=2)
+    choice = mixed["choices"][0]
+    assert choice["message"]["content"] == "Well: Hi café"
+    assert [t for t, _, _ in _logprobs(choice)] == ["Hi", " café"]
+    encoder = server.StreamEncoder(model="m", top_logprobs=2)
+    chunks = [c for event in mixed_events for c in encoder.feed(event)]
+    assert chunks[0]["choices"][0]["delta"]["content"] == "Well: "
+    assert chunks[0]["choices"][0]["logprobs"] is None
+    assert _logprobs(chunks[1]["choices"][0])[0] == ("Hi", -0.25, ["Hi", "Hello"])
+
+
+@pytest.mark.parametrize("top", [0, 1])
+def test_alternatives_are_cut_to_the_count_asked_for(top: int) -> None:
+    """llama.cpp sends 20 alternatives when asked for none (see the client codec)."""
+    encoded = server.encode_response(gather(SCORED), model="m", top_logprobs=top)
+    content = encoded["choices"][0]["logprobs"]["content"]
+    assert [len(e["top_logprobs"]) for e in content] == [top, top]
+    encoder = server.StreamEncoder(model="m", top_logprobs=top)
+    (chunk,) = encoder.feed(SCORED[0])
+    assert len(chunk["choices"][0]["logprobs"]["content"][0]["top_logprobs"]) == top
+
+
+@pytest.mark.parametrize("bad", [math.nan, -math.inf])
+def test_non_finite_numbers_give_null_not_invalid_json(bad: float) -> None:
+    events = [ScoredTextDelta("a", (TokenChoice("a", -0.1, (("b", bad),)),)), Finish("stop")]
+    encoded = server.encode_response(gather(events), model="m", top_logprobs=2)
+    assert encoded["choices"][0]["logprobs"] is None
+    encoder = server.StreamEncoder(model="m", top_logprobs=2)
+    assert encoder.feed(events[0])[0]["choices"][0]["logprobs"] is None
+    json.dumps(encoded, allow_nan=False)  # valid JSON: no NaN, no Infinity
+
+
+def test_logprobs_round_trip_through_the_client_codec() -> None:
+    """What the server writes, parlay's own client codec reads back as the same tokens."""
+    scored = [e for e in SCORED if isinstance(e, ScoredTextDelta)]
+    encoder = server.StreamEncoder(model="m", top_logprobs=2)
+    chunks = encoder.start()
+    for event in SCORED:
+        chunks.extend(encoder.feed(event))
+    streamed = [e for e in _client_events(chunks) if isinstance(e, TextDelta)]
+    assert streamed == scored
+    whole = server.encode_response(gather(SCORED), model="m", top_logprobs=2)
+    (delta,) = [
+        e for e in client.decode_response(json.loads(json.dumps(whole))) if isinstance(e, TextDelta)
+    ]
+    assert isinstance(delta, ScoredTextDelta)
+    assert delta.tokens == tuple(t for e in scored for t in e.tokens)

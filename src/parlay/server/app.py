@@ -71,10 +71,10 @@ class _Wire:
     def error(self, failure: Failure) -> Response:
         raise NotImplementedError
 
-    def response(self, builder: ReplyBuilder, model: str) -> dict[str, Any]:
+    def response(self, builder: ReplyBuilder, model: str, chat: ChatRequest) -> dict[str, Any]:
         raise NotImplementedError
 
-    def stream(self, model: str, request_body: Any) -> _StreamWire:
+    def stream(self, model: str, request_body: Any, chat: ChatRequest) -> _StreamWire:
         raise NotImplementedError
 
 
@@ -97,8 +97,10 @@ class _StreamWire:
 
 
 class _OpenAIStream(_StreamWire):
-    def __init__(self, model: str, include_usage: bool) -> None:
-        self.encoder = openai.StreamEncoder(model=model, include_usage=include_usage)
+    def __init__(self, model: str, include_usage: bool, top_logprobs: int | None) -> None:
+        self.encoder = openai.StreamEncoder(
+            model=model, include_usage=include_usage, top_logprobs=top_logprobs
+        )
 
     def start(self) -> bytes:
         return b"".join(_sse(c) for c in self.encoder.start())
@@ -124,12 +126,14 @@ class _OpenAIWire(_Wire):
     def error(self, failure: Failure) -> Response:
         return _json(openai.encode_error(failure.status, failure.message), failure.status)
 
-    def response(self, builder: ReplyBuilder, model: str) -> dict[str, Any]:
-        return openai.encode_response(builder.build(), model=model)
+    def response(self, builder: ReplyBuilder, model: str, chat: ChatRequest) -> dict[str, Any]:
+        top = chat.options.top_logprobs  # None unless the client asked for logprobs
+        return openai.encode_response(builder.build(), model=model, top_logprobs=top)
 
-    def stream(self, model: str, request_body: Any) -> _StreamWire:
+    def stream(self, model: str, request_body: Any, chat: ChatRequest) -> _StreamWire:
         options = request_body.get("stream_options") or {}
-        return _OpenAIStream(model, bool(options.get("include_usage")))
+        include_usage = bool(options.get("include_usage"))
+        return _OpenAIStream(model, include_usage, chat.options.top_logprobs)
 
 
 class _AnthropicStream(_StreamWire):
@@ -159,10 +163,10 @@ class _AnthropicWire(_Wire):
     def error(self, failure: Failure) -> Response:
         return _json(anthropic.encode_error(failure.status, failure.message), failure.status)
 
-    def response(self, builder: ReplyBuilder, model: str) -> dict[str, Any]:
+    def response(self, builder: ReplyBuilder, model: str, chat: ChatRequest) -> dict[str, Any]:
         return anthropic.encode_response(builder.build(), model=model)
 
-    def stream(self, model: str, request_body: Any) -> _StreamWire:
+    def stream(self, model: str, request_body: Any, chat: ChatRequest) -> _StreamWire:
         return _AnthropicStream(model)
 
 
@@ -245,7 +249,7 @@ class Proxy:
                 return Response(status_code=499)  # nobody is listening any more
             except Exception as exc:
                 return wire.error(_failure(exc, "a request"))
-        return _json(wire.response(builder, model))
+        return _json(wire.response(builder, model, chat))
 
     async def _stream(self, wire: _Wire, chat: ChatRequest, model: str, body: Any) -> Response:
         pump = _Pump(self.backend.stream(chat))
@@ -258,7 +262,7 @@ class Proxy:
         except Exception as exc:
             await pump.close()
             return wire.error(_failure(exc, "a streamed request"))
-        out = wire.stream(model, body)
+        out = wire.stream(model, body, chat)
         return EventStream(_frames(out, first, pump, self.heartbeat))
 
     async def openai_chat(self, request: Request) -> Response:

@@ -7,9 +7,10 @@ back out as `chat.completion` objects or `chat.completion.chunk` streams.
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from attrs import frozen
@@ -27,13 +28,22 @@ from parlay.events import (
     Event,
     Finish,
     FinishReason,
+    ScoredTextDelta,
     TextDelta,
+    TokenChoice,
     ToolCallArgsDelta,
     ToolCallEnd,
     ToolCallStart,
     Usage,
 )
-from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice, ToolSpec
+from parlay.request import (
+    MAX_TOP_LOGPROBS,
+    ChatRequest,
+    GenerationOptions,
+    ResponseFormat,
+    ToolChoice,
+    ToolSpec,
+)
 from parlay.wire._check import field, number, stop_list
 from parlay.wire.arguments import parse_arguments
 from parlay.wire.reply import Reply
@@ -205,6 +215,24 @@ def decode_response_format(raw: Any) -> ResponseFormat | None:
     )
 
 
+def decode_top_logprobs(body: Mapping[str, Any]) -> int | None:
+    """`logprobs` and `top_logprobs` as `GenerationOptions.top_logprobs`: the alternatives
+    per token asked for (0 with `logprobs: true` alone), None when not asked."""
+    logprobs = field(body, "logprobs", bool)
+    top = field(body, "top_logprobs", int)
+    if not logprobs:
+        if top is not None:
+            raise InvalidRequestError("`top_logprobs` needs `logprobs: true` as well")
+        return None
+    if top is None:
+        return 0
+    if not 0 <= top <= MAX_TOP_LOGPROBS:
+        raise InvalidRequestError(
+            f"`top_logprobs` must be an integer from 0 to {MAX_TOP_LOGPROBS}, got {top}"
+        )
+    return top
+
+
 def decode_request(body: Any) -> OpenAIRequest:
     """A chat-completions request body (already parsed JSON) as an `OpenAIRequest`."""
     if not isinstance(body, Mapping):
@@ -230,6 +258,7 @@ def decode_request(body: Any) -> OpenAIRequest:
         max_tokens=max_tokens,
         stop=stop_list(body.get("stop"), "stop"),
         seed=seed,
+        top_logprobs=decode_top_logprobs(body),
     )
     parallel = field(body, "parallel_tool_calls", bool)
     stream = bool(field(body, "stream", bool))
@@ -257,10 +286,52 @@ def encode_usage(reply_usage: Usage) -> dict[str, int]:
     }
 
 
+def _alternative(token: str, logprob: float) -> dict[str, Any]:
+    # `bytes`: the UTF-8 of the token text, which is all the events keep of it.
+    return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+
+
+def _finite(token: TokenChoice) -> bool:
+    return math.isfinite(token.logprob) and all(math.isfinite(lp) for _, lp in token.top)
+
+
+def encode_logprobs(tokens: Sequence[TokenChoice], top_logprobs: int) -> dict[str, Any] | None:
+    """A choice's `logprobs` object for scored tokens, with at most `top_logprobs`
+    alternatives each (an upstream may send more than asked); None (null) when there are
+    no tokens.
+
+    JSON has no NaN or infinity: a token whose number the upstream did not send (decoded
+    as NaN) or sent as infinite leaves the whole object null rather than invalid JSON.
+    """
+    if not tokens or not all(map(_finite, tokens)):
+        return None
+    content = [
+        {
+            **_alternative(t.token, t.logprob),
+            "top_logprobs": [_alternative(alt, lp) for alt, lp in t.top[:top_logprobs]],
+        }
+        for t in tokens
+    ]
+    return {"content": content, "refusal": None}
+
+
 def encode_response(
-    reply: Reply, *, model: str, id: str | None = None, created: int | None = None
+    reply: Reply,
+    *,
+    model: str,
+    id: str | None = None,
+    created: int | None = None,
+    top_logprobs: int | None = None,
 ) -> dict[str, Any]:
-    """A `chat.completion` object for a whole reply."""
+    """A `chat.completion` object for a whole reply.
+
+    `top_logprobs`: the alternatives per token the client asked for (None: it asked for
+    no log-probabilities, and `logprobs` stays null). They cover the text that came scored
+    (`ScoredTextDelta`); text the engine made itself (the prompted engine's parser, when
+    tools are in play) has none, so a reply of such text gets null. A reply mixing both
+    gets the scored tokens only: those numbers are true for the tokens they name, and the
+    missing ones cannot be made up, so a client joining the tokens sees the gap.
+    """
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
     if reply.calls:
         message["tool_calls"] = [
@@ -281,7 +352,16 @@ def encode_response(
         "object": "chat.completion",
         "created": int(time.time()) if created is None else created,
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": reason, "logprobs": None}],
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": reason,
+                "logprobs": (
+                    None if top_logprobs is None else encode_logprobs(reply.tokens, top_logprobs)
+                ),
+            }
+        ],
         "usage": encode_usage(reply.usage),
     }
 
@@ -290,7 +370,9 @@ class StreamEncoder:
     """parlay events in, `chat.completion.chunk` objects out (then `[DONE]`).
 
     `start()` gives the role chunk; `feed(event)` the chunks for one event; the `Finish`
-    event gives the finish chunk and, when asked for, the usage chunk.
+    event gives the finish chunk and, when asked for, the usage chunk. With `top_logprobs`
+    (as for `encode_response`), each text chunk carries the scored tokens of its own delta:
+    null for a delta that came without them, as for whole replies.
     """
 
     def __init__(
@@ -298,6 +380,7 @@ class StreamEncoder:
         *,
         model: str,
         include_usage: bool = False,
+        top_logprobs: int | None = None,
         id: str | None = None,
         created: int | None = None,
     ) -> None:
@@ -305,6 +388,7 @@ class StreamEncoder:
         self.created = int(time.time()) if created is None else created
         self.model = model
         self.include_usage = include_usage
+        self.top_logprobs = top_logprobs
         self._index: dict[str, int] = {}
         self._sent_args: dict[str, bool] = {}
         self._saw_calls = False
@@ -323,7 +407,13 @@ class StreamEncoder:
 
     def feed(self, event: Event) -> list[dict[str, Any]]:
         if isinstance(event, TextDelta):
-            return [self._chunk({"content": event.text})] if event.text else []
+            if not event.text:
+                return []
+            chunk = self._chunk({"content": event.text})
+            if self.top_logprobs is not None and isinstance(event, ScoredTextDelta):
+                logprobs = encode_logprobs(event.tokens, self.top_logprobs)
+                chunk["choices"][0]["logprobs"] = logprobs
+            return [chunk]
         if isinstance(event, ToolCallStart):
             self._saw_calls = True
             index = self._index.setdefault(event.id, len(self._index))

@@ -7,16 +7,29 @@ from collections.abc import AsyncIterable, Iterable
 from attrs import frozen
 
 from parlay.context import ToolCall
-from parlay.events import Event, Finish, TextDelta, ToolCallEnd, ToolCallStart, Usage
+from parlay.events import (
+    Event,
+    Finish,
+    ScoredTextDelta,
+    TextDelta,
+    TokenChoice,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
 
 
 @frozen
 class Reply:
-    """The visible text, the finished calls in order, and the `Finish` event."""
+    """The visible text, the finished calls in order, and the `Finish` event.
+
+    `tokens`: the scored tokens of the text (from its `ScoredTextDelta`s), () when the
+    text came without them."""
 
     text: str
     calls: tuple[ToolCall, ...]
     finish: Finish
+    tokens: tuple[TokenChoice, ...] = ()
 
     @property
     def usage(self) -> Usage:
@@ -28,6 +41,7 @@ class ReplyBuilder:
 
     def __init__(self) -> None:
         self._text: list[str] = []
+        self._tokens: list[TokenChoice] = []
         self._order: list[str] = []
         self._calls: dict[str, ToolCall] = {}
         self._finish: Finish | None = None
@@ -35,6 +49,8 @@ class ReplyBuilder:
     def feed(self, event: Event) -> None:
         if isinstance(event, TextDelta):
             self._text.append(event.text)
+            if isinstance(event, ScoredTextDelta):
+                self._tokens.extend(event.tokens)
         elif isinstance(event, ToolCallStart):
             if event.id not in self._order:
                 self._order.append(event.id)
@@ -49,7 +65,7 @@ class ReplyBuilder:
         finish = self._finish or Finish("stop")
         # A call that started but never ended is dropped: its arguments are unknown.
         calls = tuple(self._calls[i] for i in self._order if i in self._calls)
-        return Reply("".join(self._text), calls, finish)
+        return Reply("".join(self._text), calls, finish, tuple(self._tokens))
 
 
 def gather(events: Iterable[Event]) -> Reply:
