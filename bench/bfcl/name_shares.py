@@ -3,10 +3,11 @@
 For every question of the BFCL samples, the engine's first request (contract, examples
 and json action grammar, as `PromptedBackend` renders it under `auto`) is sent once to
 the real llama.cpp server with 5 alternatives per token. For a reply that calls, the
-share of the alternatives at the first token of the tool's name that begin an offered
-tool is read with `parlay.contract.forced.name_choices`, and the call is judged by the
-BFCL checker. The table shows how the shares of right calls, wrong calls and calls
-where no tool fit spread out, and what each floor would catch.
+share of the alternatives that go on to an offered tool is read at each token of the
+tool's name with `parlay.contract.forced.name_choices` (the least sure token counts),
+and the call is judged by the BFCL checker. The table shows how the shares of right
+calls, wrong calls and calls where no tool fit spread out, and what each floor would
+catch.
 
     python -m bench.bfcl.name_shares [--seeds 0,1,2,3,4] [--n 10] [--models qwen,smollm2]
 
@@ -85,6 +86,7 @@ async def ask(backend: OpenAIBackend, question: Question, max_tokens: int) -> di
         "right": verdict.valid,
         "shares": [round(c.share, 4) for c in choices],
         "leaning": [c.leaning for c in choices],
+        "before": [c.before for c in choices],
     }
 
 
@@ -157,8 +159,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     how = (
         f"First replies to BFCL seeds {args.seeds}, {args.n} questions per category "
         f"({', '.join(CATEGORIES)}), temperature 0, json action grammar, "
-        f"{NAME_ALTERNATIVES} alternatives per token. A reply's share is its lowest over its "
-        "calls. 'below f' counts the calls a floor of f would question."
+        f"{NAME_ALTERNATIVES} alternatives per token. A call's share is the lowest over the "
+        "tokens of its name, and a reply's the lowest over its calls. 'below f' counts the "
+        "replies a floor of f would question."
     )
     write_result(
         args.out.stem,

@@ -109,6 +109,43 @@ def test_each_call_is_found_in_order_and_fenced_blocks_use_the_tool_key() -> Non
     assert shares == pytest.approx([0.5, 0.1])
 
 
+def test_the_name_is_read_at_every_token_and_judged_where_the_model_was_least_sure() -> None:
+    # "get" is where most names begin: asked for VirusTotal data with only a weather tool
+    # offered, SmolLM2 was sure of `get` and leaned to `v` after `get_`.
+    reply = tokens(
+        '{"tool": "',
+        ("get", [("get", 0.9), ("fetch", 0.1)]),
+        ("_", [("_", 0.95), ("V", 0.05)]),
+        ("weather", [("v", 0.7), ("ip", 0.2), ("weather", 0.1)]),
+        '", "arguments": {}}',
+    )
+    [choice] = name_choices(reply, [ToolCall("get_weather", {})], NAMES)
+    assert choice.share == pytest.approx(0.1)
+    assert (choice.leaning, choice.before) == ("v", "get_")
+
+
+def test_only_continuations_of_an_offered_name_count() -> None:
+    # After `a`, `dd` goes on to `add`; `dds` would be another name, and `dd"` ends it.
+    names = ["add", "adder_total"]
+    reply = tokens(
+        '{"tool": "',
+        "a",
+        ("dd", [("dd", 0.5), ('dd"', 0.2), ("dds", 0.2), ("dder", 0.1)]),
+        '"}',
+    )
+    [choice] = name_choices(reply, [ToolCall("add", {})], names)
+    assert choice.share == pytest.approx(0.8)
+    assert choice.before == "a"
+
+
+def test_tokens_without_alternatives_are_passed_over() -> None:
+    reply = tokens('{"tool": "', ("get", [("fetch", 0.9), ("get", 0.1)]), "_weather", '"}')
+    reply[1] = TokenChoice("get", 0.0)  # this token came without alternatives
+    reply[2] = TokenChoice("_weather", lp(0.6), (("_weather", lp(0.6)), ("_time", lp(0.4))))
+    [choice] = name_choices(reply, [ToolCall("get_weather", {})], NAMES)
+    assert choice.share == pytest.approx(0.6)
+
+
 def test_no_alternatives_no_choice() -> None:
     reply = [TokenChoice(t.token, t.logprob) for t in WEATHER]  # a server that sent none
     assert name_choices(reply, [ToolCall("get_weather", {})], NAMES) == []

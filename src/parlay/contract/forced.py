@@ -3,19 +3,20 @@
 Under a grammar (constrained decoding) a call can only name an offered tool, whatever
 the model would have written there. On BFCL's irrelevance questions Qwen2.5-Coder-0.5B
 was asked for WHOIS data with only a weather tool offered: at the first token of the
-name it gave 95 % to `elite` (the user's API key) and 2 % to `get_current_weather`,
-and the grammar wrote `get_current_weather(location="123.123.123.123")`. Asked for a
-forecast with only `calculate_sum` offered, it leaned to `weather` (56 %), and the
-grammar wrote `calculate_sum(37.8651, 119.5383)`.
+name it gave 95 % to `elite` (the user's API key), and the grammar wrote
+`get_current_weather(location="123.123.123.123")`. Asked for VirusTotal data with the
+same tool, it was sure of `get`, but after it only 20 % of its choices went on to
+`_current_weather` (it leaned to `_v`), and the grammar wrote that.
 
 So where the backend reports the alternatives it weighed for each token (OpenAI's
 `top_logprobs`; llama.cpp and vLLM report them before the grammar filters, which is what
-this needs), the engine reads the first token of each call's name: `offered_share` is
-the part of the alternatives' probability that begins an offered tool's name. On its
-first replies to 150 BFCL questions (bench/results/bfcl-name-shares.md), every right
-call Qwen made had a share of 0.95 or more, and 9 of its 21 calls where no tool fit had
-less than 0.9; SmolLM2-135M, whose choices are flatter, had right calls down to 0.26.
-A backend that reports nothing (`tokens` empty) is not judged.
+this needs), the engine reads every token of each call's name: the share of the
+alternatives there that go on to an offered tool's name, given what was written before.
+A call is judged by its least sure token. On the first replies to 150 BFCL questions
+(bench/results/bfcl-name-shares.md), no right call of either model went below 0.13
+(SmolLM2-135M; Qwen's lowest was 0.89), while 9 of SmolLM2's 30 and 6 of Qwen's 21 calls
+where no tool fit went below 0.1; reading the first token only, a floor of 0.25 found 4
+and 3 of them. A backend that reports nothing (`tokens` empty) is not judged.
 """
 
 from __future__ import annotations
@@ -30,15 +31,20 @@ from attrs import frozen
 from parlay.context import ToolCall
 from parlay.events import TokenChoice
 
+# A character that can go on a tool's name (`weathers` is another name than `weather`).
+_NAME_CHAR = re.compile(r"[\w.\-]")
+
 
 @frozen
 class NameChoice:
-    """How a call's name was chosen: the share of the model's alternatives at its first
-    token that begin an offered tool's name, and the likeliest alternative."""
+    """How a call's name was chosen, at the token where the model was least sure of it:
+    the share of its alternatives there that continue an offered tool's name, the
+    likeliest alternative, and the part of the name written before that token."""
 
     call: ToolCall
     share: float
     leaning: str
+    before: str = ""
 
 
 def name_choices(
@@ -52,7 +58,7 @@ def name_choices(
     if not tokens or not calls:
         return []
     text = "".join(token.token for token in tokens)
-    starts = list(_starts(tokens))
+    starts = _starts(tokens)
     found: list[NameChoice] = []
     cursor = 0
     for call in calls:
@@ -62,14 +68,9 @@ def name_choices(
         if match is None:
             continue
         cursor = match.end()
-        at = match.start(1)
-        index = bisect.bisect_right(starts, at) - 1
-        token = tokens[index]
-        if not token.top:
-            continue
-        prefix = text[starts[index] : at]
-        share = _offered_share(token, prefix, names)
-        found.append(NameChoice(call, share, token.top[0][0]))
+        choice = _least_sure(tokens, starts, text, match.start(1), match.end(1), call, names)
+        if choice is not None:
+            found.append(choice)
     return found
 
 
@@ -81,16 +82,55 @@ def _starts(tokens: Sequence[TokenChoice]) -> list[int]:
     return offsets
 
 
-def _offered_share(token: TokenChoice, prefix: str, names: Collection[str]) -> float:
-    """Of the alternatives' probability, the part that could begin an offered name (the
-    alternatives reported, not the whole vocabulary: the rest is unknown)."""
-    written = [prefix + name for name in names]
+def _least_sure(
+    tokens: Sequence[TokenChoice],
+    starts: list[int],
+    text: str,
+    begin: int,
+    end: int,
+    call: ToolCall,
+    names: Collection[str],
+) -> NameChoice | None:
+    """The `NameChoice` at the name's token (between `begin` and `end` of `text`) with the
+    smallest share; None when no token of the name carries alternatives."""
+    least: NameChoice | None = None
+    index = bisect.bisect_right(starts, begin) - 1
+    while index < len(tokens) and starts[index] < end:
+        token, start = tokens[index], starts[index]
+        index += 1
+        if not token.top:
+            continue
+        if start <= begin:  # the first token, which may carry the opening quote
+            before = ""
+            continuations = [text[start:begin] + name for name in names]
+        else:
+            before = text[begin:start]
+            continuations = [name[len(before) :] for name in names if name.startswith(before)]
+        share = _continuing_share(token, continuations)
+        if least is None or share < least.share:
+            least = NameChoice(call, share, token.top[0][0], before)
+    return least
+
+
+def _continuing_share(token: TokenChoice, continuations: Sequence[str]) -> float:
+    """Of the alternatives' probability, the part that could go on to write one of
+    `continuations` (the alternatives reported, not the whole vocabulary: the rest is
+    unknown). An alternative that runs past a name counts only if the name ends there
+    (`weather"` continues `weather`; `weathers` does not)."""
     offered = other = 0.0
     for alternative, logprob in token.top:
         p = math.exp(logprob)
-        if any(w.startswith(alternative) or alternative.startswith(w) for w in written):
+        if any(_continues(alternative, c) for c in continuations):
             offered += p
         else:
             other += p
     total = offered + other
     return offered / total if total > 0 else 1.0
+
+
+def _continues(alternative: str, continuation: str) -> bool:
+    if continuation.startswith(alternative):
+        return True
+    return alternative.startswith(continuation) and not _NAME_CHAR.match(
+        alternative, len(continuation)
+    )

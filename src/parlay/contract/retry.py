@@ -101,9 +101,10 @@ class RetryPolicy:
         if unreadable:
             return Verdict("unreadable", "; ".join(p.detail for p in unreadable))
         if forced is not None and choice.mode == "auto":
+            where = f"after {forced.before!r}" if forced.before else "at its first token"
             detail = (
-                f"{forced.call.name}: {forced.share:.0%} of the model's choices began an "
-                f"offered tool (it leaned to {forced.leaning!r})"
+                f"{forced.call.name}: {where}, {forced.share:.0%} of the model's choices "
+                f"went on to an offered tool (it leaned to {forced.leaning!r})"
             )
             spec = next((t for t in tools if t.name == forced.call.name), None)
             return Verdict("forced_call", detail, spec)
