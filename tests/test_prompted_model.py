@@ -160,3 +160,33 @@ async def test_a_call_the_grammar_forced_becomes_an_answer(llama_backend) -> Non
     assert calls == []
     assert [r.reason for r in finish.diagnostics.retries][:1] == ["forced_call"]
     assert finish.diagnostics.retries[0].detail.startswith("calculate_sum: ")
+
+
+WEATHER = ToolSpec(
+    "get_current_weather",
+    "Retrieves the current weather conditions for a specified city and state.",
+    {
+        "type": "object",
+        "properties": {
+            "location": {"type": "string", "description": "'City, State', or 'City, Country'"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+        },
+        "required": ["location"],
+    },
+)
+
+
+async def test_a_name_the_model_left_halfway_is_read_at_every_token(llama_backend) -> None:
+    # BFCL live_irrelevance_100-2-88: VirusTotal data asked for, only a weather tool
+    # offered. SmolLM2 is sure of `get` (most tools begin so), and after `get_` leans to
+    # `v`: the first token alone would let the grammar's `get_current_weather` through.
+    question = (
+        "I need details from VirusTotal for the domain reddit.com. "
+        "My given API key is reddit_api_key."
+    )
+    request = ChatRequest((UserMessage(question),), (WEATHER,), options=OPTIONS)
+    calls, finish = await collect(PromptedBackend(llama_backend), request)
+    assert calls == []
+    [first, *_] = finish.diagnostics.retries
+    assert first.reason == "forced_call"
+    assert first.detail.startswith("get_current_weather: after 'get")

@@ -372,6 +372,8 @@ class PromptedBackend:
                     break
                 notes.append("the reply repeated the retry message: the first answer stands")
                 attempt = first_answer
+            elif not can_retry and read_names and parsed.calls:
+                attempt = self._last_forced(attempt, parsed.calls, contract, first_answer, notes)
             for out in attempt.release():
                 yield out
             emitted_calls = attempt.emitted_calls
@@ -433,6 +435,28 @@ class PromptedBackend:
         if all(choice.share < self.min_offered_share for choice in choices):
             return choices[0]
         return None
+
+    def _last_forced(
+        self,
+        attempt: Attempt,
+        calls: Sequence[ToolCall],
+        contract: Contract,
+        first_answer: Attempt | None,
+        notes: list[str],
+    ) -> Attempt:
+        """The attempt to release when no retry is left: a call the grammar forced after a
+        missed_tool nudge gives way to the plain answer the nudge held back (the model's
+        own reply before the engine pointed it at a tool); any other stands, noted."""
+        forced = self._forced(attempt, calls, contract)
+        if forced is None:
+            return attempt
+        if first_answer is not None and not attempt.shown_text:
+            notes.append(
+                f"the first answer stands: the call was the grammar's, {forced.describe()}"
+            )
+            return first_answer
+        notes.append(f"kept a call the grammar forced (no retry left): {forced.describe()}")
+        return attempt
 
     def _retry_request(
         self,

@@ -46,6 +46,14 @@ class NameChoice:
     leaning: str
     before: str = ""
 
+    def describe(self) -> str:
+        """One line for diagnostics: the call, where in its name, the share, the leaning."""
+        where = f"after {self.before!r}" if self.before else "at its first token"
+        return (
+            f"{self.call.name}: {where}, {self.share:.0%} of the model's choices went on "
+            f"to an offered tool (it leaned to {self.leaning!r})"
+        )
+
 
 def name_choices(
     tokens: Sequence[TokenChoice], calls: Sequence[ToolCall], names: Collection[str]

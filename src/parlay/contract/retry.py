@@ -101,13 +101,8 @@ class RetryPolicy:
         if unreadable:
             return Verdict("unreadable", "; ".join(p.detail for p in unreadable))
         if forced is not None and choice.mode == "auto":
-            where = f"after {forced.before!r}" if forced.before else "at its first token"
-            detail = (
-                f"{forced.call.name}: {where}, {forced.share:.0%} of the model's choices "
-                f"went on to an offered tool (it leaned to {forced.leaning!r})"
-            )
             spec = next((t for t in tools if t.name == forced.call.name), None)
-            return Verdict("forced_call", detail, spec)
+            return Verdict("forced_call", forced.describe(), spec)
         good = [c for c in calls if c.name in {t.name for t in tools}]
         if choice.mode == "tool" and good and all(c.name != choice.name for c in good):
             return Verdict("wrong_tool", ", ".join(c.name for c in good))
