@@ -160,6 +160,9 @@ async def ask(backend: Backend, question: Question, max_tokens: int) -> dict[str
         "error": error or verdict.error,
         "finish": finish.reason if finish else None,
         "retries": [r.reason for r in diagnostics.retries] if diagnostics else [],
+        # Why each retry was asked and what the engine noted: the evidence for a change.
+        "retry_details": [r.detail for r in diagnostics.retries] if diagnostics else [],
+        "notes": list(diagnostics.notes) if diagnostics else [],
         "prompt_tokens": usage.prompt_tokens if usage else None,
         "completion_tokens": usage.completion_tokens if usage else None,
         "seconds": round(seconds, 2),
