@@ -138,6 +138,14 @@ def test_only_continuations_of_an_offered_name_count() -> None:
     assert choice.before == "a"
 
 
+def test_the_formats_placeholder_name_is_no_choice_either_way() -> None:
+    # Unsure which tool to name, Qwen copies the instructions' `TOOL_NAME`: a sign that it
+    # means to call, not that it wants another tool. It is left out of the share.
+    reply = tokens('{"tool": "', ("add", [("TO", 0.6), ("add", 0.3), ("sum", 0.1)]), '"}')
+    [choice] = name_choices(reply, [ToolCall("add", {})], NAMES)
+    assert choice.share == pytest.approx(0.75)
+
+
 def test_tokens_without_alternatives_are_passed_over() -> None:
     reply = tokens('{"tool": "', ("get", [("fetch", 0.9), ("get", 0.1)]), "_weather", '"}')
     reply[1] = TokenChoice("get", 0.0)  # this token came without alternatives

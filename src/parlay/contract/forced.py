@@ -29,8 +29,10 @@ from collections.abc import Collection, Sequence
 from attrs import frozen
 
 from parlay.context import ToolCall
+from parlay.contract.render import NAME_PLACEHOLDER
 from parlay.events import TokenChoice
 
+_PLACEHOLDERS = (NAME_PLACEHOLDER,)
 # A character that can go on a tool's name (`weathers` is another name than `weather`).
 _NAME_CHAR = re.compile(r"[\w.\-]")
 
@@ -108,29 +110,32 @@ def _least_sure(
         index += 1
         if not token.top:
             continue
-        if start <= begin:  # the first token, which may carry the opening quote
-            before = ""
-            continuations = [text[start:begin] + name for name in names]
-        else:
-            before = text[begin:start]
-            continuations = [name[len(before) :] for name in names if name.startswith(before)]
-        share = _continuing_share(token, continuations)
+        before = text[begin:start] if start > begin else ""
+        opening = text[start:begin]  # the first token may carry the opening quote
+        continuations = [opening + n[len(before) :] for n in names if n.startswith(before)]
+        placeholder = [opening + p[len(before) :] for p in _PLACEHOLDERS if p.startswith(before)]
+        share = _continuing_share(token, continuations, placeholder)
         if least is None or share < least.share:
             least = NameChoice(call, share, token.top[0][0], before)
     return least
 
 
-def _continuing_share(token: TokenChoice, continuations: Sequence[str]) -> float:
+def _continuing_share(
+    token: TokenChoice, continuations: Sequence[str], neutral: Sequence[str] = ()
+) -> float:
     """Of the alternatives' probability, the part that could go on to write one of
     `continuations` (the alternatives reported, not the whole vocabulary: the rest is
     unknown). An alternative that runs past a name counts only if the name ends there
-    (`weather"` continues `weather`; `weathers` does not)."""
+    (`weather"` continues `weather`; `weathers` does not). Alternatives that go on to a
+    `neutral` text are left out: the format's placeholder name, which a model copies
+    when it means to call but is unsure which tool (Qwen, told its made-up result was
+    not a call, gave 65 % to `TO` of `TOOL_NAME` and 35 % to the one offered tool)."""
     offered = other = 0.0
     for alternative, logprob in token.top:
         p = math.exp(logprob)
         if any(_continues(alternative, c) for c in continuations):
             offered += p
-        else:
+        elif not any(_continues(alternative, n) for n in neutral):
             other += p
     total = offered + other
     return offered / total if total > 0 else 1.0

@@ -34,6 +34,10 @@ from parlay.errors import ConfigurationError
 from parlay.request import ChatRequest, ToolChoice, ToolSpec
 from parlay.templating import environment
 
+# What the format instructions write where a call's tool name goes. Models copy it when
+# unsure which tool to name (`parlay.contract.forced` reads that as no choice at all).
+NAME_PLACEHOLDER = "TOOL_NAME"
+
 FORMATS = ("fenced", "json", "command")
 DEFAULT_FORMAT = "fenced"
 DEFAULT_MAX_RESULT_CHARS = 4000
@@ -81,6 +85,7 @@ class Contract:
 
 def _template(options: ContractOptions, name: str, **variables: Any) -> str:
     env = environment(options.template_dir)
+    variables.setdefault("name_placeholder", NAME_PLACEHOLDER)
     return env.get_template(name).render(**variables).strip()
 
 
