@@ -32,7 +32,6 @@ from parlay.context import ToolCall
 from parlay.contract.render import NAME_PLACEHOLDER
 from parlay.events import TokenChoice
 
-_PLACEHOLDERS = (NAME_PLACEHOLDER,)
 # A character that can go on a tool's name (`weathers` is another name than `weather`).
 _NAME_CHAR = re.compile(r"[\w.\-]")
 
@@ -112,16 +111,24 @@ def _least_sure(
             continue
         before = text[begin:start] if start > begin else ""
         opening = text[start:begin]  # the first token may carry the opening quote
-        continuations = [opening + n[len(before) :] for n in names if n.startswith(before)]
-        placeholder = [opening + p[len(before) :] for p in _PLACEHOLDERS if p.startswith(before)]
-        share = _continuing_share(token, continuations, placeholder)
+        share = _continuing_share(
+            token,
+            _still_to_write(names, before, opening),
+            _still_to_write((NAME_PLACEHOLDER,), before, opening),
+        )
         if least is None or share < least.share:
             least = NameChoice(call, share, token.top[0][0], before)
     return least
 
 
+def _still_to_write(candidates: Collection[str], before: str, opening: str) -> list[str]:
+    """What each candidate that begins with `before` has left to write, as a token that
+    also carries `opening` (the quote before the name) would begin it."""
+    return [opening + c[len(before) :] for c in candidates if c.startswith(before)]
+
+
 def _continuing_share(
-    token: TokenChoice, continuations: Sequence[str], neutral: Sequence[str] = ()
+    token: TokenChoice, continuations: Sequence[str], neutral: Sequence[str]
 ) -> float:
     """Of the alternatives' probability, the part that could go on to write one of
     `continuations` (the alternatives reported, not the whole vocabulary: the rest is
