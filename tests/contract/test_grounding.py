@@ -9,7 +9,13 @@ import pytest
 from parlay.backends.prompted import PromptedBackend
 from parlay.context import AssistantMessage, SystemMessage, ToolResult, UserMessage
 from parlay.contract.examples import EXAMPLE_RESULT
-from parlay.contract.grounding import copied_answer, echoes, grounds_of, invented_value
+from parlay.contract.grounding import (
+    copied_answer,
+    echoes,
+    grounds_of,
+    invented_value,
+    same_value,
+)
 from parlay.request import ChatRequest, ToolSpec
 
 from .conftest import CALL, TOOLS, WEATHER
@@ -116,6 +122,78 @@ def test_a_numeric_id_no_one_wrote_is_invented_in_any_script(key: str) -> None:
     assert invented({key: 1}, "获取武汉的天气", spec=spec) == key
     assert invented({key: 43523}, "Update user 43523's email", spec=spec) == ""
     assert invented({key: 7}, "用户7的资料", spec=spec) == ""
+
+
+PRODUCT = ToolSpec(
+    "get_product_details",
+    "Details of one product.",
+    {
+        "type": "object",
+        "properties": {"item_id": {"type": "string"}, "size": {"type": "string"}},
+        "required": ["item_id"],
+    },
+)
+
+
+def test_a_string_id_written_as_a_phrase_is_no_id() -> None:
+    # Qwen's call for "Kak rok shimmer nya ada size XL ga?" ("is the shimmer skirt in XL?"):
+    # every word was the user's, and none of them is an id.
+    asked = "Kak rok shimmer nya ada size XL ga?"
+    assert invented({"item_id": "Kak rok shimmer nya"}, asked, spec=PRODUCT) == "item_id"
+    # Ids as people write them: one word, or with digits.
+    assert invented({"item_id": "shimmer-skirt"}, "the shimmer-skirt in XL", spec=PRODUCT) == ""
+    assert invented({"item_id": "SKU 42 red"}, "is SKU 42 red in stock?", spec=PRODUCT) == ""
+    # Other arguments may be phrases.
+    assert invented({"title": "Hamlet at the Globe"}, "Hamlet at the Globe") == ""
+
+
+RECORD = ToolSpec(
+    "record",
+    "Record which intent each query belongs to.",
+    {
+        "type": "object",
+        "properties": {
+            "balance": {"type": "array", "items": {"type": "string"}},
+            "transfer": {"type": "array", "items": {"type": "string"}},
+            "faq": {"type": "array", "items": {"type": "string"}},
+            "out_of_scope": {"type": "array", "items": {"type": "string"}},
+            "channel": {"type": "string", "enum": ["web", "app"]},
+            "source": {"type": "string", "enum": ["web", "app"]},
+            "reviewer": {"type": "string", "enum": ["web", "app"]},
+        },
+    },
+)
+
+
+def test_one_text_in_three_arguments_is_named_with_them() -> None:
+    # Qwen's call when asked where "what is the weather like" is classified.
+    query = ["what is the weather like"]
+    poured = {"balance": query, "transfer": query, "faq": query, "out_of_scope": query}
+    assert same_value(poured, RECORD) == (
+        ("balance", "transfer", "faq", "out_of_scope"),
+        "what is the weather like",
+    )
+    # Two places may share a value (a one-day trip starts and ends on one date).
+    assert same_value({"balance": query, "faq": query, "transfer": ["hi"]}, RECORD) is None
+    # Chosen from a list each time: not poured.
+    assert same_value({"channel": "web", "source": "web", "reviewer": "web"}, RECORD) is None
+    # A value twice inside one argument counts once.
+    assert same_value({"balance": ["a", "a", "a"], "faq": ["a"]}, RECORD) is None
+
+
+async def test_one_text_in_every_argument_under_auto_is_retried() -> None:
+    query = ["what is the weather like"]
+    inner = scripted(
+        block("record", balance=query, transfer=query, faq=query, out_of_scope=query),
+        "That query is out of scope.",
+    )
+    request = ask('Record where "what is the weather like" is classified', tools=(RECORD,))
+    events, finish = await run(PromptedBackend(inner), request)
+    assert calls_of(events) == [] and text_of(events) == "That query is out of scope."
+    assert [r.reason for r in finish.diagnostics.retries] == ["same_value"]
+    message = inner.requests[1].messages[-1].content
+    assert "one value in balance, faq and 2 more" in message
+    assert "each argument takes its own value" in message
 
 
 def test_numbers_not_named_as_ids_may_be_worked_out() -> None:

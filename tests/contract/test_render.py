@@ -145,8 +145,16 @@ RETRY_REASONS = {
     "example_answer": '{"status": "done"}',
     "pretended_call": "get_weather",
     "invented_value": 'city="Springfield"',
+    "same_value": 'city, unit and country="Paris"',
     "missed_tool": "get_weather",
     "invalid_arguments": "a: Input should be a valid integer",
+}
+
+
+ARGUMENTS = {
+    "example_value": "city",
+    "invented_value": "city",
+    "same_value": "city, unit and country",
 }
 
 
@@ -165,6 +173,6 @@ def test_retry_messages(snapshot, reason: str, choice: str, attempt: int) -> Non
         ContractOptions(action_format="json"),
         tool,
         constrained=True,
-        argument="city" if reason in ("example_value", "invented_value") else "",
+        argument=ARGUMENTS.get(reason, ""),
     )
     assert message == snapshot

@@ -73,7 +73,7 @@ logger = logging.getLogger("parlay.prompted")
 # The grammar of a reply that may only answer in words.
 ANSWER_ONLY = ResponseFormat(FINAL_SCHEMA, name="final", strict=True)
 # Retry reasons for a call carrying a value the conversation did not give.
-MADE_UP_VALUES = ("example_value", "invented_value")
+MADE_UP_VALUES = ("example_value", "invented_value", "same_value")
 # Earlier retries after which a made-up value means the turn has nothing real to call with.
 DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "pretended_call", "missed_tool", "forced_call")
 # Alternatives per token asked of the inner backend for `forced.name_choices`.

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from attrs import frozen
 
 from parlay.context import AssistantMessage, Message, ToolCall, ToolResult
-from parlay.contract.grounding import copied_value, invented_value
+from parlay.contract.grounding import copied_value, invented_value, same_value
 from parlay.contract.render import Contract
 from parlay.contract.repair import repair_call
 from parlay.contract.retry import CallIssue
@@ -56,9 +56,20 @@ def check_call(
             key, text = invented
             detail = f"{key}={json.dumps(text)}"
             issues.append(CallIssue(fixed, "invented_value", detail, spec, argument=key))
+        if poured := same_value(fixed.arguments, spec):
+            keys, text = poured
+            detail = f"{', '.join(keys)}={json.dumps(text)}"
+            issues.append(CallIssue(fixed, "same_value", detail, spec, argument=_listed(keys)))
     if call_key(fixed) in answered:
         issues.append(CallIssue(fixed, "repeated_call", call.name, spec))
     return CheckedCall(fixed, tuple(issues), notes)
+
+
+def _listed(keys: Sequence[str]) -> str:
+    """Argument names for a retry message: `a, b and c`, or `a, b and 4 more`."""
+    if len(keys) > 3:
+        return f"{keys[0]}, {keys[1]} and {len(keys) - 2} more"
+    return f"{', '.join(keys[:-1])} and {keys[-1]}"
 
 
 def call_key(call: ToolCall) -> tuple[str, str]:

@@ -9,8 +9,12 @@ named). Two lexical checks catch those calls so the retry policy can ask again:
 - `invented_value`: a required string argument of which fewer than half the words occur
   in anything the model was given to read (system, user and assistant text, tool
   results), or a required number named as an id (`id`, `user_id`, `orderId`) whose
-  digits it never shows: ids are given or looked up, never worked out. Arguments whose
-  schema offers choices (`enum`, `const`, `default`) are not checked.
+  digits it never shows: ids are given or looked up, never worked out. A string id
+  written as a phrase of three or more words with no digit (`item_id="Kak rok shimmer
+  nya"`, the request copied in) is no id either. Arguments whose schema offers choices
+  (`enum`, `const`, `default`) are not checked.
+- `same_value`: one text poured into three or more arguments (a query written into
+  every intent list of a classification tool): the model did not choose where it goes.
 
 Words match loosely (`brownie` grounds `brownies`, `Italy` grounds `Italian`; a word with
 digits, like `string1`, only as itself), so the check errs towards letting a call
@@ -21,6 +25,9 @@ translation of the user's words, which word matching cannot see; digits read the
 in any script, so ids are checked there too. Over the same runs, every numeric id in a
 right call was written in its question; the three that were not (`user_id=1` for a
 weather request in Chinese, `template_id=1234567890`) were all calls where no tool fit.
+No right or wrong call on a question with a right call (1,310 calls over the recorded
+runs) had a phrase for an id or one text in three arguments; both came up only where no
+tool fit.
 """
 
 from __future__ import annotations
@@ -49,6 +56,10 @@ _FILLER = frozenset(
 _MIN_STEM = 4
 # Squeezed characters a reply must have before it counts as repeating its instruction.
 _MIN_ECHO = 12
+# Words (split at spaces, none with a digit) that make a string id a phrase, not an id.
+_PHRASE_WORDS = 3
+# Arguments holding one same text before the call counts as not having chosen.
+_SAME_VALUE_ARGUMENTS = 3
 
 
 @frozen(slots=False)
@@ -132,9 +143,32 @@ def invented_value(
         for value in leaves(arguments[key]):
             if isinstance(value, str) and not grounds.grounds(value):
                 return str(key), value
+            if isinstance(value, str) and _ID_NAME.search(str(key)) and _is_phrase(value):
+                return str(key), value
             if _is_number(value) and _ID_NAME.search(str(key)) and not grounds.shows_number(value):
                 return str(key), value
     return None
+
+
+def _is_phrase(value: str) -> bool:
+    return len(value.split()) >= _PHRASE_WORDS and not _DIGITS.search(value)
+
+
+def same_value(arguments: dict[str, Any], spec: ToolSpec) -> tuple[tuple[str, ...], str] | None:
+    """The arguments, three or more, that all hold one same text, and that text.
+
+    Arguments whose schema lists their choices are left out: a flag set to "yes" in
+    several places was chosen each time.
+    """
+    properties = spec.parameters.get("properties") or {}
+    holders: dict[str, list[str]] = {}
+    for key, value in arguments.items():
+        if _has_choices(properties.get(key)):
+            continue
+        for text in {v for v in leaves(value) if isinstance(v, str) and v.strip()}:
+            holders.setdefault(text, []).append(str(key))
+    text, keys = max(holders.items(), key=lambda item: len(item[1]), default=("", []))
+    return (tuple(keys), text) if len(keys) >= _SAME_VALUE_ARGUMENTS else None
 
 
 def _is_number(value: Any) -> bool:

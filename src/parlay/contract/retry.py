@@ -5,12 +5,12 @@ a reply whose every call repeats one the history already answered (small models 
 an action that cannot be read; under `auto`, a call the grammar forced on a model that
 leaned to a tool not offered (see `forced`); a call to another tool than the one
 named; an argument value copied from a few-shot example that the conversation never
-mentions; under `auto`, a required value that no one in the conversation gave (see
-`grounding`); a forced choice (`required` / a named tool) answered without the call it
-asked for; a plain answer quoting an example's made-up result (as what a named tool
-returned: a pretended call, which the retry asks about); refusal language; under
-`auto`, a plain first answer to a request that names what a tool does (see
-`relevance`).
+mentions; under `auto`, a required value that no one in the conversation gave, or one
+text poured into three or more arguments (see `grounding`); a forced choice
+(`required` / a named tool) answered without the call it asked for; a plain answer
+quoting an example's made-up result (as what a named tool returned: a pretended call,
+which the retry asks about); refusal language; under `auto`, a plain first answer to
+a request that names what a tool does (see `relevance`).
 A hard refusal under `auto` is an answer (the model may decline a task), so
 only a soft one ("I can't access real-time data" while a tool could) is retried there.
 A plain answer under `auto` is legitimate, so under `auto` the retry messages for an
@@ -39,19 +39,21 @@ class CallIssue:
     """A parsed call the engine cannot hand on: unknown tool or bad arguments."""
 
     call: ToolCall
-    # "unknown_tool" | "invalid_arguments" | "example_value" | "invented_value" | "repeated_call"
+    # "unknown_tool" | "invalid_arguments" | "example_value" | "invented_value" | "same_value"
+    # | "repeated_call"
     kind: str
     detail: str
     spec: ToolSpec | None = None
-    # The argument at fault (example_value, invented_value): named in the retry message.
+    # The argument(s) at fault (example_value, invented_value, same_value): named in the
+    # retry message.
     argument: str = ""
 
 
 @frozen
 class Verdict:
     # no_call | wrong_tool | refusal | unreadable | unknown_tool | invalid_arguments
-    # | example_value | example_answer | pretended_call | invented_value | missed_tool
-    # | repeated_call | forced_call
+    # | example_value | example_answer | pretended_call | invented_value | same_value
+    # | missed_tool | repeated_call | forced_call
     reason: str
     detail: str = ""
     tool: ToolSpec | None = None
@@ -112,11 +114,10 @@ class RetryPolicy:
         if choice.mode == "auto":
             # Under a forced choice the user asked for a call; under `auto` a made-up
             # value most often means the request was not for this tool at all.
-            for issue in issues:
-                if issue.kind == "invented_value":
-                    return Verdict(
-                        "invented_value", issue.detail, issue.spec, argument=issue.argument
-                    )
+            for kind in ("invented_value", "same_value"):
+                for issue in issues:
+                    if issue.kind == kind:
+                        return Verdict(kind, issue.detail, issue.spec, argument=issue.argument)
         if choice.forces_call and not good:
             if refusal is not None:
                 return Verdict("refusal", refusal.phrase, about_text=True)
