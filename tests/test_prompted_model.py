@@ -6,13 +6,17 @@ no call under `none`), never wording. Few requests, small `max_tokens`, temperat
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from parlay import GenerationOptions, Session
+from parlay.backends.base import Backend
 from parlay.backends.prompted import PromptedBackend
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
 from parlay.events import Finish, ScoredTextDelta, TextDelta, ToolCallEnd
 from parlay.request import ChatRequest, ToolChoice, ToolSpec
+from parlay.start import EMBEDDED_MIN_OFFERED_SHARE
 
 pytestmark = pytest.mark.model
 
@@ -47,6 +51,11 @@ def get_weather(city: str) -> str:
     return f"Sunny and 21 C in {city}."
 
 
+def embedded(backend: Backend, **settings: Any) -> PromptedBackend:
+    """The engine as the embedded session runs SmolLM2 (at its own forced-call floor)."""
+    return PromptedBackend(backend, min_offered_share=EMBEDDED_MIN_OFFERED_SHARE, **settings)
+
+
 async def collect(backend: PromptedBackend, request: ChatRequest) -> tuple[list[ToolCall], Finish]:
     calls = []
     finish = None
@@ -60,7 +69,7 @@ async def collect(backend: PromptedBackend, request: ChatRequest) -> tuple[list[
 
 
 async def test_single_call_through_a_session(llama_backend) -> None:
-    session = Session(PromptedBackend(llama_backend), tools=[get_weather], options=OPTIONS)
+    session = Session(embedded(llama_backend), tools=[get_weather], options=OPTIONS)
     thunk = await session.chat("What is the weather in Paris?")
     assert [call.name for call in thunk.tools] == ["get_weather"]
     assert isinstance(thunk.tools[0].arguments.get("city"), str)
@@ -69,7 +78,7 @@ async def test_single_call_through_a_session(llama_backend) -> None:
 
 
 async def test_two_step_chain_uses_the_first_result(llama_backend) -> None:
-    backend = PromptedBackend(llama_backend)
+    backend = embedded(llama_backend)
     tools = (USER_ID, ORDERS)
     question = UserMessage("Show me the orders of the user named Alice.")
     first, finish = await collect(
@@ -92,7 +101,7 @@ async def test_two_step_chain_uses_the_first_result(llama_backend) -> None:
 
 
 async def test_tool_choice_none_gives_no_call(llama_backend) -> None:
-    backend = PromptedBackend(llama_backend)
+    backend = embedded(llama_backend)
     request = ChatRequest(
         (UserMessage("What is the weather in Paris?"),),
         (USER_ID, ORDERS, ToolSpec("get_weather", "Get the weather for a city.")),
@@ -106,7 +115,7 @@ async def test_tool_choice_none_gives_no_call(llama_backend) -> None:
 async def test_required_gives_a_call_without_a_grammar(llama_backend) -> None:
     # Unconstrained, so the retry policy is what guarantees the call when the model
     # answers in prose first; each retry is visible in the diagnostics with its reason.
-    backend = PromptedBackend(llama_backend, constrained=False)
+    backend = embedded(llama_backend, constrained=False)
     request = ChatRequest(
         (UserMessage("Alice"),), (USER_ID, ORDERS), ToolChoice("required"), options=OPTIONS
     )
@@ -156,7 +165,7 @@ async def test_a_call_the_grammar_forced_becomes_an_answer(llama_backend) -> Non
         "for the next 10 days"
     )
     request = ChatRequest((UserMessage(question),), (SUM,), options=OPTIONS)
-    calls, finish = await collect(PromptedBackend(llama_backend), request)
+    calls, finish = await collect(embedded(llama_backend), request)
     assert calls == []
     assert [r.reason for r in finish.diagnostics.retries][:1] == ["forced_call"]
     assert finish.diagnostics.retries[0].detail.startswith("calculate_sum: ")
@@ -185,7 +194,7 @@ async def test_a_name_the_model_left_halfway_is_read_at_every_token(llama_backen
         "My given API key is reddit_api_key."
     )
     request = ChatRequest((UserMessage(question),), (WEATHER,), options=OPTIONS)
-    calls, finish = await collect(PromptedBackend(llama_backend), request)
+    calls, finish = await collect(embedded(llama_backend), request)
     assert calls == []
     [first, *_] = finish.diagnostics.retries
     assert first.reason == "forced_call"

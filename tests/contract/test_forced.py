@@ -22,6 +22,7 @@ from parlay.events import (
     Usage,
 )
 from parlay.request import ChatRequest, GenerationOptions, ToolChoice
+from parlay.start import EMBEDDED_MIN_OFFERED_SHARE, default_backend
 
 from .conftest import TOOLS
 
@@ -229,6 +230,29 @@ async def test_a_forced_choice_is_never_second_guessed(choice: str) -> None:
     assert finish.diagnostics.retries == ()
     # Nothing to read, so nothing asked of the server.
     assert model.requests[0].options.top_logprobs is None
+
+
+# A name the model gave 30 % at its first token: SmolLM2 gets some right calls so.
+UNSURE = call_reply("get", [("who", 0.6), ("get", 0.3)], "_weather", '{"city": "Paris"}')
+
+
+async def test_the_default_floor_asks_an_unsure_call_again_and_the_embedded_one_keeps_it() -> None:
+    model = ScoredModel(UNSURE, FINAL)
+    _, finish = await run(PromptedBackend(model), ask("Weather in Paris?"))
+    assert [r.reason for r in finish.diagnostics.retries] == ["forced_call"]
+    model = ScoredModel(UNSURE)
+    backend = PromptedBackend(model, min_offered_share=EMBEDDED_MIN_OFFERED_SHARE)
+    events, finish = await run(backend, ask("Weather in Paris?"))
+    assert [e.call.name for e in events if isinstance(e, ToolCallEnd)] == ["get_weather"]
+    assert finish.diagnostics.retries == ()
+
+
+def test_the_embedded_model_runs_at_its_own_floor(monkeypatch) -> None:
+    monkeypatch.delenv("PARLAY_OPENAI_BASE_URL", raising=False)
+    backend = default_backend()
+    assert isinstance(backend, PromptedBackend)
+    assert backend.min_offered_share == EMBEDDED_MIN_OFFERED_SHARE < 0.5
+    assert PromptedBackend(ScoredModel()).min_offered_share == 0.5
 
 
 async def test_zero_turns_the_check_off() -> None:

@@ -21,6 +21,7 @@ from parlay import Capabilities, OpenAIBackend
 from parlay.backends.local import LlamaServer
 from parlay.backends.prompted import PromptedBackend
 from parlay.server import create_app
+from parlay.start import EMBEDDED_MIN_OFFERED_SHARE
 
 pytestmark = pytest.mark.model
 
@@ -100,7 +101,11 @@ def proxy(llama_server: LlamaServer) -> Iterator[RunningServer]:
         api_key="",
         capabilities=Capabilities(native_tools=False, json_schema=True),
     )
-    with running(create_app(PromptedBackend(inner), models=["smollm2"])) as server:
+    with running(
+        create_app(
+            PromptedBackend(inner, min_offered_share=EMBEDDED_MIN_OFFERED_SHARE), models=["smollm2"]
+        )
+    ) as server:
         yield server
 
 

@@ -106,8 +106,9 @@ class PromptedBackend:
       forced, and the model asked for an answer instead, when at some token of the
       tool's name less than this share of the alternatives it weighed there go on to an
       offered tool (`parlay.contract.forced`; needs a backend that reports
-      log-probabilities, like llama.cpp, vLLM or OpenAI). Default 0.1; 0 turns the check
-      off. Models sure of their names (Qwen2.5-Coder-0.5B and up) do better with 0.5.
+      log-probabilities, like llama.cpp, vLLM or OpenAI). Default 0.5; 0 turns the check
+      off. A model unsure even of its right names does better lower: the embedded
+      SmolLM2-135M runs at 0.1 (`parlay.start.default_backend`).
 
     The defaults are the configuration that did best on BFCL with both local models
     measured (bench/results/bfcl.md): json under a grammar was the most even, and free
@@ -130,7 +131,7 @@ class PromptedBackend:
         max_examples: int = 4,
         check_values: bool = True,
         check_missed_calls: bool = True,
-        min_offered_share: float = 0.1,
+        min_offered_share: float = 0.5,
     ) -> None:
         if constrained and not inner.capabilities.json_schema:
             raise ConfigurationError(

@@ -79,6 +79,15 @@ def serve(
             help="Engine: retries when a call was expected (env PARLAY_SERVE_MAX_RETRIES)"
         ),
     ] = None,
+    min_offered_share: Annotated[
+        float | None,
+        typer.Option(
+            help="Engine: under tool_choice auto, a call is asked again as an answer when "
+            "less than this share of the model's choices at a token of the tool's name go on "
+            "to an offered tool (default 0.5; 0.1 suits a model as small as SmolLM2; 0: off) "
+            "(env PARLAY_SERVE_MIN_OFFERED_SHARE)"
+        ),
+    ] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
 ) -> None:
     """Serve OpenAI chat completions and Anthropic messages, with tools, before any model."""
@@ -99,6 +108,7 @@ def serve(
             timeout=timeout,
             action_format=action_format,
             max_retries=max_retries,
+            min_offered_share=min_offered_share,
         )
     except ConfigurationError as exc:
         typer.echo(f"parlay serve: {exc}", err=True)

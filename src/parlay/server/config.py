@@ -54,6 +54,7 @@ class ServerConfig:
     # Prompt-contract engine settings (None: the engine's own defaults).
     action_format: str | None = None
     max_retries: int | None = None
+    min_offered_share: float | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.upstream_kind not in ("openai", "anthropic"):
@@ -62,6 +63,11 @@ class ServerConfig:
             )
         if self.tools not in ("prompted", "native"):
             raise ConfigurationError(f"tool mode {self.tools!r} is not prompted or native")
+        if self.min_offered_share is not None and not 0 <= self.min_offered_share <= 1:
+            raise ConfigurationError(
+                f"min offered share {self.min_offered_share} is not between 0 and 1 "
+                "(0 turns the forced-call check off)"
+            )
         if not self.client_keys and not is_loopback(self.host):
             raise ConfigurationError(
                 f"refusing to serve on {self.host} without a client key: anyone who can reach "
@@ -99,6 +105,7 @@ class ServerConfig:
             ("port", "PORT", int),
             ("timeout", "TIMEOUT", float),
             ("max_retries", "MAX_RETRIES", int),
+            ("min_offered_share", "MIN_OFFERED_SHARE", float),
         ):
             if env.get(ENV_PREFIX + key):
                 try:
@@ -152,6 +159,8 @@ def build_backend(config: ServerConfig) -> Backend:
         options["action_format"] = config.action_format
     if config.max_retries is not None:
         options["max_retries"] = config.max_retries
+    if config.min_offered_share is not None:
+        options["min_offered_share"] = config.min_offered_share
     return prompted(inner, **options)
 
 
