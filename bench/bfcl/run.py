@@ -63,7 +63,7 @@ class Config:
     key: str
     action_format: str | None = None
     constrained: bool | None = None
-    # PromptedBackend's floor for forced calls; None: its default.
+    # PromptedBackend's floor for forced calls; None: what parlay ships for the model.
     min_offered_share: float | None = None
 
     @property
@@ -98,8 +98,11 @@ def make_backend(config: Config, server: LlamaServer, model: Model) -> Backend:
     backend = PromptedBackend(
         inner, action_format=config.action_format, constrained=config.constrained
     )
-    if config.min_offered_share is not None:
-        backend = backend.configure(min_offered_share=config.min_offered_share)
+    share = config.min_offered_share
+    if share is None:
+        share = model.min_offered_share
+    if share is not None:
+        backend = backend.configure(min_offered_share=share)
     return backend
 
 

@@ -71,3 +71,20 @@ def test_only_keeps_the_named_questions_of_the_sample() -> None:
     assert [q.id for q in chosen] == [questions[1].id, questions[3].id]
     with pytest.raises(SystemExit, match="not in this sample: simple_python_0"):
         only(questions, ["simple_python_0"])
+
+
+def test_each_model_runs_at_the_floor_parlay_ships_for_it_unless_a_config_says() -> None:
+    from bench.bfcl.models import Model
+    from bench.bfcl.run import engine_config, make_backend
+
+    from parlay.backends.local import LlamaServer
+    from parlay.start import EMBEDDED_MIN_OFFERED_SHARE
+
+    server = LlamaServer(Path("unused.gguf"))  # never started: only its URL is read
+    smollm2 = Model("smollm2", "SmolLM2", Path("s.gguf"), EMBEDDED_MIN_OFFERED_SHARE)
+    qwen = Model("qwen", "Qwen", Path("q.gguf"))
+    shipped = engine_config("json", True)
+    assert make_backend(shipped, server, smollm2).min_offered_share == EMBEDDED_MIN_OFFERED_SHARE
+    assert make_backend(shipped, server, qwen).min_offered_share == 0.5
+    other = engine_config("json", True, 0.9)
+    assert make_backend(other, server, smollm2).min_offered_share == 0.9
