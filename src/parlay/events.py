@@ -6,9 +6,10 @@ consume them and never learn how the calls were produced.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Literal
 
-from attrs import field, frozen
+from attrs import Attribute, field, frozen
 
 from parlay.context import ToolCall
 from parlay.diagnostics import Diagnostics
@@ -32,14 +33,49 @@ class Usage:
         )
 
 
+# The bytes type by a second name: inside `TokenChoice`, `bytes` names a field.
+TokenBytes = bytes
+
+
+def _one_per_alternative(
+    choice: TokenChoice, attribute: Attribute[Any], top_bytes: tuple[TokenBytes | None, ...]
+) -> None:
+    if top_bytes and len(top_bytes) != len(choice.top):
+        raise ValueError(
+            f"`top_bytes` has {len(top_bytes)} entries for {len(choice.top)} alternatives in"
+            " `top`: give one per alternative (None where its text says its bytes), or none"
+        )
+
+
 @frozen
 class TokenChoice:
     """One generated token, its log-probability, and the alternatives the model weighed
-    for that position (`top`: token and log-probability, likeliest first)."""
+    for that position (`top`: token and log-probability, likeliest first).
+
+    Byte-level tokenizers split a character such as 你 or 🌟 over several tokens, and a
+    token holding part of one has no text of its own: servers send a stand-in ("�" or ""
+    from llama.cpp, "bytes:\\xe4" from OpenAI) with the exact bytes beside it. `bytes`
+    keeps them when the text cannot say them; None means the text's UTF-8 is the bytes.
+    `top_bytes` does the same for `top`, one entry per alternative, or () when every
+    alternative's text says its bytes. It is a field of its own rather than a third item
+    in `top` because readers unpack `top` as (token, log-probability) pairs.
+    """
 
     token: str
     logprob: float
     top: tuple[tuple[str, float], ...] = ()
+    bytes: TokenBytes | None = None
+    top_bytes: tuple[TokenBytes | None, ...] = field(default=(), validator=_one_per_alternative)
+
+    def exact_bytes(self) -> TokenBytes:
+        """The token's bytes: the kept ones, else its text's UTF-8."""
+        return self.token.encode() if self.bytes is None else self.bytes
+
+    def top_with_bytes(self) -> Iterator[tuple[str, float, TokenBytes]]:
+        """`top` as (token, log-probability, exact bytes), likeliest first."""
+        kept = self.top_bytes or (None,) * len(self.top)
+        for (token, logprob), exact in zip(self.top, kept, strict=True):
+            yield token, logprob, token.encode() if exact is None else exact
 
 
 @frozen

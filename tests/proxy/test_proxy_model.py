@@ -265,6 +265,52 @@ def test_openai_logprobs_streamed_with_each_chunk(oa: openai.OpenAI) -> None:
     assert_logprobs(tokens, "".join(text), 3)
 
 
+def logprob_tokens(oa: openai.OpenAI, stream: bool, **asked: Any) -> tuple[str, list[Any]]:
+    """The content of a reply and its `logprobs.content`, whole or joined from chunks."""
+    if not stream:
+        choice = oa.chat.completions.create(**asked).choices[0]
+        assert choice.logprobs is not None and choice.logprobs.content is not None
+        return choice.message.content or "", choice.logprobs.content
+    text, tokens = [], []
+    for chunk in oa.chat.completions.create(**asked, stream=True):
+        for choice in chunk.choices:
+            if choice.delta.content:
+                assert choice.logprobs is not None and choice.logprobs.content
+                text.append(choice.delta.content)
+                tokens.extend(choice.logprobs.content)
+    return "".join(text), tokens
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_openai_logprob_bytes_rebuild_text_split_inside_characters(
+    oa: openai.OpenAI, stream: bool
+) -> None:
+    """SmolLM2 writes a Chinese character in several byte-level tokens; llama.cpp sends
+    each alternative, one such token, as "�" or "" with its exact bytes. Those bytes, not
+    the stand-in's, reach the client, and the chosen tokens' bytes rebuild the text."""
+    content, tokens = logprob_tokens(
+        oa,
+        stream,
+        model="smollm2",
+        messages=[
+            {"role": "user", "content": "Write the Chinese word for hello, 你好, three times."}
+        ],
+        max_tokens=12,
+        temperature=0,
+        logprobs=True,
+        top_logprobs=2,
+    )
+    assert any(ord(char) > 0x7F for char in content), f"no multi-byte text to test: {content!r}"
+    assert all(entry.bytes is not None for entry in tokens)
+    assert bytes(b for entry in tokens for b in entry.bytes).decode() == content
+    alternatives = [alt for entry in tokens for alt in entry.top_logprobs]
+    assert any(bytes(alt.bytes) != alt.token.encode() for alt in alternatives)
+    for entry in tokens:
+        # Greedy, so the likeliest alternative is the chosen token: the last of those that
+        # llama.cpp merged into this entry, whose bytes therefore end the entry's.
+        assert bytes(entry.bytes).endswith(bytes(entry.top_logprobs[0].bytes))
+
+
 def test_anthropic_any_without_parallel_calls(an: anthropic.Anthropic) -> None:
     message = an.messages.create(
         model="smollm2",

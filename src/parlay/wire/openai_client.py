@@ -127,6 +127,52 @@ def _finish_reason(raw: str | None, has_calls: bool) -> FinishReason:
     return reason
 
 
+def _is_byte(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 255
+
+
+def decode_token_bytes(entry: Mapping[str, Any]) -> bytes | None:
+    """An entry's `bytes` when they say more than its `token` text, else None.
+
+    A token holding part of a multi-byte character has no text of its own: llama.cpp sends
+    "�" or "" as its text (OpenAI "bytes:\\xe4") and the exact bytes in `bytes`, which
+    only then are worth keeping. Bytes that are not a list of 0-255 are not kept either.
+    """
+    raw = entry.get("bytes")
+    if not isinstance(raw, list) or not all(map(_is_byte, raw)):
+        return None
+    exact = bytes(raw)
+    # `surrogatepass`: JSON may carry a lone surrogate, whose text then differs from any bytes.
+    return None if exact == entry["token"].encode(errors="surrogatepass") else exact
+
+
+def _alternatives(entry: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The alternatives of an entry in a shape this knows (token text, numeric logprob)."""
+    return [
+        alt
+        for alt in entry.get("top_logprobs") or ()
+        if isinstance(alt, Mapping)
+        and isinstance(alt.get("token"), str)
+        and isinstance(alt.get("logprob"), (int, float))
+    ]
+
+
+def decode_token(entry: Mapping[str, Any]) -> TokenChoice:
+    """One entry of `logprobs.content`, whose `token` is known to be text."""
+    alternatives = _alternatives(entry)
+    top = tuple((alt["token"], float(alt["logprob"])) for alt in alternatives)
+    top_bytes = tuple(map(decode_token_bytes, alternatives))
+    logprob = entry.get("logprob")
+    return TokenChoice(
+        entry["token"],
+        float(logprob) if isinstance(logprob, (int, float)) else math.nan,
+        top,
+        decode_token_bytes(entry),
+        # () when every alternative's text says its bytes, as `TokenChoice` wants it.
+        top_bytes if any(exact is not None for exact in top_bytes) else (),
+    )
+
+
 def decode_tokens(choice: Mapping[str, Any]) -> tuple[TokenChoice, ...]:
     """The tokens of a choice's content with their alternatives (`logprobs.content`), or
     () when the server sent none or in a shape this does not know."""
@@ -134,21 +180,9 @@ def decode_tokens(choice: Mapping[str, Any]) -> tuple[TokenChoice, ...]:
     entries = logprobs.get("content") if isinstance(logprobs, Mapping) else None
     if not isinstance(entries, list):
         return ()
-    tokens = []
-    for entry in entries:
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("token"), str):
-            return ()
-        top = tuple(
-            (alt["token"], float(alt["logprob"]))
-            for alt in entry.get("top_logprobs") or ()
-            if isinstance(alt, Mapping)
-            and isinstance(alt.get("token"), str)
-            and isinstance(alt.get("logprob"), (int, float))
-        )
-        logprob = entry.get("logprob")
-        chosen = float(logprob) if isinstance(logprob, (int, float)) else math.nan
-        tokens.append(TokenChoice(entry["token"], chosen, top))
-    return tuple(tokens)
+    if not all(isinstance(e, Mapping) and isinstance(e.get("token"), str) for e in entries):
+        return ()
+    return tuple(map(decode_token, entries))
 
 
 def text_delta(text: str, tokens: tuple[TokenChoice, ...]) -> TextDelta:

@@ -11,6 +11,7 @@ import math
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from itertools import islice
 from typing import Any
 
 from attrs import frozen
@@ -286,9 +287,11 @@ def encode_usage(reply_usage: Usage) -> dict[str, int]:
     }
 
 
-def _alternative(token: str, logprob: float) -> dict[str, Any]:
-    # `bytes`: the UTF-8 of the token text, which is all the events keep of it.
-    return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+def _alternative(token: str, logprob: float, exact: bytes) -> dict[str, Any]:
+    # `bytes` are the token's own, not its text's UTF-8: for a token holding part of a
+    # multi-byte character the text is a stand-in ("�", ""), and clients that rebuild the
+    # text join the bytes, as OpenAI documents.
+    return {"token": token, "logprob": logprob, "bytes": list(exact)}
 
 
 def _finite(token: TokenChoice) -> bool:
@@ -307,8 +310,10 @@ def encode_logprobs(tokens: Sequence[TokenChoice], top_logprobs: int) -> dict[st
         return None
     content = [
         {
-            **_alternative(t.token, t.logprob),
-            "top_logprobs": [_alternative(alt, lp) for alt, lp in t.top[:top_logprobs]],
+            **_alternative(t.token, t.logprob, t.exact_bytes()),
+            "top_logprobs": [
+                _alternative(*alt) for alt in islice(t.top_with_bytes(), top_logprobs)
+            ],
         }
         for t in tokens
     ]
