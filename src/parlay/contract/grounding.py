@@ -3,7 +3,8 @@
 Small models fill a tool's required arguments whether or not the user gave them: on
 BFCL's irrelevance questions most wrong calls carried a value no one had written
 (`"string1"`, `"https://example.com/api/interfaces"`, a date for a show the user never
-named). Two lexical checks catch those calls so the retry policy can ask again:
+named), or the same text in every field. Lexical checks catch those calls so the retry
+policy can ask again:
 
 - `copied_value`: a value that only the few-shot calls show.
 - `invented_value`: a required string argument of which fewer than half the words occur
@@ -25,9 +26,9 @@ translation of the user's words, which word matching cannot see; digits read the
 in any script, so ids are checked there too. Over the same runs, every numeric id in a
 right call was written in its question; the three that were not (`user_id=1` for a
 weather request in Chinese, `template_id=1234567890`) were all calls where no tool fit.
-No right or wrong call on a question with a right call (1,310 calls over the recorded
-runs) had a phrase for an id or one text in three arguments; both came up only where no
-tool fit.
+No reply calling on a question that has a right call, right or wrong (1,635 over every
+configuration of the recorded runs), had a phrase for an id or one text in three
+arguments; both came up only where no tool fit.
 """
 
 from __future__ import annotations
