@@ -59,7 +59,7 @@ _MIN_STEM = 4
 _MIN_ECHO = 12
 # Words (split at spaces, none with a digit) that make a string id a phrase, not an id.
 _PHRASE_WORDS = 3
-# Arguments holding one same text before the call counts as not having chosen.
+# How many arguments holding one text make a call that did not choose where it goes.
 _SAME_VALUE_ARGUMENTS = 3
 
 
