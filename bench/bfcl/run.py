@@ -114,18 +114,29 @@ def _jsonable(value: Any) -> Any:
         return repr(value)
 
 
-def question_request(question: Question, max_tokens: int) -> ChatRequest:
-    """How every BFCL question is asked: its conversation and tools, greedy decoding."""
+def question_request(
+    question: Question, max_tokens: int, *, prompt_cache: bool = True
+) -> ChatRequest:
+    """How every BFCL question is asked: its conversation and tools, greedy decoding.
+
+    `prompt_cache` False asks llama.cpp to read every prompt from its start: with the
+    cache, the part a prompt shares with the one before is reused and only the rest is
+    read, in other batches, so near-tied tokens can come out differently depending on
+    which question ran before.
+    """
     return ChatRequest(
         question.messages,
         tools=question.tools,
         options=GenerationOptions(temperature=0.0, max_tokens=max_tokens, seed=0),
+        extra_body={} if prompt_cache else {"cache_prompt": False},
     )
 
 
-async def ask(backend: Backend, question: Question, max_tokens: int) -> dict[str, Any]:
+async def ask(
+    backend: Backend, question: Question, max_tokens: int, *, prompt_cache: bool = True
+) -> dict[str, Any]:
     """One question, one reply: the calls, the text, and BFCL's verdict."""
-    request = question_request(question, max_tokens)
+    request = question_request(question, max_tokens, prompt_cache=prompt_cache)
     text: list[str] = []
     calls: list[tuple[str, Any]] = []
     finish: Finish | None = None
@@ -397,6 +408,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="comma-separated question ids: ask only these of the sample (to re-ask the "
         "questions a change can reach on a new commit)",
     )
+    parser.add_argument(
+        "--no-prompt-cache",
+        dest="prompt_cache",
+        action="store_false",
+        help="have llama.cpp read every prompt afresh: slower, but an outcome no longer "
+        "depends on the questions asked before it, so re-asking a subset (--only) repeats "
+        "what a whole run gave",
+    )
     parser.add_argument("--notes", type=Path, help="markdown appended to the results page")
     parser.add_argument(
         "--merge",
@@ -450,6 +469,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "max_tokens": args.max_tokens,
         "categories": list(categories),
     }
+    if not args.prompt_cache:
+        settings["prompt_cache"] = False
     results = load_results(args.out, settings)
     results.setdefault("commits", []).append(_head())
     questions = interleave([sample(c, args.n, args.seed) for c in categories])
@@ -472,7 +493,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 earlier = done.get(question.id)
                 if earlier is not None and earlier["error_type"] != "request_error":
                     continue
-                outcome = await ask(backends[config.key], question, args.max_tokens)
+                outcome = await ask(
+                    backends[config.key], question, args.max_tokens, prompt_cache=args.prompt_cache
+                )
                 done[question.id] = outcome
                 print(
                     f"  [{model.key} / {config.key}] {number}/{len(questions)} "

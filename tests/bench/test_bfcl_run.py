@@ -88,3 +88,15 @@ def test_each_model_runs_at_the_floor_parlay_ships_for_it_unless_a_config_says()
     assert make_backend(shipped, server, qwen).min_offered_share == 0.5
     other = engine_config("json", True, 0.9)
     assert make_backend(other, server, smollm2).min_offered_share == 0.9
+
+
+def test_without_the_prompt_cache_llama_cpp_is_told_to_read_each_prompt_afresh() -> None:
+    from bench.bfcl.run import question_request
+
+    from parlay.wire.openai_client import encode_request
+
+    [question] = data.sample("multiple", 1, 0)
+    cached = question_request(question, 64)
+    fresh = question_request(question, 64, prompt_cache=False)
+    assert "cache_prompt" not in encode_request(cached, model="m", stream=True)
+    assert encode_request(fresh, model="m", stream=True)["cache_prompt"] is False
