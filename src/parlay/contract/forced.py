@@ -16,7 +16,10 @@ A call is judged by its least sure token. On the first replies to 150 BFCL quest
 (bench/results/bfcl-name-shares.md), no right call of either model went below 0.13
 (SmolLM2-135M; Qwen's lowest was 0.89), while 9 of SmolLM2's 30 and 6 of Qwen's 21 calls
 where no tool fit went below 0.1; reading the first token only, a floor of 0.25 found 4
-and 3 of them. A backend that reports nothing (`tokens` empty) is not judged.
+and 3 of them. A floor of 0.5 (the engine's default) questions none of Qwen's right
+calls and 8 of its 21 where no tool fit, but 4 of SmolLM2's 33 right calls, so the
+embedded session runs SmolLM2 at 0.1. A backend that reports nothing (`tokens` empty) is
+not judged.
 """
 
 from __future__ import annotations
