@@ -34,6 +34,9 @@ def default_backend() -> Backend:
     # SmolLM2 has no tool support of its own: the prompt-contract engine gives it some.
     # It is unsure even of the tool names it gets right (down to 0.13 of its alternatives
     # on BFCL), so a call is taken for the grammar's only below 0.1, not the engine's 0.5.
+    # A model of the user's own ($PARLAY_LOCAL_MODEL) gets the engine's defaults.
+    if os.environ.get("PARLAY_LOCAL_MODEL"):
+        return PromptedBackend(LocalBackend())
     return PromptedBackend(LocalBackend(), min_offered_share=EMBEDDED_MIN_OFFERED_SHARE)
 
 

@@ -247,12 +247,18 @@ async def test_the_default_floor_asks_an_unsure_call_again_and_the_embedded_one_
     assert finish.diagnostics.retries == ()
 
 
-def test_the_embedded_model_runs_at_its_own_floor(monkeypatch) -> None:
+def test_the_embedded_model_runs_at_its_own_floor(monkeypatch, tmp_path) -> None:
     monkeypatch.delenv("PARLAY_OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("PARLAY_LOCAL_MODEL", raising=False)
     backend = default_backend()
     assert isinstance(backend, PromptedBackend)
     assert backend.min_offered_share == EMBEDDED_MIN_OFFERED_SHARE < 0.5
     assert PromptedBackend(ScoredModel()).min_offered_share == 0.5
+    # A local model of the user's own is not SmolLM2: the engine's floor.
+    (tmp_path / "mine.gguf").write_bytes(b"GGUF")
+    monkeypatch.setenv("PARLAY_LOCAL_MODEL", str(tmp_path / "mine.gguf"))
+    theirs = default_backend()
+    assert isinstance(theirs, PromptedBackend) and theirs.min_offered_share == 0.5
 
 
 async def test_zero_turns_the_check_off() -> None:
