@@ -321,6 +321,18 @@ async def test_the_options_of_the_request_are_kept() -> None:
     assert (sent.temperature, sent.max_tokens, sent.top_logprobs) == (0.0, 64, NAME_ALTERNATIVES)
 
 
+@pytest.mark.parametrize(("choice", "sent"), [("auto", NAME_ALTERNATIVES), ("required", None)])
+async def test_a_callers_logprobs_are_not_asked_of_the_server(
+    choice: str, sent: int | None
+) -> None:
+    # The engine's text is parsed out of actions: the caller's alternatives would not fit
+    # it, so only the engine's own reading of tool names asks for any.
+    model = ScoredModel(WEATHER)
+    request = ask("Weather in Paris?", choice).replace(options=GenerationOptions(top_logprobs=20))
+    await run(PromptedBackend(model), request)
+    assert model.requests[0].options.top_logprobs == sent
+
+
 @pytest.mark.parametrize("share", [-0.1, 1.5])
 def test_a_share_outside_zero_to_one_is_a_clear_error(share: float) -> None:
     with pytest.raises(ConfigurationError, match="min_offered_share must be between 0 and 1"):

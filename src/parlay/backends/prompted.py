@@ -236,9 +236,10 @@ class PromptedBackend:
 
         # The model's own choice of tool names is only hidden when a grammar picks them.
         read_names = constrained and choice.mode == "auto" and self.min_offered_share > 0
-        options = request.options
-        if read_names:
-            options = evolve(options, top_logprobs=NAME_ALTERNATIVES)
+        # Alternatives only for the engine's own reading: the text it hands on is parsed
+        # out of the model's actions, so a caller's log-probabilities would not fit it
+        # and asking the server for them would be wasted.
+        options = evolve(request.options, top_logprobs=NAME_ALTERNATIVES if read_names else None)
         messages = contract.messages
         retries: list[Retry] = []
         notes: list[str] = []
