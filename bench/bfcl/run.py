@@ -326,6 +326,25 @@ def load_results(path: Path, settings: dict[str, Any]) -> dict[str, Any]:
     return {"settings": settings, "runs": {}}
 
 
+def note_commit(results: dict[str, Any], keys: Sequence[str], head: str) -> None:
+    """Record which commit answers for these configurations.
+
+    A run's own file keeps the list of commits that ran; the results pages keep
+    configuration -> how its rows were made (written when rows were merged in), and a run
+    on a page adds to that. Neither is rewritten.
+    """
+    commits = results.setdefault("commits", [])
+    if isinstance(commits, list):
+        commits.append(head)
+        return
+    for key in keys:
+        made = commits.get(key)
+        if made is None:
+            commits[key] = head
+        elif head not in made:
+            commits[key] = f"{made}; then {head}"
+
+
 def write_markdown(path: Path, results: dict[str, Any], notes: str) -> None:
     settings = results["settings"]
     text = (
@@ -472,11 +491,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     if not args.prompt_cache:
         settings["prompt_cache"] = False
     results = load_results(args.out, settings)
-    results.setdefault("commits", []).append(_head())
     questions = interleave([sample(c, args.n, args.seed) for c in categories])
     if args.only:
         questions = only(questions, args.only.split(","))
     configs = configs_from(args.configs)
+    note_commit(results, [config.key for config in configs], _head())
     notes = args.notes.read_text() if args.notes else ""
     for model in models(tuple(args.models.split(","))):
         server = LlamaServer(model.path, n_ctx=8192, threads=args.threads)

@@ -100,3 +100,22 @@ def test_without_the_prompt_cache_llama_cpp_is_told_to_read_each_prompt_afresh()
     fresh = question_request(question, 64, prompt_cache=False)
     assert "cache_prompt" not in encode_request(cached, model="m", stream=True)
     assert encode_request(fresh, model="m", stream=True)["cache_prompt"] is False
+
+
+def test_a_run_adds_its_commit_to_a_page_in_either_shape() -> None:
+    from bench.bfcl.run import note_commit
+
+    page = {"commits": {"parlay json constrained": "e253d02 (hand-written)"}}
+    note_commit(page, ["parlay json constrained", "parlay fenced free"], "abc1234")
+    assert page["commits"] == {
+        "parlay json constrained": "e253d02 (hand-written); then abc1234",
+        "parlay fenced free": "abc1234",
+    }
+    note_commit(page, ["parlay fenced free"], "abc1234")  # resumed on the same commit
+    assert page["commits"]["parlay fenced free"] == "abc1234"
+    older: dict = {"commits": ["1670488"]}
+    note_commit(older, ["parlay json constrained"], "abc1234")
+    assert older["commits"] == ["1670488", "abc1234"]
+    fresh: dict = {}
+    note_commit(fresh, ["native"], "abc1234")
+    assert fresh["commits"] == ["abc1234"]
