@@ -38,6 +38,12 @@ from attrs import evolve
 
 from parlay.backends._attempt import Attempt
 from parlay.backends.base import Backend, Capabilities
+from parlay.backends.bounds import (
+    ATTEMPT_MAX_TOKENS,
+    RepetitionLimit,
+    guarded,
+    with_max_tokens,
+)
 from parlay.context import AssistantMessage, Message, ToolCall, UserMessage
 from parlay.contract.checks import CheckedCall, answered_calls, check_call
 from parlay.contract.constrain import FINAL_SCHEMA, action_response_format
@@ -109,6 +115,10 @@ class PromptedBackend:
       log-probabilities, like llama.cpp, vLLM or OpenAI). Default 0.5; 0 turns the check
       off. A model unsure even of its right names does better lower: the embedded
       SmolLM2-135M runs at 0.1 (`parlay.start.default_backend`).
+    - `max_tokens`: the token budget of each attempt when the request sets none (default
+      2048; None: the inner backend's own limit). A caller's `max_tokens` wins.
+    - `repetition`: stop an attempt that has fallen into a loop, repeating one line or
+      sentence (`parlay.backends.bounds.RepetitionLimit`; None turns the guard off).
 
     The defaults are the configuration that did best on BFCL with both local models
     measured (bench/results/bfcl.md): json under a grammar was the most even, and free
@@ -132,6 +142,8 @@ class PromptedBackend:
         check_values: bool = True,
         check_missed_calls: bool = True,
         min_offered_share: float = 0.5,
+        max_tokens: int | None = ATTEMPT_MAX_TOKENS,
+        repetition: RepetitionLimit | None = RepetitionLimit(),  # noqa: B008 (frozen)
     ) -> None:
         if constrained and not inner.capabilities.json_schema:
             raise ConfigurationError(
@@ -160,6 +172,10 @@ class PromptedBackend:
         self.check_values = check_values
         self.check_missed_calls = check_missed_calls
         self.min_offered_share = min_offered_share
+        if max_tokens is not None and max_tokens < 1:
+            raise ConfigurationError(f"max_tokens must be 1 or more, got {max_tokens}")
+        self.max_tokens = max_tokens
+        self.repetition = repetition
 
     @property
     def action_format(self) -> str:
@@ -185,6 +201,8 @@ class PromptedBackend:
             "check_values": self.check_values,
             "check_missed_calls": self.check_missed_calls,
             "min_offered_share": self.min_offered_share,
+            "max_tokens": self.max_tokens,
+            "repetition": self.repetition,
         }
         settings.update(changes)
         return PromptedBackend(self.inner, **settings)
@@ -251,6 +269,7 @@ class PromptedBackend:
         first_answer: Attempt | None = None  # a plain answer held back by a missed_tool retry
         instruction = ""  # the message the last retry added
         last_finish: Finish | None = None
+        repetition: str | None = None  # what a looping attempt repeated
         yielded = 0
         for attempt_no in range(self.policy.max_retries + 1):
             can_retry = choice.mode != "none" and self.policy.allows(attempt_no)
@@ -276,8 +295,9 @@ class PromptedBackend:
                 response_format=response_format,
                 options=options,
             )
+            inner_request = with_max_tokens(inner_request, self.max_tokens)
             try:
-                async for event in self.inner.stream(inner_request):
+                async for event in guarded(self.inner.stream(inner_request), self.repetition):
                     if isinstance(event, Finish):
                         attempt.finish = event
                         continue
@@ -314,7 +334,11 @@ class PromptedBackend:
                 last_finish = attempt.finish
                 if attempt.finish.usage is not None:
                     usage = attempt.finish.usage if usage is None else usage + attempt.finish.usage
-                if attempt.finish.reason == "length":
+                looped = attempt.finish.diagnostics and attempt.finish.diagnostics.repetition
+                if looped:
+                    repetition = looped
+                    notes.extend(attempt.finish.diagnostics.notes)  # type: ignore[union-attr]
+                elif attempt.finish.reason == "length":
                     notes.append("the reply was cut by the token limit")
             signal = detect_refusal(parsed.text, self.refusal_phrases)
             refusal = refusal or signal
@@ -394,6 +418,7 @@ class PromptedBackend:
             notes=tuple(notes),
             tool_state=contract.state.value,
             streaming="/".join(modes),
+            repetition=repetition,
         )
         logger.debug("prompted reply: %s", diagnostics)
         yield Finish(
