@@ -29,3 +29,6 @@ class Diagnostics:
     # engine streamed the reply: "live", "hybrid" (text live, calls held) or "buffered".
     tool_state: str | None = None
     streaming: str | None = None
+    # What a reply kept repeating when the repetition guard stopped it
+    # (`parlay.backends.bounds`); the reply then finished with reason "length".
+    repetition: str | None = None

@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from parlay.backends.base import Capabilities
+from parlay.backends.bounds import (
+    EMBEDDED_MAX_TOKENS,
+    RepetitionLimit,
+    guarded,
+    with_max_tokens,
+)
 from parlay.backends.openai import OpenAIBackend
+from parlay.backends.threads import pick_threads
 from parlay.errors import ConfigurationError
 from parlay.events import Event
 from parlay.request import ChatRequest
@@ -57,8 +64,8 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _check_cpu_settings(threads: int, poll: int | None) -> None:
-    if threads < 1:
+def _check_cpu_settings(threads: int | None, poll: int | None) -> None:
+    if threads is not None and threads < 1:
         raise ConfigurationError(f"threads must be 1 or more, got {threads}")
     if poll is not None and not 0 <= poll <= 100:
         raise ConfigurationError(f"poll is a level from 0 (no busy wait) to 100, got {poll}")
@@ -70,8 +77,9 @@ class LlamaServer:
     `threads` and `poll` are llama.cpp's own knobs. Its threads busy-wait between steps
     (`poll`, 0-100, llama.cpp's default 50): fastest on an idle machine, but on a machine
     whose cores are shared the spinning threads starve each other (measured here: SmolLM2
-    at 2.9 tokens/s with 2 threads beside other jobs, 33 with 1). On a busy machine use
-    fewer threads or `poll=0`.
+    at 2.9 tokens/s with 2 threads beside other jobs, 33 with 1). `threads=None` (the
+    default) picks the count when the server starts: `$PARLAY_THREADS`, else the cores
+    free at that moment (`parlay.backends.threads`); `threads` then says what was picked.
     """
 
     def __init__(
@@ -79,7 +87,7 @@ class LlamaServer:
         model_path: str | os.PathLike[str],
         *,
         n_ctx: int = 4096,
-        threads: int = 2,
+        threads: int | None = None,
         poll: int | None = None,
         port: int | None = None,
         parallel: int = 1,
@@ -114,6 +122,7 @@ class LlamaServer:
                 ) from exc
             if not self.model_path.is_file():
                 raise ConfigurationError(f"model file {str(self.model_path)!r} does not exist")
+            self.threads = pick_threads(self.threads)
             params = xllamacpp.CommonParams()
             params.model.path = str(self.model_path)
             params.n_ctx = self.n_ctx
@@ -132,7 +141,7 @@ class LlamaServer:
             return self.base_url
 
 
-_servers: dict[tuple[str, int, int, int | None], LlamaServer] = {}
+_servers: dict[tuple[str, int, int | None, int | None], LlamaServer] = {}
 _servers_lock = threading.Lock()
 
 
@@ -140,10 +149,13 @@ def shared_server(
     model_path: str | os.PathLike[str],
     n_ctx: int = 4096,
     *,
-    threads: int = 2,
+    threads: int | None = None,
     poll: int | None = None,
 ) -> LlamaServer:
-    """The process-wide server for this model file and settings (started on first use)."""
+    """The process-wide server for this model file and settings (started on first use).
+
+    `threads=None` is one setting of its own (the count picked at start), so every
+    backend that leaves it to parlay shares one server."""
     key = (str(Path(model_path).resolve()), n_ctx, threads, poll)
     with _servers_lock:
         server = _servers.get(key)
@@ -157,7 +169,12 @@ class LocalBackend:
     """The embedded llama.cpp model. Plain chat plus JSON-schema output; no native tools.
 
     Wrap it in `PromptedBackend` for tool calling (`parlay.start_session()` does).
-    `threads` and `poll` go to llama.cpp (see `LlamaServer`).
+    `threads` and `poll` go to llama.cpp (see `LlamaServer`; `threads=None` picks the
+    count from the cores free at start, or `$PARLAY_THREADS`).
+
+    Every reply is bounded: `max_tokens` applies when the request sets none (None: the
+    model's context is the limit), and `repetition` stops a reply that has fallen into a
+    loop (None: no guard; see `parlay.backends.bounds`).
     """
 
     def __init__(
@@ -166,10 +183,16 @@ class LocalBackend:
         *,
         n_ctx: int = 4096,
         stream: bool = True,
-        threads: int = 2,
+        threads: int | None = None,
         poll: int | None = None,
+        max_tokens: int | None = EMBEDDED_MAX_TOKENS,
+        repetition: RepetitionLimit | None = RepetitionLimit(),  # noqa: B008 (frozen)
     ) -> None:
         _check_cpu_settings(threads, poll)
+        if max_tokens is not None and max_tokens < 1:
+            raise ConfigurationError(f"max_tokens must be 1 or more, got {max_tokens}")
+        self.max_tokens = max_tokens
+        self.repetition = repetition
         self._model_path = Path(model_path) if model_path is not None else None
         self._n_ctx = n_ctx
         self._threads = threads
@@ -213,5 +236,6 @@ class LocalBackend:
         backend = self._backend
         if backend is None:
             backend = await asyncio.to_thread(self._ensure)
-        async for event in backend.stream(request):
+        request = with_max_tokens(request, self.max_tokens)
+        async for event in guarded(backend.stream(request), self.repetition):
             yield event
