@@ -58,8 +58,28 @@ class BackendStatusError(BackendError):
         self.body = body
 
 
+class BackendRateLimitError(BackendStatusError):
+    """The backend answered 429. `retry_after` is its `Retry-After` header as sent (seconds
+    or an HTTP date), None when it sent none."""
+
+    def __init__(
+        self, message: str, *, status_code: int = 429, body: Any = None, retry_after: str | None
+    ) -> None:
+        super().__init__(message, status_code=status_code, body=body)
+        self.retry_after = retry_after
+
+
+class BackendSchemaRejectedError(BackendStatusError):
+    """The backend refused the request (400/422) because of its JSON schema or grammar: a
+    constrained request may be sent again without the constraint."""
+
+
 class BackendProtocolError(BackendError):
     """The backend answered something that does not follow its protocol (a cut stream, bad JSON)."""
+
+
+class BackendStreamCutError(BackendProtocolError):
+    """The backend's stream stopped before the reply was finished (connection cut)."""
 
 
 class InvalidRequestError(ParlayError, ValueError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -15,12 +16,46 @@ from parlay.errors import (
     BackendConnectionError,
     BackendError,
     BackendProtocolError,
+    BackendRateLimitError,
+    BackendSchemaRejectedError,
     BackendStatusError,
+    BackendStreamCutError,
     BackendTimeoutError,
 )
 from parlay.wire.sse import ServerSentEvent, read_events
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=30.0)
+
+
+# Things that look like credentials in text an upstream sends back (some echo the key
+# they were given): OpenAI-style keys, bearer tokens, `api_key=...` pairs.
+_SECRET_SHAPES = re.compile(
+    r"(?i)(\b(?:sk|pk|rk|ak)-|bearer\s+|(?:key|token|secret)[\"']?\s*[:=]\s*[\"']?)"
+    r"[A-Za-z0-9._~+/=\-]{6,}"
+)
+# Words by which an upstream says it cannot use the request's JSON schema or grammar
+# (llama.cpp, vLLM, OpenAI, ...): only such a refusal lets a constrained request retry.
+_SCHEMA_WORDS = re.compile(r"(?i)schema|grammar|response_format|guided|xgrammar|outlines|gbnf")
+_RETRY_AFTER = re.compile(r"[0-9]{1,9}|[A-Za-z]{3}, [0-9]{2} [A-Za-z]{3} [0-9]{4} [0-9:]{8} GMT")
+
+
+def mask_secrets(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """`text` with the given secrets and anything shaped like a key replaced by `***`."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return _SECRET_SHAPES.sub(lambda m: m.group(1) + "***", text)
+
+
+def schema_rejected(exc: BackendStatusError) -> bool:
+    """Whether `exc` is a refusal of the request's JSON schema or grammar (a 400 or 422
+    saying so), the one upstream error after which a constrained request may be sent
+    again unconstrained: never a 5xx, a 429 or a 401."""
+    if isinstance(exc, BackendSchemaRejectedError):
+        return True
+    if exc.status_code not in (400, 422):
+        return False
+    return bool(_SCHEMA_WORDS.search(f"{exc} {_error_message(exc.body)}"))
 
 
 def _error_message(body: Any) -> str:
@@ -51,6 +86,12 @@ class HttpTransport:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.headers = dict(headers)
+        # The credentials this transport sends, masked in every error it raises.
+        self.secrets = tuple(
+            value.partition(" ")[2] if name.lower() == "authorization" else value
+            for name, value in headers.items()
+            if name.lower() in ("authorization", "x-api-key", "api-key")
+        )
         self.timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         self._transport = transport
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
@@ -88,11 +129,11 @@ class HttpTransport:
             await response.aread()
             try:
                 return response.json()
-            except json.JSONDecodeError as exc:
+            except json.JSONDecodeError:
+                excerpt = mask_secrets(response.text[:200], self.secrets)
                 raise BackendProtocolError(
-                    f"{self._describe(path)} answered with a body that is not JSON: "
-                    f"{response.text[:200]!r}"
-                ) from exc
+                    f"{self._describe(path)} answered with a body that is not JSON: {excerpt!r}"
+                ) from None
 
     async def post_sse(self, path: str, body: Mapping[str, Any]) -> AsyncIterator[ServerSentEvent]:
         async with self._request(path, body) as response:
@@ -105,7 +146,7 @@ class HttpTransport:
                     f"({type(exc).__name__})"
                 ) from exc
             except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-                raise BackendProtocolError(
+                raise BackendStreamCutError(
                     f"the stream from {self._describe(path)} was cut: {exc}"
                 ) from exc
 
@@ -135,16 +176,26 @@ class HttpTransport:
         try:
             if response.status_code >= 400:
                 await response.aread()
-                try:
-                    payload: Any = response.json()
-                except json.JSONDecodeError:
-                    payload = response.text
-                raise BackendStatusError(
-                    f"{self._describe(path)} answered HTTP {response.status_code}: "
-                    f"{_error_message(payload)}",
-                    status_code=response.status_code,
-                    body=payload,
-                )
+                raise self._status_error(path, response)
             yield response
         finally:
             await response.aclose()
+
+    def _status_error(self, path: str, response: httpx.Response) -> BackendStatusError:
+        """The error for an HTTP error status, credentials masked in message and body."""
+        text = mask_secrets(response.text, self.secrets)
+        payload: Any
+        try:
+            payload = json.loads(text)
+        except json.JSONDecodeError:
+            payload = text
+        status = response.status_code
+        message = f"{self._describe(path)} answered HTTP {status}: {_error_message(payload)}"
+        if status == 429:
+            after = response.headers.get("retry-after", "").strip()
+            # Passed on to clients as it is, so only a well-formed value.
+            retry_after = after if _RETRY_AFTER.fullmatch(after) else None
+            return BackendRateLimitError(message, body=payload, retry_after=retry_after)
+        if status in (400, 422) and _SCHEMA_WORDS.search(_error_message(payload)):
+            return BackendSchemaRejectedError(message, status_code=status, body=payload)
+        return BackendStatusError(message, status_code=status, body=payload)

@@ -37,6 +37,7 @@ from typing import Any
 from attrs import evolve
 
 from parlay.backends._attempt import Attempt
+from parlay.backends._http import schema_rejected
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.bounds import (
     ATTEMPT_MAX_TOKENS,
@@ -312,11 +313,16 @@ class PromptedBackend:
                         yielded += 1
                         yield out
             except BackendStatusError as exc:
-                if not constrained or yielded or self.constrained:
+                # Only a refusal of the schema itself (400/422 naming it): a 5xx, 429 or 401
+                # is no reason to send the request again.
+                if not constrained or yielded or self.constrained or not schema_rejected(exc):
                     raise
                 # The server could not turn the action schema into a grammar (some reject
                 # parts of JSON schema): nothing was shown yet, so go on without it.
-                note = f"the backend rejected the action schema ({exc}); ran unconstrained"
+                note = (
+                    f"the backend rejected the action schema (HTTP {exc.status_code}); "
+                    "ran unconstrained"
+                )
                 logger.warning("%s", note)
                 async for out in self.configure(constrained=False).stream(request):
                     if isinstance(out, Finish) and out.diagnostics is not None:
