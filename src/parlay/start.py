@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from parlay.backends.base import Backend
+from parlay.backends.bounds import EMBEDDED_MAX_TOKENS
 from parlay.request import GenerationOptions
 from parlay.session import Session
 from parlay.store import Store
@@ -35,9 +36,14 @@ def default_backend() -> Backend:
     # It is unsure even of the tool names it gets right (down to 0.13 of its alternatives
     # on BFCL), so a call is taken for the grammar's only below 0.1, not the engine's 0.5.
     # A model of the user's own ($PARLAY_LOCAL_MODEL) gets the engine's defaults.
+    # Each engine attempt gets the embedded model's own budget, not the engine's larger one.
     if os.environ.get("PARLAY_LOCAL_MODEL"):
-        return PromptedBackend(LocalBackend())
-    return PromptedBackend(LocalBackend(), min_offered_share=EMBEDDED_MIN_OFFERED_SHARE)
+        return PromptedBackend(LocalBackend(), max_tokens=EMBEDDED_MAX_TOKENS)
+    return PromptedBackend(
+        LocalBackend(),
+        min_offered_share=EMBEDDED_MIN_OFFERED_SHARE,
+        max_tokens=EMBEDDED_MAX_TOKENS,
+    )
 
 
 def start_session(

@@ -7,8 +7,8 @@ sentences are one short cycle repeated, and says what repeated.
 
 The guard reads text in *units*: a line, or a sentence ending in `.`, `!` or `?` before
 white space. It trips when the last `repeats` periods of 1 to `max_period` units are
-the same, and those units hold at least `min_chars` characters in all, so a list of
-short identical items (`- [ ] todo`, `}`) never trips it. Each completed unit costs a
+the same, and one period holds at least `min_chars` characters, so a list of short
+identical items (`- [ ] todo`, `}`) never trips it. Each completed unit costs a
 bounded number of comparisons, so the guard is linear in the reply.
 """
 
@@ -22,7 +22,7 @@ from attrs import evolve, frozen
 
 from parlay.diagnostics import Diagnostics
 from parlay.errors import ConfigurationError
-from parlay.events import Event, Finish, TextDelta
+from parlay.events import Event, Finish, ScoredTextDelta, TextDelta, TokenChoice
 from parlay.request import ChatRequest
 
 # Most tokens of one reply of the embedded model, and of one attempt of the prompted
@@ -40,7 +40,7 @@ _UNIT_CHARS = 400
 @frozen
 class RepetitionLimit:
     """When the guard stops a reply: the last `repeats` periods of 1 to `max_period`
-    units are identical and hold at least `min_chars` characters in all."""
+    units are identical, and one period holds at least `min_chars` characters."""
 
     repeats: int = 4
     max_period: int = 4
@@ -55,41 +55,91 @@ class RepetitionLimit:
 
 
 class RepetitionGuard:
-    """Reads a reply's text as it streams; `feed` returns what repeated once it loops."""
+    """Reads a reply's text as it streams, and holds back what only repeats it.
+
+    `feed` returns the text that may be shown now. Text found in one of the last units,
+    as far as it goes, is held: released as soon as it says something new, and
+    dropped when it completes a loop (`tripped` then says what repeated). So a reply in
+    a loop reads as if it had said its sentence once, and any other reply shows the same
+    text as written, a repeated sentence only a little later. However the text is split
+    into chunks, the same text is shown in the end.
+    """
 
     def __init__(self, limit: RepetitionLimit | None = None) -> None:
         self.limit = limit or RepetitionLimit()
-        self._partial: list[str] = []
         window = self.limit.repeats * self.limit.max_period
-        self._units: deque[str] = deque(maxlen=window)
+        self._units: deque[str] = deque(maxlen=window)  # whitespace folded, to compare
+        self._unit = ""  # the raw text of the unit being read, all of it decided
+        self._unit_shown = False  # part of it said something new and was shown
+        self._held: list[str] = []
         self.tripped: str | None = None
 
-    def feed(self, text: str) -> str | None:
-        """Take more of the reply; the repeated text once the reply is in a loop, else None."""
-        if self.tripped is not None:
-            return self.tripped
-        start = 0
-        for match in _UNIT_END.finditer(text):
-            self._partial.append(text[start : match.end()])
-            start = match.end()
-            found = self._close_unit()
-            if found is not None:
-                self.tripped = found
-                return found
-        if start < len(text):
-            self._partial.append(text[start:])
-            if sum(len(p) for p in self._partial) > 4 * _UNIT_CHARS:
-                # No unit end for a long while: keep only the tail, enough to compare.
-                self._partial = ["".join(self._partial)[-_UNIT_CHARS:]]
-        return None
+    def feed(self, text: str) -> str:
+        """Take more of the reply; return what may be shown now.
 
-    def _close_unit(self) -> str | None:
-        unit = _SPACES.sub(" ", "".join(self._partial)).strip()[:_UNIT_CHARS]
-        self._partial = []
+        A `.` at the end of a chunk waits for the next character to tell whether it ends
+        a sentence.
+        """
+        if self.tripped is not None:
+            return ""
+        shown: list[str] = []
+        buf = self._unit + text
+        decided = len(self._unit)
+        unit_start = 0
+        for match in _UNIT_END.finditer(buf, max(0, decided - 1)):
+            end = match.end()
+            self._decide(shown, buf[unit_start:end], buf[max(decided, unit_start) : end])
+            decided = end
+            if self._end_unit(shown, buf[unit_start:end]):
+                return "".join(shown)
+            unit_start = end
+        self._decide(shown, buf[unit_start:], buf[max(decided, unit_start) :])
+        self._unit = buf[unit_start:]
+        if len(self._unit) > 4 * _UNIT_CHARS:
+            # No unit end for a long while: keep only the tail, enough to compare.
+            self._unit = self._unit[-_UNIT_CHARS:]
+        return "".join(shown)
+
+    def flush(self) -> str:
+        """The text still held, once the reply has ended (nothing after a loop)."""
+        held, self._held = "".join(self._held), []
+        return "" if self.tripped is not None else held
+
+    def _decide(self, shown: list[str], unit_so_far: str, new: str) -> None:
+        """Show or hold `new`, the latest text of the unit that reads `unit_so_far`."""
+        if not new:
+            return
+        if not self._unit_shown:
+            folded = _SPACES.sub(" ", unit_so_far).lstrip()
+            if not folded or any(folded in u for u in self._recent()):
+                self._held.append(new)
+                return
+            self._unit_shown = True
+        self._release(shown)
+        shown.append(new)
+
+    def _end_unit(self, shown: list[str], raw: str) -> bool:
+        """A unit ended; True once the reply is in a loop."""
+        self._unit_shown = False
+        unit = _SPACES.sub(" ", raw).strip()[:_UNIT_CHARS]
         if not unit:
-            return None
+            return False
+        repeated = any(unit in u for u in self._recent())
         self._units.append(unit)
-        return self._loop()
+        self.tripped = self._loop()
+        if self.tripped is not None:
+            self._held = []
+            return True
+        if not repeated:
+            self._release(shown)
+        return False
+
+    def _recent(self) -> list[str]:
+        return list(self._units)[-self.limit.max_period :]
+
+    def _release(self, shown: list[str]) -> None:
+        shown.extend(self._held)
+        self._held = []
 
     def _loop(self) -> str | None:
         units = list(self._units)
@@ -99,11 +149,20 @@ class RepetitionGuard:
             if len(units) < span:
                 break
             cycle = units[-period:]
-            if sum(len(u) for u in cycle) * limit.repeats < limit.min_chars:
+            if sum(len(u) for u in cycle) < limit.min_chars or _shorter_cycle(cycle):
                 continue
             if all(units[-span + i] == cycle[i % period] for i in range(span)):
                 return " ".join(cycle)
         return None
+
+
+def _shorter_cycle(cycle: list[str]) -> bool:
+    """Whether `cycle` is itself a shorter cycle repeated (its length is checked there)."""
+    period = len(cycle)
+    return any(
+        period % d == 0 and all(cycle[i] == cycle[i % d] for i in range(period))
+        for d in range(1, period)
+    )
 
 
 def describe(repeated: str, limit: RepetitionLimit) -> str:
@@ -123,20 +182,37 @@ async def guarded(
 ) -> AsyncIterator[Event]:
     """`events`, ended early when the text falls into a loop (`limit` None: unguarded).
 
-    The inner stream is closed at once, so the model stops generating (an HTTP backend
-    drops the request), and the reply ends with `Finish("length")` whose diagnostics
-    say what repeated (`Diagnostics.repetition`).
+    Text that only repeats is held back by the `RepetitionGuard`, and dropped with the
+    loop. The inner stream is then closed at once, so the model stops generating (an
+    HTTP backend drops the request), and the reply ends with `Finish("length")` whose
+    diagnostics say what repeated (`Diagnostics.repetition`). Token scores
+    (`ScoredTextDelta`) go out with the text, in order.
     """
     if limit is None:
         async for event in events:
             yield event
         return
     guard = RepetitionGuard(limit)
+    tokens: list[TokenChoice] = []
     try:
         async for event in events:
-            yield event
-            if isinstance(event, TextDelta) and guard.feed(event.text) is not None:
+            if not isinstance(event, TextDelta):
+                if isinstance(event, Finish) and (rest := guard.flush()):
+                    yield _delta(rest, tokens)
+                yield event
+                continue
+            if isinstance(event, ScoredTextDelta):
+                tokens.extend(event.tokens)
+            shown = guard.feed(event.text)
+            if guard.tripped is not None:
+                if shown:
+                    yield _delta(shown, tokens)
                 break
+            if shown == event.text and not tokens[len(getattr(event, "tokens", ())) :]:
+                tokens.clear()
+                yield event
+            elif shown:
+                yield _delta(shown, tokens)
         else:
             return
     finally:
@@ -144,6 +220,15 @@ async def guarded(
     assert guard.tripped is not None
     note = describe(guard.tripped, limit)
     yield Finish("length", diagnostics=Diagnostics(notes=(note,), repetition=guard.tripped))
+
+
+def _delta(text: str, tokens: list[TokenChoice]) -> TextDelta:
+    """`text` with the scores of the tokens read since the last delta (then forgotten)."""
+    if not tokens:
+        return TextDelta(text)
+    delta = ScoredTextDelta(text, tokens=tuple(tokens))
+    tokens.clear()
+    return delta
 
 
 async def _close(events: AsyncIterator[Event]) -> None:
