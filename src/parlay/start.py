@@ -17,11 +17,12 @@ from parlay.tools import Tool
 EMBEDDED_MIN_OFFERED_SHARE = 0.1
 
 
-def default_backend() -> Backend:
+def default_backend(*, threads: int | None = None) -> Backend:
     """The backend `start_session()` uses when none is given.
 
     `$PARLAY_OPENAI_BASE_URL` (with `$PARLAY_MODEL`) selects an OpenAI-compatible server;
-    otherwise the embedded llama.cpp model. Plain-chat models are wrapped in the prompted
+    otherwise the embedded llama.cpp model, with `threads` (None: `$PARLAY_THREADS`, else
+    the cores free when it starts). Plain-chat models are wrapped in the prompted
     tool-calling engine, so tools work either way.
     """
     base_url = os.environ.get("PARLAY_OPENAI_BASE_URL")
@@ -38,9 +39,9 @@ def default_backend() -> Backend:
     # A model of the user's own ($PARLAY_LOCAL_MODEL) gets the engine's defaults.
     # Each engine attempt gets the embedded model's own budget, not the engine's larger one.
     if os.environ.get("PARLAY_LOCAL_MODEL"):
-        return PromptedBackend(LocalBackend(), max_tokens=EMBEDDED_MAX_TOKENS)
+        return PromptedBackend(LocalBackend(threads=threads), max_tokens=EMBEDDED_MAX_TOKENS)
     return PromptedBackend(
-        LocalBackend(),
+        LocalBackend(threads=threads),
         min_offered_share=EMBEDDED_MIN_OFFERED_SHARE,
         max_tokens=EMBEDDED_MAX_TOKENS,
     )

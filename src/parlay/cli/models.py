@@ -54,17 +54,22 @@ def prompted(backend: Backend, action_format: str | None = None) -> Backend:
 
 
 def resolve_model(
-    spec: str | None, *, use_prompted: bool = False, action_format: str | None = None
+    spec: str | None,
+    *,
+    use_prompted: bool = False,
+    action_format: str | None = None,
+    threads: int | None = None,
 ) -> Backend:
     """The backend for a `-m` value (see the module docstring). `action_format` (one of
-    `parlay.contract.render.FORMATS`) implies `use_prompted`."""
+    `parlay.contract.render.FORMATS`) implies `use_prompted`; `threads` goes to an
+    embedded model (None: the cores free at start)."""
     text = (spec or "").strip()
     use_prompted = use_prompted or action_format is not None
     backend: Backend
     if text.lower() in EMBEDDED:
         from parlay.start import default_backend
 
-        backend = default_backend()
+        backend = default_backend(threads=threads)
         # default_backend already puts a plain-chat model behind the engine; `prompted`
         # then only changes its format.
         return prompted(backend, action_format) if use_prompted else backend
@@ -79,7 +84,7 @@ def resolve_model(
 
         if not Path(text).expanduser().is_file():
             raise ConfigurationError(f"-m {text!r}: no such model file")
-        backend = LocalBackend(Path(text).expanduser())
+        backend = LocalBackend(Path(text).expanduser(), threads=threads)
         use_prompted = True  # llama.cpp with a plain chat template has no tool calling
     elif text.startswith("openai:"):
         from parlay.backends.openai import OpenAIBackend

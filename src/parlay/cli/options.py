@@ -69,6 +69,15 @@ TemperatureOpt = Annotated[
     float | None, typer.Option("--temperature", help="Sampling temperature.")
 ]
 NoLogOpt = Annotated[bool, typer.Option("--no-log", help="Do not write this run to the log.")]
+ThreadsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--threads",
+        min=1,
+        envvar="PARLAY_THREADS",
+        help="llama.cpp threads for an embedded model. Default: the cores free at start.",
+    ),
+]
 
 
 @frozen
@@ -88,6 +97,7 @@ class RunOptions:
     max_tokens: int | None = None
     temperature: float | None = None
     no_log: bool = False
+    threads: int | None = None
 
 
 def run_options(
@@ -106,6 +116,7 @@ def run_options(
     max_tokens: MaxTokensOpt = None,
     temperature: TemperatureOpt = None,
     no_log: NoLogOpt = False,
+    threads: ThreadsOpt = None,
 ) -> RunOptions:
     """The options of `prompt` and `chat`, declared once: typer reads this signature."""
     # By keyword: a field moved in RunOptions cannot silently take another option's value.
@@ -125,6 +136,7 @@ def run_options(
         max_tokens=max_tokens,
         temperature=temperature,
         no_log=no_log,
+        threads=threads,
     )
 
 
@@ -162,7 +174,10 @@ def build_session(opts: RunOptions, stderr: Console) -> CliSession:
             f"--tool-choice {opts.tool_choice!r} is not a tool (the tools: {known})"
         )
     backend = resolve_model(
-        opts.model, use_prompted=opts.prompted, action_format=opts.action_format
+        opts.model,
+        use_prompted=opts.prompted,
+        action_format=opts.action_format,
+        threads=opts.threads,
     )
     session = CliSession(
         backend,
