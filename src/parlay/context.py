@@ -243,6 +243,12 @@ class Context:
     def __repr__(self) -> str:
         return f"<Context {self._len} items>"
 
+    def _repr_html_(self) -> str:
+        """The conversation as turns, for notebooks (`parlay.display`)."""
+        from parlay.display import conversation_html, page
+
+        return page(conversation_html(self.messages()))
+
 
 def _set(node: Context, item: Item | None, parent: Context | None, length: int) -> None:
     object.__setattr__(node, "_item", item)

@@ -32,3 +32,9 @@ class Diagnostics:
     # What a reply kept repeating when the repetition guard stopped it
     # (`parlay.backends.bounds`); the reply then finished with reason "length".
     repetition: str | None = None
+
+    def _repr_html_(self) -> str:
+        """A table of what happened, for notebooks (`parlay.display`)."""
+        from parlay.display import diagnostics_html, page
+
+        return page(diagnostics_html(self))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from typing import Any, Generic, TypeVar
@@ -70,6 +71,7 @@ class ModelOutputThunk(Generic[T]):
         # callbacks run, so they can read the results through the public properties.
         self._settled = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._driver: asyncio.Task[None] | concurrent.futures.Future[None] | None = None
         self._error: BaseException | None = None
         self._round_start = 0
         self._steps: list[Message] = []
@@ -96,6 +98,22 @@ class ModelOutputThunk(Generic[T]):
         short = text if len(text) <= 60 else text[:57] + "..."
         return f"<ModelOutputThunk {short!r} tools={[c.name for c in self._calls()]}>"
 
+    def __str__(self) -> str:
+        """The text once computed (so `print(reply)` shows the answer); else the repr."""
+        if self.is_computed and self._error is None:
+            return self._text()
+        return repr(self)
+
+    def _repr_html_(self) -> str:
+        """The reply as turns, its calls and the loop's steps folded, for notebooks."""
+        from parlay.display import thunk_html
+
+        if not self.is_computed:
+            return thunk_html("running" if self.is_started else "pending", "", (), (), None)
+        if self._error is not None:
+            return thunk_html(f"failed: {self._error!r}", "", (), (), None)
+        return thunk_html("done", self._text(), self._calls(), self.steps, self.diagnostics)
+
     # -- running ---------------------------------------------------------------------
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
         with self._lock:
@@ -107,9 +125,19 @@ class ModelOutputThunk(Generic[T]):
         except RuntimeError:
             running = None
         if running is loop:
-            loop.create_task(self._drive())
+            self._driver = loop.create_task(self._drive())
         else:
-            asyncio.run_coroutine_threadsafe(self._drive(), loop)
+            self._driver = asyncio.run_coroutine_threadsafe(self._drive(), loop)
+
+    def cancel(self) -> bool:
+        """Stop a running turn: its model request and the tool calls it is running are
+        cancelled, and every consumer gets `asyncio.CancelledError`. False when the turn
+        has not started or is already over."""
+        driver, loop = self._driver, self._loop
+        if driver is None or loop is None or self._finished.is_set():
+            return False
+        loop.call_soon_threadsafe(driver.cancel)
+        return True
 
     async def _drive(self) -> None:
         try:
