@@ -12,6 +12,16 @@ Used by the fault tests and by bench/proxy_bench.py. The behaviour is chosen by 
 - "stall": streams the first chunk, then waits 30 s
 - "drip": streams five text chunks 0.3 s apart
 - "drip-call": streams a native tool call, its argument fragments 0.3 s apart
+- "fail-429": HTTP 429 with `Retry-After: 7`
+- "fail-401": HTTP 401 whose body echoes the key it was sent, as OpenAI's does
+- "echo-key": HTTP 500 whose body echoes the request's Authorization header
+- "schema-400": HTTP 400 saying the JSON schema cannot become a grammar, when the request
+  has a `response_format`; else a short text reply
+- "not-json": HTTP 200 whose body is HTML, not JSON nor server-sent events
+- "garbage-sse": streams the role chunk, then a `data:` line that is not JSON
+- "surrogate": a reply whose text holds a lone surrogate (JSON's `\ud800` escape)
+
+Every request is counted by its mode (`StubUpstream.calls`).
 
 Run as a script (`python proxy_stub.py PORT`) for a separate process.
 """
@@ -23,13 +33,16 @@ import json
 import socket
 import sys
 import threading
+from collections import Counter
 from typing import Any
 
 TEXT = "Hello from the stub."
+CALLS: Counter[str] = Counter()  # requests answered, by mode
 
 
 def _completion(model: str, calls: bool) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": TEXT}
+    text = "Hello \ud800 from the stub." if model == "surrogate" else TEXT
+    message: dict[str, Any] = {"role": "assistant", "content": text}
     reason = "stop"
     if calls:
         message = {
@@ -95,6 +108,10 @@ def _stream_chunks(mode: str) -> list[bytes]:
         ]
     if mode == "cut-call":
         return _stream_chunks("call")[:3]
+    if mode == "garbage-sse":
+        return [role, b"data: {this is not json\n\n", *_stream_chunks("")[1:]]
+    if mode == "surrogate":
+        return [role, _chunk({"content": "Hello \ud800 there."}), *_stream_chunks("")[-3:]]
     if mode == "drip-call":
         return _stream_chunks("call")
     words = ["Hello ", "from ", "the ", "stub."]
@@ -115,9 +132,10 @@ def _stream_chunks(mode: str) -> list[bytes]:
     ]
 
 
-def _head(status: int, kind: str, length: int | None) -> bytes:
-    reason = {200: "OK", 500: "Internal Server Error", 404: "Not Found"}.get(status, "OK")
+def _head(status: int, kind: str, length: int | None, extra: tuple[str, ...] = ()) -> bytes:
+    reason = {200: "OK", 500: "Internal Server Error", 404: "Not Found"}.get(status, "Error")
     lines = [f"HTTP/1.1 {status} {reason}", f"Content-Type: {kind}", "Connection: keep-alive"]
+    lines.extend(extra)
     if length is None:
         lines.append("Transfer-Encoding: chunked")
     else:
@@ -136,15 +154,18 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
             if not line:
                 return
             length = 0
+            headers: dict[str, str] = {}
             while True:
                 header = await reader.readline()
                 if header in (b"\r\n", b"\n", b""):
                     break
                 name, _, value = header.decode("latin-1").partition(":")
+                headers[name.strip().lower()] = value.strip()
                 if name.strip().lower() == "content-length":
                     length = int(value.strip())
             raw = await reader.readexactly(length) if length else b"{}"
             body = json.loads(raw or b"{}")
+            body["_headers"] = headers
             if not await _answer(line.decode("latin-1"), body, writer):
                 return
     except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
@@ -161,8 +182,14 @@ async def _answer(line: str, body: dict[str, Any], writer: asyncio.StreamWriter)
         await writer.drain()
         return True
     mode = str(body.get("model") or "")
+    CALLS[mode] += 1
     if mode == "slow":
         await asyncio.sleep(30)
+    failure = _failure(mode, body)
+    if failure is not None:
+        writer.write(failure)
+        await writer.drain()
+        return True
     if mode == "fail-500":
         payload = json.dumps({"error": {"message": "the stub fell over", "type": "server_error"}})
         data = payload.encode()
@@ -195,6 +222,28 @@ async def _answer(line: str, body: dict[str, Any], writer: asyncio.StreamWriter)
     return True
 
 
+def _error(status: int, message: str, extra: tuple[str, ...] = ()) -> bytes:
+    data = json.dumps({"error": {"message": message, "type": "error"}}).encode()
+    return _head(status, "application/json", len(data), extra) + data
+
+
+def _failure(mode: str, body: dict[str, Any]) -> bytes | None:
+    """The whole response for a mode that fails at once, else None."""
+    auth = body["_headers"].get("authorization", "")
+    if mode == "fail-429":
+        return _error(429, "Rate limit reached, slow down", ("Retry-After: 7",))
+    if mode == "fail-401":
+        return _error(401, f"Incorrect API key provided: {auth.partition(' ')[2]}")
+    if mode == "echo-key":
+        return _error(500, f"internal error while serving {auth}")
+    if mode == "schema-400" and body.get("response_format"):
+        return _error(400, "failed to convert the JSON schema to a grammar")
+    if mode == "not-json":
+        data = b"<html><body>502 Bad Gateway</body></html>"
+        return _head(200, "text/html", len(data)) + data
+    return None
+
+
 class StubUpstream:
     """The stub on 127.0.0.1 in a thread of its own (its own event loop)."""
 
@@ -221,6 +270,10 @@ class StubUpstream:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def calls(self, mode: str) -> int:
+        """Requests answered in `mode` so far (this process's stubs together)."""
+        return CALLS[mode]
 
     def stop(self) -> None:
         """Cancel the handlers still sleeping (slow, stall), then stop the loop."""

@@ -88,6 +88,20 @@ def serve(
             "(env PARLAY_SERVE_MIN_OFFERED_SHARE)"
         ),
     ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="Worker processes (default 1); the proxy keeps no state, so any worker "
+            "answers any request (env PARLAY_SERVE_WORKERS)"
+        ),
+    ] = None,
+    max_body_bytes: Annotated[
+        int | None,
+        typer.Option(
+            help="Largest request body accepted, in bytes; larger ones get a 413 "
+            "(default 8 MiB) (env PARLAY_SERVE_MAX_BODY_BYTES)"
+        ),
+    ] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
 ) -> None:
     """Serve OpenAI chat completions and Anthropic messages, with tools, before any model."""
@@ -109,6 +123,8 @@ def serve(
             action_format=action_format,
             max_retries=max_retries,
             min_offered_share=min_offered_share,
+            workers=workers,
+            max_body_bytes=max_body_bytes,
         )
     except ConfigurationError as exc:
         typer.echo(f"parlay serve: {exc}", err=True)
@@ -117,8 +133,10 @@ def serve(
         mode = "plain-chat upstream through the prompt-contract engine"
     else:
         mode = "native tools passed through"
+    plural = f", {config.workers} workers" if config.workers > 1 else ""
     typer.echo(
-        f"parlay serve: http://{config.host}:{config.port} -> {config.upstream_url} ({mode})",
+        f"parlay serve: http://{config.host}:{config.port} -> {config.upstream_url} "
+        f"({mode}{plural})",
         err=True,
     )
     try:

@@ -1,177 +1,57 @@
 """The proxy: OpenAI chat completions and Anthropic messages in front of any `Backend`.
 
-Each request is decoded into a `ChatRequest`, run through the backend, and its events
-encoded back in the client's protocol: as one JSON body, or as a server-sent-event stream
-that forwards every event the moment the backend yields it. Nothing is kept between
-requests, so instances scale out behind any load balancer.
+Each request is read (bounded), checked and decoded into a `ChatRequest` before anything
+goes upstream, run through the backend, and its events encoded back in the client's
+protocol: as one JSON body, or as a server-sent-event stream that forwards every event
+the moment the backend yields it. Every answer, errors and unknown routes included, is
+in the client's protocol. Nothing is kept between requests, so instances scale out
+behind any load balancer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
-import json
-import logging
+import os
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import aclosing, asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
 
 from parlay.backends.base import Backend
-from parlay.errors import BackendError
-from parlay.events import Event, Finish
 from parlay.request import ChatRequest
-from parlay.server.errors import Failure, ProxyError, classify
-from parlay.wire import anthropic_server as anthropic
-from parlay.wire import openai_server as openai
+from parlay.server.errors import SHUTTING_DOWN, Failure, ProxyError, classify, log_failure
+from parlay.server.shutdown import drain_on_signals, mark_exited
+from parlay.server.streaming import DRAIN, EventStream, Pump, cancel_on_disconnect, frames
+from parlay.server.wires import ANTHROPIC, OPENAI, Wire, json_response, wire_for
 from parlay.wire.reply import ReplyBuilder
+from parlay.wire.validate import DEFAULT_LIMITS, Limits, load_json
 
-logger = logging.getLogger("parlay.server")
-
-JSON = "application/json"
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-
-
-def _failure(exc: BaseException, where: str) -> Failure:
-    """`classify(exc)`, logging what the operator needs: a traceback for a proxy bug."""
-    failure = classify(exc)
-    if failure.status >= 500 and failure.status not in (502, 504):
-        logger.error("%s failed", where, exc_info=exc)
-    elif failure.status >= 500:
-        logger.warning("%s: %s", where, failure.message)
-    return failure
+# Bodies above this size are parsed and checked in a worker thread, so that one large
+# request cannot hold the event loop (and every other client) for its whole check.
+THREAD_DECODE_BYTES = 256 * 1024
 
 
-def _json(data: Any, status: int = 200) -> Response:
-    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
-    return Response(body, status_code=status, media_type=JSON)
-
-
-def _sse(data: Any, event: str | None = None) -> bytes:
-    body = data if isinstance(data, str) else openai.dumps(data)
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {body}\n\n".encode()
-
-
-class _Wire:
-    """What differs between the two protocols; the serving logic is shared."""
-
-    name: str
-
-    def decode(self, body: Any) -> tuple[ChatRequest, str, bool]:
-        raise NotImplementedError
-
-    def error(self, failure: Failure) -> Response:
-        raise NotImplementedError
-
-    def response(self, builder: ReplyBuilder, model: str, chat: ChatRequest) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def stream(self, model: str, request_body: Any, chat: ChatRequest) -> _StreamWire:
-        raise NotImplementedError
-
-
-class _StreamWire:
-    def start(self) -> bytes:
-        raise NotImplementedError
-
-    def heartbeat(self) -> bytes:
-        """Bytes that keep an idle stream open without meaning anything to the client."""
-        return b": keep-alive\n\n"
-
-    def feed(self, event: Event) -> bytes:
-        raise NotImplementedError
-
-    def end(self) -> bytes:
-        return b""
-
-    def error(self, failure: Failure) -> bytes:
-        raise NotImplementedError
-
-
-class _OpenAIStream(_StreamWire):
-    def __init__(self, model: str, include_usage: bool, top_logprobs: int | None) -> None:
-        self.encoder = openai.StreamEncoder(
-            model=model, include_usage=include_usage, top_logprobs=top_logprobs
-        )
-
-    def start(self) -> bytes:
-        return b"".join(_sse(c) for c in self.encoder.start())
-
-    def feed(self, event: Event) -> bytes:
-        return b"".join(_sse(c) for c in self.encoder.feed(event))
-
-    def end(self) -> bytes:
-        return _sse(openai.DONE)
-
-    def error(self, failure: Failure) -> bytes:
-        # The SDK raises on a chunk holding "error"; nothing follows it.
-        return _sse(openai.encode_error(failure.status, failure.message))
-
-
-class _OpenAIWire(_Wire):
-    name = "openai"
-
-    def decode(self, body: Any) -> tuple[ChatRequest, str, bool]:
-        decoded = openai.decode_request(body)
-        return decoded.chat, decoded.model, decoded.stream
-
-    def error(self, failure: Failure) -> Response:
-        return _json(openai.encode_error(failure.status, failure.message), failure.status)
-
-    def response(self, builder: ReplyBuilder, model: str, chat: ChatRequest) -> dict[str, Any]:
-        top = chat.options.top_logprobs  # None unless the client asked for logprobs
-        return openai.encode_response(builder.build(), model=model, top_logprobs=top)
-
-    def stream(self, model: str, request_body: Any, chat: ChatRequest) -> _StreamWire:
-        options = request_body.get("stream_options") or {}
-        include_usage = bool(options.get("include_usage"))
-        return _OpenAIStream(model, include_usage, chat.options.top_logprobs)
-
-
-class _AnthropicStream(_StreamWire):
-    def __init__(self, model: str) -> None:
-        self.encoder = anthropic.StreamEncoder(model=model)
-
-    def start(self) -> bytes:
-        return b"".join(_sse(d, n) for n, d in self.encoder.start())
-
-    def feed(self, event: Event) -> bytes:
-        return b"".join(_sse(d, n) for n, d in self.encoder.feed(event))
-
-    def error(self, failure: Failure) -> bytes:
-        return _sse(anthropic.encode_error(failure.status, failure.message), "error")
-
-    def heartbeat(self) -> bytes:
-        return _sse({"type": "ping"}, "ping")
-
-
-class _AnthropicWire(_Wire):
-    name = "anthropic"
-
-    def decode(self, body: Any) -> tuple[ChatRequest, str, bool]:
-        decoded = anthropic.decode_request(body)
-        return decoded.chat, decoded.model, decoded.stream
-
-    def error(self, failure: Failure) -> Response:
-        return _json(anthropic.encode_error(failure.status, failure.message), failure.status)
-
-    def response(self, builder: ReplyBuilder, model: str, chat: ChatRequest) -> dict[str, Any]:
-        return anthropic.encode_response(builder.build(), model=model)
-
-    def stream(self, model: str, request_body: Any, chat: ChatRequest) -> _StreamWire:
-        return _AnthropicStream(model)
-
-
-OPENAI = _OpenAIWire()
-ANTHROPIC = _AnthropicWire()
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body, refused with a 413 as soon as it is known to exceed `limit` bytes:
+    from its Content-Length when it has one, else while it arrives (never buffered)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and (len(declared) > 15 or int(declared) > limit):
+        raise ProxyError(413, f"the request body is over {limit:,} bytes, the limit here")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ProxyError(413, f"the request body is over {limit:,} bytes, the limit here")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 class Proxy:
@@ -185,32 +65,44 @@ class Proxy:
         client_keys: Sequence[str] = (),
         first_event_wait: float = 5.0,
         heartbeat: float = 10.0,
+        limits: Limits = DEFAULT_LIMITS,
     ) -> None:
         self.backend = backend
         self.models = tuple(models)
         self._keys = tuple(k.encode() for k in client_keys)
         self.first_event_wait = first_event_wait
         self.heartbeat = heartbeat
+        self.limits = limits
         self.created = int(time.time())
+        self.draining = False
+        self._pumps: set[Pump] = set()
+        self._whole: set[asyncio.Task[Any]] = set()
 
     # -- checks ----------------------------------------------------------------------
-    def _check_key(self, request: Request) -> None:
-        if not self._keys:
-            return
+    def _key_matches(self, request: Request) -> bool | None:
+        """Whether the request presents a valid key; None when it presents none."""
         presented = request.headers.get("x-api-key")
         if presented is None:
             auth = request.headers.get("authorization", "")
             scheme, _, token = auth.partition(" ")
             presented = token.strip() if scheme.lower() == "bearer" else None
         if not presented:
-            raise ProxyError(
-                401, "missing API key: send `Authorization: Bearer KEY` or `x-api-key: KEY`"
-            )
-        given = presented.encode()
+            return None
+        given = presented.encode("utf-8", "replace")
         # Compare against every key without stopping early, so timing reveals nothing.
         matched = False
         for key in self._keys:
             matched |= hmac.compare_digest(given, key)
+        return matched
+
+    def _check_key(self, request: Request) -> None:
+        if not self._keys:
+            return
+        matched = self._key_matches(request)
+        if matched is None:
+            raise ProxyError(
+                401, "missing API key: send `Authorization: Bearer KEY` or `x-api-key: KEY`"
+            )
         if not matched:
             raise ProxyError(401, "invalid API key")
 
@@ -221,38 +113,65 @@ class Proxy:
             )
 
     # -- serving ---------------------------------------------------------------------
-    async def _serve(self, wire: _Wire, request: Request) -> Response:
+    def _decode(self, wire: Wire, raw: bytes) -> tuple[Any, ChatRequest, str, bool]:
+        body = load_json(raw, self.limits)
+        chat, model, stream = wire.decode(body, self.limits)
+        return body, chat, model, stream
+
+    async def _serve(self, wire: Wire, request: Request) -> Response:
+        if self.draining:
+            return wire.error(SHUTTING_DOWN)
         try:
             self._check_key(request)
-            raw = await request.body()
-            try:
-                body = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise ProxyError(400, f"the request body is not valid JSON: {exc}") from exc
-            chat, model, stream = wire.decode(body)
+            raw = await read_body(request, self.limits.max_body_bytes)
+            if len(raw) > THREAD_DECODE_BYTES:
+                decoded = await asyncio.to_thread(self._decode, wire, raw)
+            else:
+                decoded = self._decode(wire, raw)
+            body, chat, model, stream = decoded
             self._check_model(model)
             # The upstream answers with its own configured model, whatever the alias.
             chat = chat.replace(model=None)
         except Exception as exc:
-            return wire.error(_failure(exc, "decoding a request"))
+            return wire.error(log_failure(exc, "decoding a request"))
         if stream:
             return await self._stream(wire, chat, model, body)
-        builder = ReplyBuilder()
-        async with _cancel_on_disconnect(request.receive) as watch:
-            try:
-                async with aclosing(self.backend.stream(chat)) as events:  # type: ignore[type-var]
-                    async for event in events:
-                        builder.feed(event)
-            except asyncio.CancelledError:
-                if not watch.gone:
-                    raise
-                return Response(status_code=499)  # nobody is listening any more
-            except Exception as exc:
-                return wire.error(_failure(exc, "a request"))
-        return _json(wire.response(builder, model, chat))
+        return await self._whole_reply(wire, request, chat, model)
 
-    async def _stream(self, wire: _Wire, chat: ChatRequest, model: str, body: Any) -> Response:
-        pump = _Pump(self.backend.stream(chat))
+    async def _whole_reply(
+        self, wire: Wire, request: Request, chat: ChatRequest, model: str
+    ) -> Response:
+        builder = ReplyBuilder()
+        task = asyncio.current_task()
+        assert task is not None
+        self._whole.add(task)
+        try:
+            async with cancel_on_disconnect(request.receive) as watch:
+                try:
+                    async with aclosing(self.backend.stream(chat)) as events:  # type: ignore[type-var]
+                        async for event in events:
+                            builder.feed(event)
+                except asyncio.CancelledError:
+                    if watch.gone:
+                        return Response(status_code=499)  # nobody is listening any more
+                    if not self.draining:
+                        raise
+                    task.uncancel()  # the cancel was `drain`'s: answer, then go
+                    return wire.error(SHUTTING_DOWN)
+                except Exception as exc:
+                    return wire.error(log_failure(exc, "a request"))
+        finally:
+            self._whole.discard(task)
+        return json_response(wire.response(builder, model, chat))
+
+    async def _stream(self, wire: Wire, chat: ChatRequest, model: str, body: Any) -> Response:
+        pump = Pump(self.backend.stream(chat))
+        self._pumps.add(pump)
+
+        async def cleanup() -> None:
+            self._pumps.discard(pump)
+            await pump.close()
+
         # Wait a little for the first event before answering, so an upstream that is down
         # or refuses gets its real status instead of a 200 stream holding an error. A
         # backend that is merely slow (a long prompt, an engine holding a reply to judge
@@ -260,10 +179,22 @@ class Proxy:
         try:
             first = await pump.next(self.first_event_wait)
         except Exception as exc:
-            await pump.close()
-            return wire.error(_failure(exc, "a streamed request"))
+            await cleanup()
+            return wire.error(log_failure(exc, "a streamed request"))
+        if first is DRAIN:
+            await cleanup()
+            return wire.error(SHUTTING_DOWN)
         out = wire.stream(model, body, chat)
-        return EventStream(_frames(out, first, pump, self.heartbeat))
+        return EventStream(frames(out, first, pump, self.heartbeat), cleanup)
+
+    def drain(self) -> None:
+        """Shutting down: end every reply in flight with a 503 in its own protocol (an
+        error event for a stream) and refuse new ones, instead of waiting for them."""
+        self.draining = True
+        for pump in list(self._pumps):
+            pump.interrupt()
+        for task in list(self._whole):
+            task.cancel()
 
     async def openai_chat(self, request: Request) -> Response:
         return await self._serve(OPENAI, request)
@@ -272,202 +203,60 @@ class Proxy:
         return await self._serve(ANTHROPIC, request)
 
     async def list_models(self, request: Request) -> Response:
+        anthropic_shape = "anthropic-version" in request.headers
         try:
             self._check_key(request)
         except ProxyError as exc:
-            wire = ANTHROPIC if "anthropic-version" in request.headers else OPENAI
-            return wire.error(classify(exc))
+            return (ANTHROPIC if anthropic_shape else OPENAI).error(classify(exc))
         names = self.models or ("parlay",)
-        if "anthropic-version" in request.headers:
+        if anthropic_shape:
             stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.created))
             data = [
                 {"type": "model", "id": n, "display_name": n, "created_at": stamp} for n in names
             ]
-            return _json(
+            return json_response(
                 {"data": data, "has_more": False, "first_id": names[0], "last_id": names[-1]}
             )
         listing: list[dict[str, Any]] = [
             {"id": n, "object": "model", "created": self.created, "owned_by": "parlay"}
             for n in names
         ]
-        return _json({"object": "list", "data": listing})
+        return json_response({"object": "list", "data": listing})
 
     async def health(self, request: Request) -> Response:
-        return _json({"status": "ok", "backend": self.backend.name})
+        """`{"status": "ok"}` for anyone (load balancers need no key); what is behind it
+        only for a client with a valid key, since it names the upstream."""
+        if self.draining:
+            return json_response({"status": "shutting down"}, 503)
+        body: dict[str, Any] = {"status": "ok"}
+        if self._keys and self._key_matches(request):
+            body.update(backend=self.backend.name, worker=os.getpid())
+        return json_response(body)
 
 
-async def _close(events: AsyncIterator[Any]) -> None:
-    close: Callable[[], Any] | None = getattr(events, "aclose", None)
-    if close is not None:
-        # Closing a failed stream must not mask the failure.
-        with suppress(Exception):
-            await close()
+_ROUTE_HINT = "POST /v1/chat/completions, POST /v1/messages, GET /v1/models or GET /health"
 
 
-_END = object()  # the backend stream ended
-_IDLE = object()  # no event within the wait
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """404 and 405 in the protocol the path suggests, not Starlette's plain text."""
+    assert isinstance(exc, HTTPException)
+    wire = wire_for(request.url.path, request.headers)
+    path = request.url.path[:200]
+    if exc.status_code == 405:
+        message = f"{request.method} is not allowed on {path}; this server serves {_ROUTE_HINT}"
+    elif exc.status_code == 404:
+        message = f"there is no route {path}; this server serves {_ROUTE_HINT}"
+    else:
+        message = str(exc.detail)
+    failure = Failure(exc.status_code, message)
+    return json_response(wire.error_body(failure), exc.status_code, dict(exc.headers or {}))
 
 
-class _Pump:
-    """Pulls the backend's events in one task of its own and hands them over, so that
-    waiting for the next one can time out (to send a heartbeat) without cancelling the
-    backend. One future and one timer per wait: cheaper than a task per event."""
-
-    def __init__(self, events: AsyncIterator[Event]) -> None:
-        self.events = events
-        self.ready: deque[Any] = deque()
-        self.waiter: asyncio.Future[None] | None = None
-        self.task = asyncio.ensure_future(self._pull())
-
-    async def _pull(self) -> None:
-        try:
-            async for event in self.events:
-                self._put(event)
-            self._put(_END)
-        except Exception as exc:
-            self._put(exc)
-        except BaseException:
-            # Cancelled: by `close()`, or from inside the backend. Either way the
-            # consumer must not wait for an event that will never come.
-            self._put(BackendError("the backend stream was cancelled"))
-            raise
-
-    def _put(self, item: Any) -> None:
-        self.ready.append(item)
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result(None)
-
-    async def next(self, timeout: float) -> Any:
-        """The next event, `_END`, or `_IDLE` if none came within `timeout` seconds.
-        A failure of the backend is raised here."""
-        if not self.ready:
-            loop = asyncio.get_running_loop()
-            self.waiter = waiter = loop.create_future()
-            timer = loop.call_later(timeout, _wake, waiter)
-            try:
-                await waiter
-            finally:
-                timer.cancel()
-                self.waiter = None
-            if not self.ready:
-                return _IDLE
-        item = self.ready.popleft()
-        if isinstance(item, Exception):
-            raise item
-        return item
-
-    async def close(self) -> None:
-        if not self.task.done():
-            # Cancelling the pull closes the backend stream from inside.
-            self.task.cancel()
-            with suppress(BaseException):
-                await self.task
-        await _close(self.events)
-
-
-def _wake(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
-async def _frames(
-    out: _StreamWire, first: Any, pump: _Pump, heartbeat: float
-) -> AsyncIterator[bytes]:
-    """The SSE bytes: one write per event, heartbeats while the backend is quiet, and an
-    error event if the stream fails midway."""
-    finished = False
-    try:
-        head = out.start()
-        item = first
-        while True:
-            if item is _END:
-                break
-            if item is _IDLE:
-                head += out.heartbeat()
-            else:
-                finished = isinstance(item, Finish)
-                head += out.feed(item)
-            yield head
-            if finished:
-                break
-            head = b""
-            item = await pump.next(heartbeat)
-        if not finished:
-            yield head + out.error(
-                Failure(502, "the upstream stream ended before the reply finished")
-            )
-            return
-        yield out.end()
-    except Exception as exc:
-        yield out.error(_failure(exc, "a stream, midway"))
-    finally:
-        await pump.close()
-
-
-class _Watch:
-    gone = False
-
-
-@asynccontextmanager
-async def _cancel_on_disconnect(receive: Receive) -> AsyncIterator[_Watch]:
-    """Cancel the current task if the client disconnects inside the block.
-
-    A reply the client no longer waits for should not keep the model generating; the
-    cancellation closes the backend stream and with it the upstream request.
-    """
-    task = asyncio.current_task()
-    watch = _Watch()
-
-    async def wait() -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                watch.gone = True
-                if task is not None:
-                    task.cancel()
-                return
-
-    watcher = asyncio.create_task(wait())
-    try:
-        yield watch
-    finally:
-        watcher.cancel()
-        if watch.gone and task is not None:
-            task.uncancel()  # the cancel was ours; the server's task goes on
-
-
-class EventStream(Response):
-    """An SSE response that stops producing as soon as the client goes away.
-
-    Starlette's `StreamingResponse` does the same with an anyio task group per response;
-    a plain watcher task is cheaper, and the proxy pays it on every streamed request.
-    When the client disconnects, the producing task is cancelled, which closes the
-    backend stream and with it the upstream request (no tokens generated for nobody).
-    """
-
-    media_type = "text/event-stream"
-
-    def __init__(self, frames: AsyncIterator[bytes]) -> None:
-        self.frames = frames
-        self.status_code = 200
-        self.background = None
-        self.init_headers(SSE_HEADERS)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            async with _cancel_on_disconnect(receive) as watch:
-                try:
-                    await send(
-                        {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
-                    )
-                    async for chunk in self.frames:
-                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
-                except asyncio.CancelledError:
-                    if not watch.gone:
-                        raise
-        finally:
-            await _close(self.frames)
+async def _crash(request: Request, exc: Exception) -> Response:
+    """A bug in the proxy still answers in the client's protocol (the traceback is logged
+    by the server)."""
+    wire = wire_for(request.url.path, request.headers)
+    return wire.error(classify(exc))
 
 
 def create_app(
@@ -477,6 +266,8 @@ def create_app(
     client_keys: Sequence[str] = (),
     first_event_wait: float = 5.0,
     heartbeat: float = 10.0,
+    limits: Limits = DEFAULT_LIMITS,
+    hard_exit_after: float | None = None,
 ) -> Starlette:
     """The ASGI app serving `backend`.
 
@@ -484,6 +275,12 @@ def create_app(
     must present (empty: open). `first_event_wait`: seconds a streamed request waits for
     the backend's first event before the stream starts (so early failures keep their HTTP
     status). `heartbeat`: seconds of backend silence after which a keep-alive is sent.
+    `limits`: bounds on a request (body size, nesting, messages, max_tokens).
+    `hard_exit_after`: seconds after SIGTERM at which the process exits whatever it is
+    doing (for `parlay serve`; leave None when the app is embedded in a larger program).
+
+    Under a server that runs the lifespan (uvicorn does), SIGTERM ends every reply in
+    flight at once with a 503 in its own protocol, streams with an error event.
 
     Tool mode needs no state here: a later request that does not repeat the tools still
     carries the calls and results in its history, and the backend reads them from there
@@ -495,7 +292,18 @@ def create_app(
         client_keys=client_keys,
         first_event_wait=first_event_wait,
         heartbeat=heartbeat,
+        limits=limits,
     )
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        restore = drain_on_signals(proxy.drain, hard_exit_after=hard_exit_after)
+        try:
+            yield
+        finally:
+            restore()
+            mark_exited()
+
     routes = [
         Route("/v1/chat/completions", proxy.openai_chat, methods=["POST"]),
         Route("/chat/completions", proxy.openai_chat, methods=["POST"]),
@@ -504,6 +312,10 @@ def create_app(
         Route("/models", proxy.list_models, methods=["GET"]),
         Route("/health", proxy.health, methods=["GET"]),
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: _http_error, Exception: _crash},
+        lifespan=lifespan,
+    )
     app.state.proxy = proxy
     return app

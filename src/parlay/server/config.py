@@ -20,6 +20,7 @@ UpstreamKind = Literal["openai", "anthropic"]
 ToolMode = Literal["prompted", "native"]
 
 ENV_PREFIX = "PARLAY_SERVE_"
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 
 
 def _names(value: object) -> tuple[str, ...]:
@@ -55,6 +56,10 @@ class ServerConfig:
     action_format: str | None = None
     max_retries: int | None = None
     min_offered_share: float | None = None
+    # Serving: worker processes (the proxy is stateless, so any worker may answer any
+    # turn) and the largest request body accepted (413 beyond).
+    workers: int = 1
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
     def __attrs_post_init__(self) -> None:
         if self.upstream_kind not in ("openai", "anthropic"):
@@ -67,6 +72,12 @@ class ServerConfig:
             raise ConfigurationError(
                 f"min offered share {self.min_offered_share} is not between 0 and 1 "
                 "(0 turns the forced-call check off)"
+            )
+        if self.workers < 1:
+            raise ConfigurationError(f"--workers must be at least 1, got {self.workers}")
+        if self.max_body_bytes < 1024:
+            raise ConfigurationError(
+                f"--max-body-bytes must be at least 1024, got {self.max_body_bytes}"
             )
         if not self.client_keys and not is_loopback(self.host):
             raise ConfigurationError(
@@ -106,6 +117,8 @@ class ServerConfig:
             ("timeout", "TIMEOUT", float),
             ("max_retries", "MAX_RETRIES", int),
             ("min_offered_share", "MIN_OFFERED_SHARE", float),
+            ("workers", "WORKERS", int),
+            ("max_body_bytes", "MAX_BODY_BYTES", int),
         ):
             if env.get(ENV_PREFIX + key):
                 try:

@@ -1,25 +1,43 @@
-"""Which HTTP status and message a failure becomes, for both protocols."""
+"""Which HTTP status and message a failure becomes, for both protocols.
+
+What a client reads never holds the upstream's URL or body: those name the proxy's
+infrastructure and may echo its credentials. They go to the log, at debug level, with
+anything shaped like a key masked.
+"""
 
 from __future__ import annotations
 
+import logging
+
 from attrs import frozen
 
+from parlay.backends._http import mask_secrets
 from parlay.errors import (
     BackendConnectionError,
     BackendError,
     BackendProtocolError,
+    BackendRateLimitError,
     BackendStatusError,
+    BackendStreamCutError,
     BackendTimeoutError,
     InvalidRequestError,
 )
 
+logger = logging.getLogger("parlay.server")
+
 
 @frozen
 class Failure:
-    """A failure as the client will see it: HTTP status and message."""
+    """A failure as the client will see it: HTTP status, message and, for a rate limit,
+    the upstream's `Retry-After`."""
 
     status: int
     message: str
+    retry_after: str | None = None
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": self.retry_after} if self.retry_after else {}
 
 
 class ProxyError(Exception):
@@ -30,28 +48,63 @@ class ProxyError(Exception):
         self.status = status
 
 
+SHUTTING_DOWN = Failure(503, "the server is shutting down; send the request again")
+
+
 def classify(exc: BaseException) -> Failure:
     """The status for an exception raised while serving a request.
 
     Upstream failures are the proxy's gateway statuses (502 down or broken, 504 slow);
-    an upstream 4xx other than auth means the request itself was refused, so it keeps its
-    status; an upstream 401/403 is the proxy's own misconfiguration, hence 502.
+    an upstream 429 stays 429 with its `Retry-After`; an upstream 400/422 or 413 means the
+    request itself was refused; an upstream 401/403 or 404 is the proxy's own
+    misconfiguration, hence 502.
     """
     if isinstance(exc, ProxyError):
         return Failure(exc.status, str(exc))
     if isinstance(exc, InvalidRequestError):
         return Failure(400, str(exc))
     if isinstance(exc, BackendTimeoutError):
-        return Failure(504, f"the upstream model did not answer in time: {exc}")
+        return Failure(504, "the upstream model did not answer in time")
     if isinstance(exc, BackendConnectionError):
-        return Failure(502, f"the upstream model cannot be reached: {exc}")
+        return Failure(502, "the upstream model cannot be reached")
     if isinstance(exc, BackendStatusError):
-        code = exc.status_code
-        if code in (400, 404, 413, 422, 429):
-            return Failure(400 if code in (404, 422) else code, f"the upstream refused: {exc}")
-        return Failure(502, f"the upstream model failed: {exc}")
+        return _status_failure(exc)
+    if isinstance(exc, BackendStreamCutError):
+        return Failure(502, "the upstream stream was cut before the reply finished")
     if isinstance(exc, BackendProtocolError):
-        return Failure(502, f"the upstream model broke its protocol: {exc}")
+        return Failure(502, "the upstream model answered outside its protocol")
     if isinstance(exc, BackendError):
-        return Failure(502, f"the upstream model failed: {exc}")
-    return Failure(500, f"internal error in the proxy: {type(exc).__name__}: {exc}")
+        return Failure(502, "the upstream model failed")
+    return Failure(500, f"internal error in the proxy ({type(exc).__name__}); see its log")
+
+
+def _status_failure(exc: BackendStatusError) -> Failure:
+    code = exc.status_code
+    if code == 429:
+        after = exc.retry_after if isinstance(exc, BackendRateLimitError) else None
+        wait = f"; retry after {after}" if after else ""
+        return Failure(429, f"the upstream model is rate-limited{wait}", after)
+    if code in (401, 403):
+        return Failure(502, f"the upstream refused the proxy's upstream credentials (HTTP {code})")
+    if code in (400, 422):
+        return Failure(400, f"the upstream model refused the request (HTTP {code})")
+    if code == 413:
+        return Failure(413, "the upstream model refused the request as too large")
+    if code == 404:
+        return Failure(502, "the upstream has no such model or route (HTTP 404)")
+    return Failure(502, f"the upstream model failed (HTTP {code})")
+
+
+def log_failure(exc: BaseException, where: str) -> Failure:
+    """`classify(exc)`, logging what the operator needs: a traceback for a proxy bug, the
+    upstream's own words (masked) at debug level for an upstream failure."""
+    failure = classify(exc)
+    if isinstance(exc, BackendError):
+        body = getattr(exc, "body", None)
+        detail = f"{exc} (body: {body!r})" if body is not None else str(exc)
+        logger.debug("%s: %s", where, mask_secrets(detail))
+    if failure.status >= 500 and failure.status not in (502, 503, 504):
+        logger.error("%s failed", where, exc_info=exc)
+    elif failure.status >= 500:
+        logger.warning("%s: %s", where, failure.message)
+    return failure

@@ -1,31 +1,63 @@
-"""Running the proxy on uvicorn, from a `ServerConfig`."""
+"""Running the proxy on uvicorn, from a `ServerConfig`, in one process or several.
+
+With `workers > 1`, uvicorn starts each worker as a fresh (spawned) process that builds
+its own app: the settings travel to them in one environment variable, and each worker
+makes its own backend and connections. Nothing else is shared, nor needs to be.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+from typing import Any
+
+import attrs
 from starlette.applications import Starlette
 
 from parlay.server.app import create_app
 from parlay.server.config import ServerConfig, build_backend
+from parlay.wire.validate import Limits
+
+# The settings of `parlay serve --workers N`, for the worker processes it starts.
+CONFIG_ENV = "PARLAY_SERVE_CONFIG_JSON"
+# After SIGTERM: replies in flight are ended at once (see `Proxy.drain`); uvicorn waits
+# at most GRACE seconds for connections to close, and a process still alive after
+# HARD_EXIT seconds (an event loop held by a runaway computation) exits regardless.
+GRACE = 2.5
+HARD_EXIT = 4.0
 
 
-def app_from_config(config: ServerConfig) -> Starlette:
+def app_from_config(config: ServerConfig, *, hard_exit_after: float | None = None) -> Starlette:
     return create_app(
         build_backend(config),
         models=config.advertised_models if config.models else (),
         client_keys=config.client_keys,
+        limits=Limits(max_body_bytes=config.max_body_bytes),
+        hard_exit_after=hard_exit_after,
     )
+
+
+def worker_app() -> Starlette:
+    """The app of one worker process of `parlay serve --workers N` (a uvicorn factory)."""
+    config = ServerConfig(**json.loads(os.environ[CONFIG_ENV]))
+    return app_from_config(config, hard_exit_after=HARD_EXIT)
 
 
 def serve(config: ServerConfig, *, log_level: str = "warning") -> None:
-    """Block serving `config` until interrupted."""
+    """Block serving `config` until interrupted (SIGTERM ends it within 5 s)."""
     import uvicorn
 
-    app = app_from_config(config)
-    uvicorn.run(
-        app,
-        host=config.host,
-        port=config.port,
-        log_level=log_level,
-        # The proxy streams; proxies in front must not buffer, and neither do we.
-        timeout_keep_alive=30,
-    )
+    common: dict[str, Any] = {
+        "host": config.host,
+        "port": config.port,
+        "log_level": log_level,
+        "timeout_keep_alive": 30,
+        "timeout_graceful_shutdown": GRACE,
+    }
+    if config.workers > 1:
+        # Spawned workers inherit the environment (which, unlike a command line, only
+        # the same user can read: the keys in it stay as private as they were).
+        os.environ[CONFIG_ENV] = json.dumps(attrs.asdict(config))
+        uvicorn.run("parlay.server.run:worker_app", factory=True, workers=config.workers, **common)
+        return
+    uvicorn.run(app_from_config(config, hard_exit_after=HARD_EXIT), **common)

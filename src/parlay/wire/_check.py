@@ -49,7 +49,13 @@ def field(
 
 def number(body: Mapping[str, Any], key: str, *, where: str = "") -> float | None:
     value = field(body, key, (int, float), where=where)
-    return None if value is None else float(value)
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond any float
+        path = f"{where}.{key}" if where else key
+        raise InvalidRequestError(f"`{path}` is too large a number") from None
 
 
 def stop_list(value: Any, path: str) -> tuple[str, ...]:
@@ -60,3 +66,35 @@ def stop_list(value: Any, path: str) -> tuple[str, ...]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
     raise InvalidRequestError(f"`{path}` must be a string or an array of strings")
+
+
+def _show(value: float) -> str:
+    text = repr(value)
+    return text if len(text) <= 24 else f"a number of {len(text)} digits"
+
+
+def bounded_number(
+    body: Mapping[str, Any], key: str, low: float, high: float, *, where: str = ""
+) -> float | None:
+    """`number(body, key)` that must lie in [low, high] (and so be finite)."""
+    value = number(body, key, where=where)
+    if value is not None and not low <= value <= high:
+        path = f"{where}.{key}" if where else key
+        raise InvalidRequestError(f"`{path}` must be from {low:g} to {high:g}, got {_show(value)}")
+    return value
+
+
+def bounded_int(
+    body: Mapping[str, Any], key: str, low: int, high: int, *, where: str = ""
+) -> int | None:
+    """`body[key]` as an integer in [low, high]; a boolean is no integer here."""
+    value = field(body, key, int, where=where)
+    if value is not None and not low <= value <= high:
+        path = f"{where}.{key}" if where else key
+        raise InvalidRequestError(f"`{path}` must be from {low:,} to {high:,}, got {_show(value)}")
+    return value
+
+
+def flag(body: Mapping[str, Any], key: str, *, where: str = "") -> bool:
+    """An optional boolean, false when absent: `1` or `"yes"` is an error, not true."""
+    return bool(field(body, key, bool, where=where))

@@ -29,8 +29,9 @@ from parlay.events import (
     Usage,
 )
 from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice, ToolSpec
-from parlay.wire._check import field, number, stop_list
+from parlay.wire._check import bounded_int, bounded_number, field, flag, stop_list
 from parlay.wire.reply import Reply
+from parlay.wire.validate import DEFAULT_LIMITS, Limits, check_count, check_schema, check_tools
 
 STOP_OUT: dict[FinishReason, str] = {
     "stop": "end_turn",
@@ -186,6 +187,7 @@ def decode_tools(raw_tools: Any) -> tuple[ToolSpec, ...]:
         description = field(raw, "description", str, where=where) or ""
         schema = field(raw, "input_schema", dict, where=where, required=True)
         specs.append(ToolSpec(name, description, schema))
+    check_tools(specs, "tools")
     return tuple(specs)
 
 
@@ -198,7 +200,7 @@ def decode_tool_choice(raw: Any) -> tuple[ToolChoice, bool]:
             '`tool_choice` must be an object such as {"type": "auto"}, {"type": "any"}, '
             '{"type": "tool", "name": ...} or {"type": "none"}'
         )
-    parallel = not bool(raw.get("disable_parallel_tool_use", False))
+    parallel = not flag(raw, "disable_parallel_tool_use", where="tool_choice")
     kind = raw.get("type")
     if kind == "auto":
         return ToolChoice("auto"), parallel
@@ -226,19 +228,27 @@ def decode_output_format(raw: Any) -> ResponseFormat | None:
             '`output_config.format` must be {"type": "json_schema", "schema": {...}}'
         )
     schema = field(fmt, "schema", dict, where="output_config.format", required=True)
+    check_schema(schema, "output_config.format.schema")
     return ResponseFormat(schema)
 
 
-def decode_request(body: Any) -> AnthropicRequest:
+def decode_request(body: Any, limits: Limits = DEFAULT_LIMITS) -> AnthropicRequest:
+    """A Messages request body (already parsed JSON) as an `AnthropicRequest`, every field
+    checked (types, ranges, tool schemas) so that nothing malformed goes upstream."""
     if not isinstance(body, Mapping):
         raise InvalidRequestError("the request body must be a JSON object")
     model = field(body, "model", str, required=True)
-    max_tokens = field(body, "max_tokens", int, required=True)
+    max_tokens = bounded_int(body, "max_tokens", 1, limits.max_tokens)
+    if max_tokens is None:
+        raise InvalidRequestError("`max_tokens` is required")
+    if isinstance(body.get("messages"), list):
+        check_count(body["messages"], "messages", limits.max_messages)
     messages = (*decode_system(body.get("system")), *decode_messages(body.get("messages")))
     choice, parallel = decode_tool_choice(body.get("tool_choice"))
     options = GenerationOptions(
-        temperature=number(body, "temperature"),
-        top_p=number(body, "top_p"),
+        # Anthropic's own ranges: temperature is 0 to 1 there, not OpenAI's 0 to 2.
+        temperature=bounded_number(body, "temperature", 0, 1),
+        top_p=bounded_number(body, "top_p", 0, 1),
         max_tokens=max_tokens,
         stop=stop_list(body.get("stop_sequences"), "stop_sequences"),
     )
@@ -251,7 +261,7 @@ def decode_request(body: Any) -> AnthropicRequest:
         options=options,
         model=model,
     )
-    return AnthropicRequest(chat, model, bool(field(body, "stream", bool)))
+    return AnthropicRequest(chat, model, flag(body, "stream"))
 
 
 # -- encoding ------------------------------------------------------------------------------
@@ -416,7 +426,12 @@ def encode_error(status: int, message: str) -> dict[str, Any]:
     """Anthropic's error object: `{"type": "error", "error": {"type", "message"}}`."""
     return {
         "type": "error",
-        "error": {"type": ERROR_TYPES.get(status, "api_error"), "message": message},
+        "error": {
+            "type": ERROR_TYPES.get(
+                status, "invalid_request_error" if status < 500 else "api_error"
+            ),
+            "message": message,
+        },
     }
 
 

@@ -45,9 +45,10 @@ from parlay.request import (
     ToolChoice,
     ToolSpec,
 )
-from parlay.wire._check import field, number, stop_list
+from parlay.wire._check import bounded_int, bounded_number, field, flag, stop_list
 from parlay.wire.arguments import parse_arguments
 from parlay.wire.reply import Reply
+from parlay.wire.validate import DEFAULT_LIMITS, Limits, check_count, check_schema, check_tools
 
 FINISH_OUT: dict[FinishReason, str] = {
     "stop": "stop",
@@ -175,6 +176,7 @@ def decode_tools(raw_tools: Any) -> tuple[ToolSpec, ...]:
         specs.append(
             ToolSpec(name, description, parameters or {"type": "object", "properties": {}})
         )
+    check_tools(specs, "tools")
     return tuple(specs)
 
 
@@ -208,8 +210,9 @@ def decode_response_format(raw: Any) -> ResponseFormat | None:
     if kind == "json_schema":
         spec = field(raw, "json_schema", dict, where="response_format", required=True)
         schema = field(spec, "schema", dict, where="response_format.json_schema") or {}
+        check_schema(schema, "response_format.json_schema.schema")
         name = field(spec, "name", str, where="response_format.json_schema") or "response"
-        strict = bool(spec.get("strict", False))
+        strict = flag(spec, "strict", where="response_format.json_schema")
         return ResponseFormat(schema, name, strict)
     raise InvalidRequestError(
         "`response_format.type` must be 'text', 'json_object' or 'json_schema'"
@@ -234,8 +237,9 @@ def decode_top_logprobs(body: Mapping[str, Any]) -> int | None:
     return top
 
 
-def decode_request(body: Any) -> OpenAIRequest:
-    """A chat-completions request body (already parsed JSON) as an `OpenAIRequest`."""
+def decode_request(body: Any, limits: Limits = DEFAULT_LIMITS) -> OpenAIRequest:
+    """A chat-completions request body (already parsed JSON) as an `OpenAIRequest`, every
+    field checked (types, ranges, tool schemas) so that nothing malformed goes upstream."""
     if not isinstance(body, Mapping):
         raise InvalidRequestError("the request body must be a JSON object")
     model = field(body, "model", str, required=True)
@@ -245,25 +249,28 @@ def decode_request(body: Any) -> OpenAIRequest:
             "`functions` / `function_call` are the deprecated forms: send `tools` and "
             "`tool_choice` instead"
         )
+    if isinstance(body.get("messages"), list):
+        check_count(body["messages"], "messages", limits.max_messages)
     messages = decode_messages(body.get("messages"))
     n = field(body, "n", int)
     if n not in (None, 1):
         raise InvalidRequestError("`n` must be 1: this server returns one choice")
-    max_tokens = field(body, "max_completion_tokens", int)
+    max_tokens = bounded_int(body, "max_completion_tokens", 1, limits.max_tokens)
     if max_tokens is None:
-        max_tokens = field(body, "max_tokens", int)
-    seed = field(body, "seed", int)
+        max_tokens = bounded_int(body, "max_tokens", 1, limits.max_tokens)
+    seed = bounded_int(body, "seed", -(2**63), 2**63 - 1)
     options = GenerationOptions(
-        temperature=number(body, "temperature"),
-        top_p=number(body, "top_p"),
+        temperature=bounded_number(body, "temperature", 0, 2),
+        top_p=bounded_number(body, "top_p", 0, 1),
         max_tokens=max_tokens,
         stop=stop_list(body.get("stop"), "stop"),
         seed=seed,
         top_logprobs=decode_top_logprobs(body),
     )
     parallel = field(body, "parallel_tool_calls", bool)
-    stream = bool(field(body, "stream", bool))
+    stream = flag(body, "stream")
     stream_options = field(body, "stream_options", dict) or {}
+    include_usage = flag(stream_options, "include_usage", where="stream_options")
     chat = ChatRequest(
         messages,
         tools=decode_tools(body.get("tools")),
@@ -273,7 +280,7 @@ def decode_request(body: Any) -> OpenAIRequest:
         options=options,
         model=model,
     )
-    return OpenAIRequest(chat, model, stream, bool(stream_options.get("include_usage")))
+    return OpenAIRequest(chat, model, stream, include_usage)
 
 
 # -- encoding ------------------------------------------------------------------------------
@@ -488,7 +495,9 @@ def encode_error(status: int, message: str, *, code: str | None = None) -> dict[
     return {
         "error": {
             "message": message,
-            "type": ERROR_TYPES.get(status, "server_error"),
+            "type": ERROR_TYPES.get(
+                status, "invalid_request_error" if status < 500 else "server_error"
+            ),
             "param": None,
             "code": code,
         }

@@ -1,0 +1,175 @@
+"""What differs between the two protocols the proxy serves; the serving logic is shared.
+
+Each wire decodes a request body, and encodes a whole reply, a stream, or an error in
+its own protocol's shape.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+from starlette.responses import Response
+
+from parlay.events import Event
+from parlay.request import ChatRequest
+from parlay.server.errors import Failure
+from parlay.wire import anthropic_server as anthropic
+from parlay.wire import openai_server as openai
+from parlay.wire.reply import ReplyBuilder
+from parlay.wire.validate import DEFAULT_LIMITS, Limits
+
+JSON = "application/json"
+WORKER_HEADER = "x-parlay-worker"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8(text: str) -> bytes:
+    """`text` as UTF-8, a lone surrogate (which an upstream's JSON can hold as an escape)
+    replaced by U+FFFD rather than failing the whole reply."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text).encode()
+
+
+def worker_headers() -> dict[str, str]:
+    """Names the process that answered: with `--workers`, which worker it was."""
+    return {WORKER_HEADER: str(os.getpid())}
+
+
+def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    body = utf8(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    return Response(
+        body, status_code=status, media_type=JSON, headers={**worker_headers(), **(headers or {})}
+    )
+
+
+def sse(data: Any, event: str | None = None) -> bytes:
+    body = data if isinstance(data, str) else openai.dumps(data)
+    head = f"event: {event}\n" if event else ""
+    return utf8(f"{head}data: {body}\n\n")
+
+
+class StreamWire:
+    def start(self) -> bytes:
+        raise NotImplementedError
+
+    def heartbeat(self) -> bytes:
+        """Bytes that keep an idle stream open without meaning anything to the client."""
+        return b": keep-alive\n\n"
+
+    def feed(self, event: Event) -> bytes:
+        raise NotImplementedError
+
+    def end(self) -> bytes:
+        return b""
+
+    def error(self, failure: Failure) -> bytes:
+        raise NotImplementedError
+
+
+class Wire:
+    name: str
+
+    def decode(self, body: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[ChatRequest, str, bool]:
+        raise NotImplementedError
+
+    def error_body(self, failure: Failure) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def error(self, failure: Failure) -> Response:
+        return json_response(self.error_body(failure), failure.status, failure.headers)
+
+    def response(self, builder: ReplyBuilder, model: str, chat: ChatRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def stream(self, model: str, request_body: Any, chat: ChatRequest) -> StreamWire:
+        raise NotImplementedError
+
+
+class _OpenAIStream(StreamWire):
+    def __init__(self, model: str, include_usage: bool, top_logprobs: int | None) -> None:
+        self.encoder = openai.StreamEncoder(
+            model=model, include_usage=include_usage, top_logprobs=top_logprobs
+        )
+
+    def start(self) -> bytes:
+        return b"".join(sse(c) for c in self.encoder.start())
+
+    def feed(self, event: Event) -> bytes:
+        return b"".join(sse(c) for c in self.encoder.feed(event))
+
+    def end(self) -> bytes:
+        return sse(openai.DONE)
+
+    def error(self, failure: Failure) -> bytes:
+        # The SDK raises on a chunk holding "error"; nothing follows it.
+        return sse(openai.encode_error(failure.status, failure.message))
+
+
+class _OpenAIWire(Wire):
+    name = "openai"
+
+    def decode(self, body: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[ChatRequest, str, bool]:
+        decoded = openai.decode_request(body, limits)
+        return decoded.chat, decoded.model, decoded.stream
+
+    def error_body(self, failure: Failure) -> dict[str, Any]:
+        return openai.encode_error(failure.status, failure.message)
+
+    def response(self, builder: ReplyBuilder, model: str, chat: ChatRequest) -> dict[str, Any]:
+        top = chat.options.top_logprobs  # None unless the client asked for logprobs
+        return openai.encode_response(builder.build(), model=model, top_logprobs=top)
+
+    def stream(self, model: str, request_body: Any, chat: ChatRequest) -> StreamWire:
+        options = request_body.get("stream_options") or {}
+        return _OpenAIStream(model, options.get("include_usage") is True, chat.options.top_logprobs)
+
+
+class _AnthropicStream(StreamWire):
+    def __init__(self, model: str) -> None:
+        self.encoder = anthropic.StreamEncoder(model=model)
+
+    def start(self) -> bytes:
+        return b"".join(sse(d, n) for n, d in self.encoder.start())
+
+    def feed(self, event: Event) -> bytes:
+        return b"".join(sse(d, n) for n, d in self.encoder.feed(event))
+
+    def error(self, failure: Failure) -> bytes:
+        return sse(anthropic.encode_error(failure.status, failure.message), "error")
+
+    def heartbeat(self) -> bytes:
+        return sse({"type": "ping"}, "ping")
+
+
+class _AnthropicWire(Wire):
+    name = "anthropic"
+
+    def decode(self, body: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[ChatRequest, str, bool]:
+        decoded = anthropic.decode_request(body, limits)
+        return decoded.chat, decoded.model, decoded.stream
+
+    def error_body(self, failure: Failure) -> dict[str, Any]:
+        return anthropic.encode_error(failure.status, failure.message)
+
+    def response(self, builder: ReplyBuilder, model: str, chat: ChatRequest) -> dict[str, Any]:
+        return anthropic.encode_response(builder.build(), model=model)
+
+    def stream(self, model: str, request_body: Any, chat: ChatRequest) -> StreamWire:
+        return _AnthropicStream(model)
+
+
+OPENAI = _OpenAIWire()
+ANTHROPIC = _AnthropicWire()
+
+
+def wire_for(path: str, headers: Any) -> Wire:
+    """The protocol a request without a route of its own speaks: by its path, else by
+    Anthropic's version header, else OpenAI's."""
+    if path.startswith("/v1/messages") or "anthropic-version" in headers:
+        return ANTHROPIC
+    return OPENAI

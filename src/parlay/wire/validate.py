@@ -1,0 +1,182 @@
+"""What every request the proxy serves must pass before any upstream call, shared by the
+OpenAI and Anthropic codecs: JSON of bounded nesting, strings that encode as UTF-8,
+finite numbers, sane sizes, and tool schemas that are JSON Schema.
+
+A malformed request is an `InvalidRequestError` (a 400 in the client's own protocol),
+never a crash further in, after the upstream was already paid for.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from attrs import frozen
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from parlay.errors import InvalidRequestError
+from parlay.request import ToolSpec
+
+
+@frozen
+class Limits:
+    """Bounds on one request.
+
+    `max_body_bytes`: the body's size (413 beyond). `max_depth`: nesting of JSON arrays
+    and objects; tool schemas nest, conversations hardly (a chat request with tools is
+    about 8 deep). `max_messages`: Anthropic's documented limit. `max_tokens`: above any
+    model's output today, and a bound on what a client can make the upstream generate.
+    """
+
+    max_body_bytes: int = 8 * 1024 * 1024
+    max_depth: int = 64
+    max_messages: int = 100_000
+    max_tokens: int = 1_000_000
+    max_tools: int = 1_024
+
+
+DEFAULT_LIMITS = Limits()
+
+# OpenAI's and Anthropic's tool-name rule, with dots and colons (MCP-style names) allowed.
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
+
+
+def _no_constant(name: str) -> Any:
+    raise InvalidRequestError(f"the request body holds {name}, which is not JSON (use a number)")
+
+
+def load_json(raw: bytes, limits: Limits = DEFAULT_LIMITS) -> Any:
+    """The request body parsed, its nesting and every string and number checked."""
+    try:
+        data = json.loads(raw, parse_constant=_no_constant)
+    except RecursionError:
+        raise InvalidRequestError(
+            f"the request body is nested more than {limits.max_depth} levels deep"
+        ) from None
+    except InvalidRequestError:
+        raise
+    except UnicodeDecodeError as exc:
+        raise InvalidRequestError(f"the request body is not UTF-8: {exc.reason}") from None
+    except ValueError as exc:  # JSONDecodeError, or an integer of over 4,300 digits
+        reason = str(exc) if isinstance(exc, json.JSONDecodeError) else "a number is too long"
+        raise InvalidRequestError(f"the request body is not valid JSON: {reason}") from None
+    check_tree(data, limits.max_depth)
+    return data
+
+
+def check_tree(data: Any, max_depth: int) -> None:
+    """Nesting at most `max_depth`, strings encodable as UTF-8 (no lone surrogates, which
+    JSON's `\\ud800` escapes can make), numbers finite (`1e999` parses as infinity).
+
+    Iterative, so no input can exhaust the stack here."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            if depth > max_depth:
+                raise InvalidRequestError(
+                    f"the request body is nested more than {max_depth} levels deep"
+                )
+            for key, value in node.items():
+                _check_text(key)
+                stack.append((value, depth + 1))
+        elif isinstance(node, list):
+            if depth > max_depth:
+                raise InvalidRequestError(
+                    f"the request body is nested more than {max_depth} levels deep"
+                )
+            stack.extend((value, depth + 1) for value in node)
+        elif isinstance(node, str):
+            _check_text(node)
+        elif isinstance(node, float) and not math.isfinite(node):
+            raise InvalidRequestError("the request body holds a number too large for a float")
+
+
+def _check_text(text: str) -> None:
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidRequestError(
+            f"the request body holds a string that is not valid Unicode (a lone surrogate "
+            f"{text[exc.start]!r} at character {exc.start})"
+        ) from None
+
+
+def check_count(items: list[Any], path: str, limit: int) -> None:
+    if len(items) > limit:
+        raise InvalidRequestError(f"`{path}` holds {len(items)} items; at most {limit} are served")
+
+
+def check_tools(specs: Iterable[ToolSpec], path: str, limits: Limits = DEFAULT_LIMITS) -> None:
+    """Names valid and unique, schemas valid JSON Schema describing an object."""
+    seen: dict[str, int] = {}
+    for i, spec in enumerate(specs):
+        if i >= limits.max_tools:
+            raise InvalidRequestError(f"`{path}` holds over {limits.max_tools} tools")
+        if TOOL_NAME.fullmatch(spec.name) is None:
+            raise InvalidRequestError(
+                f"`{path}[{i}]` is named {spec.name[:80]!r}: a tool name is 1 to 128 letters, "
+                "digits, '_', '-', '.' or ':'"
+            )
+        if spec.name in seen:
+            raise InvalidRequestError(
+                f"`{path}[{i}]` and `{path}[{seen[spec.name]}]` are both named {spec.name!r}: "
+                "tool names must be unique"
+            )
+        seen[spec.name] = i
+        problem = schema_problem(spec.parameters)
+        if problem is None and not _describes_object(spec.parameters):
+            problem = "a tool's arguments are an object, so its schema's type must be 'object'"
+        if problem is not None:
+            raise InvalidRequestError(
+                f"the schema of tool {spec.name!r} (`{path}[{i}]`) is not valid JSON Schema: "
+                f"{problem}"
+            )
+
+
+def check_schema(schema: Mapping[str, Any], path: str) -> None:
+    problem = schema_problem(schema)
+    if problem is not None:
+        raise InvalidRequestError(f"`{path}` is not valid JSON Schema: {problem}")
+
+
+def _describes_object(schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type", "object")
+    return kind == "object" or (isinstance(kind, list) and "object" in kind)
+
+
+# Schemas come again with every turn of a conversation; checking one costs about a
+# millisecond. Only small ones are kept, so the cache stays a few megabytes at most.
+_CACHED_SCHEMA_CHARS = 16_384
+
+
+def schema_problem(schema: Mapping[str, Any]) -> str | None:
+    """What is wrong with `schema` against the JSON Schema 2020-12 metaschema, or None."""
+    canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+    if len(canonical) <= _CACHED_SCHEMA_CHARS:
+        return _cached_problem(canonical)
+    return _problem(schema)
+
+
+@functools.lru_cache(maxsize=1_024)
+def _cached_problem(canonical: str) -> str | None:
+    return _problem(json.loads(canonical))
+
+
+def _problem(schema: Mapping[str, Any]) -> str | None:
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        where = "".join(f"[{p!r}]" for p in exc.absolute_path) or "the top level"
+        message = exc.message if len(exc.message) <= 200 else exc.message[:200] + "..."
+        return f"at {where}: {message}"
+    except RecursionError:  # a schema nested within max_depth cannot get here; a guard
+        return "it is nested too deeply"
+    return None
