@@ -1,4 +1,5 @@
-"""The documentation site builds with warnings as errors, and covers what it promises."""
+"""The documentation site builds with warnings as errors, and every example runs as
+written (tests/docs_blocks.py says how blocks are marked)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import importlib.util
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
+
+from docs_blocks import PAGES, Block, blocks, chains, run, write_files
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,35 +55,48 @@ def test_every_page_is_in_the_nav_and_exists() -> None:
     assert listed == on_disk
 
 
-def _python_blocks() -> list[tuple[str, int, str]]:
-    blocks = []
-    for page in sorted((ROOT / "docs").rglob("*.md")):
-        lines = page.read_text().splitlines()
-        start = None
-        for number, line in enumerate(lines):
-            if start is None and line.strip() == "```python":
-                start = number + 1
-            elif start is not None and line.strip() == "```":
-                source = "\n".join(lines[start:number])
-                blocks.append((page.name, start + 1, textwrap.dedent(source)))
-                start = None
-    return blocks
+ALL_BLOCKS = [block for page in PAGES for block in blocks(page)]
 
 
-@pytest.mark.parametrize(
-    ("page", "line", "source"),
-    _python_blocks(),
-    ids=lambda v: str(v) if isinstance(v, (str, int)) and len(str(v)) < 30 else "",
-)
-def test_code_samples_compile_and_name_what_parlay_exports(
-    page: str, line: int, source: str
-) -> None:
-    # Samples need a model or a server to run; what rots silently is the API they name.
-    tree = ast.parse(source, f"{page}:{line}")
+def _page_id(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+@pytest.mark.parametrize("block", [b for b in ALL_BLOCKS if b.lang == "python"], ids=str)
+def test_python_samples_compile_and_name_what_parlay_exports(block: Block) -> None:
+    tree = ast.parse(block.source, block.where)
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("parlay"):
             module = importlib.import_module(node.module)
             for alias in node.names:
                 assert hasattr(module, alias.name) or importlib.util.find_spec(
                     f"{node.module}.{alias.name}"
-                ), f"{page}:{line} imports {alias.name} from {node.module}, which has no such name"
+                ), f"{block.where} imports {alias.name} from {node.module}: no such name"
+
+
+def test_a_block_left_out_says_why() -> None:
+    for block in ALL_BLOCKS:
+        if block.mode == "skip":
+            assert len(block.reason) > 10, f"{block.where}: say why the block is not run"
+
+
+def _run_page(page: Path, tmp_path: Path, *, model: bool) -> None:
+    page_blocks = blocks(page)
+    write_files(page_blocks, tmp_path)
+    wanted = "model" if model else "run"
+    ran = [c for c in chains(page_blocks) if c[0].mode == wanted]
+    if not ran:
+        pytest.skip(f"{_page_id(page)} has no {'model ' if model else ''}blocks")
+    for chain in ran:
+        run(chain, tmp_path, model=model, timeout=600 if model else 120)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_page_examples_run_as_written(page: Path, tmp_path: Path) -> None:
+    _run_page(page, tmp_path, model=False)
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_page_examples_run_as_written_on_the_embedded_model(page: Path, tmp_path: Path) -> None:
+    _run_page(page, tmp_path, model=True)
