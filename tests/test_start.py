@@ -63,3 +63,13 @@ def test_a_server_without_busy_waiting_still_answers():
 
 async def _collect(backend, request):
     return [event async for event in backend.stream(request)]
+
+
+def test_options_without_a_temperature_keep_the_embedded_model_greedy(monkeypatch):
+    monkeypatch.delenv("PARLAY_OPENAI_BASE_URL", raising=False)
+    from parlay.request import GenerationOptions
+
+    session = parlay.start_session(options=GenerationOptions(max_tokens=40))
+    assert session.options == GenerationOptions(max_tokens=40, temperature=0)
+    warm = parlay.start_session(options=GenerationOptions(temperature=0.7))
+    assert warm.options.temperature == 0.7

@@ -6,6 +6,8 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from attrs import evolve
+
 from parlay.backends.base import Backend
 from parlay.backends.bounds import EMBEDDED_MAX_TOKENS
 from parlay.request import GenerationOptions
@@ -47,6 +49,13 @@ def default_backend(*, threads: int | None = None) -> Backend:
     )
 
 
+def greedy(options: GenerationOptions | None) -> GenerationOptions:
+    """`options` with temperature 0 where they set none (how the embedded model runs)."""
+    if options is None:
+        return GenerationOptions(temperature=0)
+    return options if options.temperature is not None else evolve(options, temperature=0)
+
+
 def start_session(
     backend: Backend | None = None,
     *,
@@ -59,11 +68,12 @@ def start_session(
 ) -> Session:
     """A new session; with no backend, the embedded local model (see `default_backend`).
 
-    The embedded model samples greedily (temperature 0) unless `options` say otherwise:
-    a 135M-parameter model follows the tool contract far more reliably that way.
+    The embedded model samples greedily (temperature 0) unless `options` set a
+    temperature: a 135M-parameter model follows the tool contract far more reliably that
+    way. Options that leave the temperature unset (`max_tokens` alone, say) keep it.
     """
-    if options is None and backend is None:
-        options = GenerationOptions(temperature=0)
+    if backend is None:
+        options = greedy(options)
     return session_class(
         backend if backend is not None else default_backend(),
         tools=tools,
