@@ -37,6 +37,7 @@ FLAGS: list[tuple[list[str], dict[str, Any]]] = [
     (["--max-tokens", "7"], {"max_tokens": 7}),
     (["--temperature", "0.25"], {"temperature": 0.25}),
     (["--no-log"], {"no_log": True}),
+    (["--threads", "3"], {"threads": 3}),
 ]
 
 
@@ -110,3 +111,20 @@ def test_a_wrong_action_format_names_the_choices(built: list[RunOptions], comman
     assert "--action-format" in result.stderr and "'xml'" in result.stderr
     assert all(f"'{choice}'" in result.stderr for choice in ("fenced", "json", "command"))
     assert built == []  # rejected before any session is built
+
+
+@pytest.mark.parametrize(
+    ("opts", "temperature"),
+    [
+        (RunOptions(), 0),  # the embedded model, greedy as in start_session()
+        (RunOptions(max_tokens=9), 0),
+        (RunOptions(temperature=0.7), 0.7),
+        (RunOptions(model="http://127.0.0.1:9/v1"), None),  # a server's own default
+    ],
+)
+def test_the_embedded_model_answers_greedily_unless_told(
+    opts: RunOptions, temperature: Any
+) -> None:
+    from parlay.cli.options import _options
+
+    assert _options(opts).temperature == temperature

@@ -12,10 +12,11 @@ import typer
 from attrs import frozen
 from rich.console import Console
 
-from parlay.cli.models import MODEL_HELP, resolve_model
+from parlay.cli.models import EMBEDDED, MODEL_HELP, resolve_model
 from parlay.cli.protocol import CliSession, stdin_approver
 from parlay.cli.toolfiles import collect_tools
 from parlay.request import GenerationOptions, ToolChoice
+from parlay.start import greedy
 from parlay.store import Store, TurnRecorder
 
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help=MODEL_HELP)]
@@ -164,6 +165,16 @@ def with_run_options(command: Callable[..., None]) -> Callable[..., None]:
     return wrapper
 
 
+def _options(opts: RunOptions) -> GenerationOptions:
+    """What each reply is asked for; an embedded model answers greedily, as in Python
+    (`parlay.start.start_session`), unless `--temperature` says otherwise."""
+    options = GenerationOptions(max_tokens=opts.max_tokens, temperature=opts.temperature)
+    embedded = (opts.model or "").strip().lower()
+    if embedded in EMBEDDED or embedded.endswith(".gguf"):
+        return greedy(options)
+    return options
+
+
 def build_session(opts: RunOptions, stderr: Console) -> CliSession:
     """The session a `prompt` or `chat` run talks through (errors are `ParlayError`s)."""
     tools = collect_tools(opts.tool, opts.functions)
@@ -184,7 +195,7 @@ def build_session(opts: RunOptions, stderr: Console) -> CliSession:
         tools=tools,
         system=opts.system,
         chain_limit=opts.chain_limit,
-        options=GenerationOptions(max_tokens=opts.max_tokens, temperature=opts.temperature),
+        options=_options(opts),
         debug=stderr if opts.tools_debug else None,
         approver=stdin_approver(stderr, sys.stdin.readline) if opts.tools_approve else None,
     )
