@@ -20,6 +20,9 @@ Used by the fault tests and by bench/proxy_bench.py. The behaviour is chosen by 
 - "not-json": HTTP 200 whose body is HTML, not JSON nor server-sent events
 - "garbage-sse": streams the role chunk, then a `data:` line that is not JSON
 - "surrogate": a reply whose text holds a lone surrogate (JSON's `\ud800` escape)
+- "turns": one tool conversation, read from the history alone: a call of get_weather
+  until the history holds its result ("sunny, 21 C"), then an answer; natively when the
+  request has tools, else in the prompt engine's JSON action format
 
 Every request is counted by its mode (`StubUpstream.calls`).
 
@@ -196,6 +199,10 @@ async def _answer(line: str, body: dict[str, Any], writer: asyncio.StreamWriter)
         writer.write(_head(500, "application/json", len(data)) + data)
         await writer.drain()
         return True
+    if mode == "turns":
+        writer.write(_turn(body))
+        await writer.drain()
+        return True
     if not body.get("stream"):
         data = json.dumps(_completion(mode, mode == "call")).encode()
         writer.write(_head(200, "application/json", len(data)) + data)
@@ -242,6 +249,38 @@ def _failure(mode: str, body: dict[str, Any]) -> bytes | None:
         data = b"<html><body>502 Bad Gateway</body></html>"
         return _head(200, "text/html", len(data)) + data
     return None
+
+
+RESULT = "sunny, 21 C"
+ANSWER = "It is sunny in Paris."
+
+
+def _turn(body: dict[str, Any]) -> bytes:
+    """The "turns" mode: what to answer is read from the request's history alone."""
+    messages = body.get("messages") or []
+    answered = any(RESULT in json.dumps(m.get("content")) for m in messages)
+    native = bool(body.get("tools"))
+    if native and not answered:
+        reply = _completion("turns", calls=True)
+    else:
+        reply = _completion("turns", calls=False)
+        if not native:  # the prompt engine's JSON action format
+            action = {"tool": "get_weather", "args": {"city": "Paris"}}
+            text = {"final": {"content": ANSWER}} if answered else {"action": action}
+            reply["choices"][0]["message"]["content"] = json.dumps(text)
+        else:
+            reply["choices"][0]["message"]["content"] = ANSWER
+    if not body.get("stream"):
+        data = json.dumps(reply).encode()
+        return _head(200, "application/json", len(data)) + data
+    message = reply["choices"][0]["message"]
+    if message.get("tool_calls"):
+        chunks = _stream_chunks("call")
+    else:
+        content = message["content"]
+        chunks = [_chunk({"role": "assistant", "content": content}), _chunk({}, "stop")]
+        chunks.append(b"data: [DONE]\n\n")
+    return _head(200, "text/event-stream", None) + _frame(b"".join(chunks)) + b"0\r\n\r\n"
 
 
 class StubUpstream:
