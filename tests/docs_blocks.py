@@ -18,8 +18,10 @@ fails with a clear error instead of running slowly.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -175,21 +177,30 @@ def _run(
     *,
     fails: bool = False,
 ) -> str:
+    # A session of its own, so a timeout ends everything the block started (a server
+    # it runs, say), not only the shell.
+    proc = subprocess.Popen(
+        command,
+        cwd=folder,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
-        done = subprocess.run(
-            command,
-            input=ANSWERS,
-            cwd=folder,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        stdout, stderr = proc.communicate(ANSWERS, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         raise AssertionError(f"{where} did not finish in {timeout:.0f} s") from exc
-    output = done.stdout + done.stderr
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # anything it left running
+    output = stdout + stderr
     if fails:
-        assert done.returncode != 0, f"{where} was shown failing, but succeeded:\n{output}"
+        assert proc.returncode != 0, f"{where} was shown failing, but succeeded:\n{output}"
     else:
-        assert done.returncode == 0, f"{where} failed:\n{output[-3000:]}"
+        assert proc.returncode == 0, f"{where} failed:\n{output[-3000:]}"
     return output
