@@ -24,20 +24,41 @@ Streaming rules (the invariants the hypothesis tests check):
   `ToolCallArgsDelta`s of *normalised* JSON (single and smart quotes re-quoted, trailing
   commas dropped, Python literals mapped), so the fragments concatenate to JSON a client
   can load even while the model writes sloppy JSON;
-- nothing raises: what cannot be read becomes visible text or a `ParseProblem`.
+- nothing raises: what cannot be read becomes visible text or a `ParseProblem`;
+- the argument deltas of every call concatenate to JSON equal to its arguments; arguments
+  that are not an object do not stream (the call gets `{}` and an `unreadable_arguments`
+  problem).
 
-Work is linear in the input: each character is looked at a bounded number of times, and
-the buffer is compacted as text is consumed.
+A code fence inside a string of a fenced block (`strings.py` has the rule and why): a
+line-start fence opens or closes a code block the string holds, as content; only a bare
+fence after string text ending in `}` or `]` (the model lost the closing quote) ends the
+action block there, noted `cut_off`.
+
+Cut-off repair never merges or invents values (`arguments.py`): a number, literal or key
+the cut leaves unfinished is dropped with its key and named in the `cut_off` problem; a
+string is closed where it was cut (its text has streamed).
+
+Work is linear in the input: each character is looked at a bounded number of times, the
+buffer is compacted as text is consumed, and what is held back to be decided is bounded:
+a fence's info string (40 characters), the blank lines between a ```` ```json ```` fence and
+its `{` (256), a `{` line's first key (48), the blanks and name after `@tool` (128), the
+raw text of an unlabeled block before its tool name is read (`MAX_UNDECIDED`, 4,096: past
+it the block is an action even if the name is no tool's), a fence's line inside a string
+(16). Values nested deeper than `MAX_DEPTH` (100) are skipped, and dropped from arguments
+with a problem; an atom over 100 characters is never read as a number (a string, noted);
+NaN and infinities become null. Stringified arguments are read by this parser, not by a
+general JSON repair.
 
 The package, one job per module (each layer a class adding to the one before; see
 `state.py`):
 
 - `results`: `ParseResult`, `ParseProblem`, the values a parse reports;
 - `vocabulary`: the keys, aliases and fence labels that mark an action;
-- `state`: the parser's mutable state and output plumbing;
-- `arguments`: normalising argument JSON as it streams;
+- `state`: the parser's mutable state, output plumbing and size bounds;
+- `arguments`: normalising argument JSON as it streams, and closing it when cut off;
 - `calls`: assembling names, arguments and thoughts into calls;
-- `json_scan`: the JSON state machine (structure, value roles, strings, atoms);
+- `strings`: JSON strings, their escapes, and code fences inside them;
+- `json_scan`: the JSON state machine (structure, value roles, atoms, depth);
 - `blocks`: opening, reading and closing one action block;
 - `recognise`: the text path, fences and `@tool` command lines;
 - `stream`: `ActionStreamParser` itself (`feed`, `finish`, `result`);
@@ -45,7 +66,7 @@ The package, one job per module (each layer a class adding to the one before; se
 """
 
 from parlay.contract.parser.results import ParseProblem, ParseResult
-from parlay.contract.parser.state import THOUGHT_LIMIT
+from parlay.contract.parser.state import MAX_DEPTH, MAX_UNDECIDED, THOUGHT_LIMIT
 from parlay.contract.parser.stream import ActionStreamParser
 from parlay.contract.parser.vocabulary import (
     ACTION_FENCES,
@@ -67,6 +88,8 @@ __all__ = [
     "CONTENT_KEYS",
     "FINAL_KEYS",
     "JSON_FENCES",
+    "MAX_DEPTH",
+    "MAX_UNDECIDED",
     "NAME_KEYS",
     "THOUGHT_KEYS",
     "THOUGHT_LIMIT",

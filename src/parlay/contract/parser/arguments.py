@@ -3,35 +3,61 @@ the JSON the model writes.
 
 The scanner hands over each piece of an argument value as it reads it; here atoms become
 JSON literals or numbers, a missing comma or colon is supplied, a trailing comma is
-dropped (a comma is only written once the next value starts), and arguments cut off
-are closed.
+dropped, and arguments cut off are closed. What is written is JSON by construction: a
+comma is written before a frame's second and later values (never for a stray comma), a
+key only once its value starts, an atom only once it ends.
+
+Cut-off repair never merges or invents values: a number, literal or bare word the cut
+ends is dropped with its key (`[1, 2.` gives `[1]`: `2.` may have been `2.5`); so is a key
+whose value never started. A string the cut ends is closed where it was cut: its text has
+already streamed. The `cut_off` problem names what was dropped.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 
-from parlay.contract.parser.state import ParserState, Record
+from parlay.contract.parser.state import ParserState, Record, args_delta
 from parlay.contract.parser.vocabulary import LITERALS
-from parlay.events import ToolCallArgsDelta
 
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?\Z")
+# An atom longer than this is kept as the string the model wrote, never read as a number:
+# no real argument has 100 digits, and Python refuses to read an int of 4,300 (and reading
+# long ones costs quadratic time).
+MAX_NUMBER_CHARS = 100
+_NUMERIC = re.compile(r"[-+]?\.?\d")
 
 
 def normalise_atom(atom: str) -> str:
-    """An unquoted value as JSON: literals mapped, numbers kept, anything else quoted."""
+    """An unquoted value as JSON: literals mapped, numbers kept, anything else quoted.
+
+    NaN and infinities (`NaN`, `Infinity`, `1e999`) become null, as JavaScript writes them
+    in JSON; an atom over `MAX_NUMBER_CHARS` characters is kept as a string.
+    """
     if atom in LITERALS:
         return LITERALS[atom]
-    if _NUMBER.match(atom):
-        return atom
+    if len(atom) > MAX_NUMBER_CHARS:
+        return json.dumps(atom, ensure_ascii=False)
     try:
         number = float(atom)
     except ValueError:
         return json.dumps(atom, ensure_ascii=False)
-    if number != number or number in (float("inf"), float("-inf")):
+    if not math.isfinite(number):
         return "null"
-    return json.dumps(int(number) if number.is_integer() and "." not in atom else number)
+    if _NUMBER.match(atom):
+        return atom
+    if number.is_integer() and "." not in atom and abs(number) < 2**53:
+        return str(int(number))
+    return repr(number)
+
+
+def overlong_number(atom: str) -> str | None:
+    """A note for an atom kept as a string because it is too long to be a number."""
+    if len(atom) > MAX_NUMBER_CHARS and _NUMERIC.match(atom):
+        return f"a number of {len(atom)} characters was kept as a string"
+    return None
 
 
 class ArgumentWriter(ParserState):
@@ -47,58 +73,76 @@ class ArgumentWriter(ParserState):
         record.args_json = []
         record.args_pending = []
         self._args_depth = len(self._stack)
-        self._pending_comma = False
+        self._held_key = None
 
-    def _norm_comma(self) -> None:
-        if self._args_depth is not None and len(self._stack) > self._args_depth:
-            self._pending_comma = True
+    def _in_arg_frame(self) -> bool:
+        """Inside the arguments' JSON, below their root (where keys and commas are written)."""
+        depth = self._args_depth
+        return depth is not None and len(self._stack) > depth
 
     def _norm_value_start(self) -> None:
-        if self._args_depth is None or len(self._stack) <= self._args_depth:
-            return
-        top = self._stack[-1]
-        if top.kind == "[" and top.expect == "comma":
-            self._pending_comma = True  # two array items without a comma between them
-        elif top.kind == "{" and top.expect == "colon":
-            top.expect = "value"
-            self._norm(": ")  # a key and its value without a colon between them
+        """A value starts in the arguments: a key it follows without a colon gets one."""
+        if self._in_arg_frame():
+            top = self._stack[-1]
+            if top.kind == "{" and top.expect == "colon":
+                top.expect = "value"
 
-    def _norm(self, text: str, inner_only: bool = False) -> None:
+    def _norm_member(self, text: str) -> None:
+        """Write the start of a value: the comma and key before it, then `text`."""
+        if self._in_arg_frame():
+            top = self._stack[-1]
+            prefix = ", " if top.members else ""
+            top.members += 1
+            if top.kind == "{":
+                key = self._held_key if self._held_key is not None else '"_"'
+                prefix += key + ": "
+            self._held_key = None
+            text = prefix + text
+        self._norm(text)
+
+    def _hold_key(self, key: str) -> None:
+        if self._in_arg_frame():
+            self._held_key = json.dumps(key, ensure_ascii=False)
+
+    def _norm(self, text: str) -> None:
         record = self._record
         if record is None or self._args_depth is None:
             return
-        if inner_only and len(self._stack) <= self._args_depth:
-            return
-        if self._pending_comma:
-            self._pending_comma = False
-            text = ", " + text
         record.args_json.append(text)
+        if not record.args_object:
+            return  # arguments that are not an object never stream (see Record)
         if record.started and not self._block_as_text:
-            self._emit(ToolCallArgsDelta(record.id or "", text))
+            self._emit(args_delta(record.id or "", text))
         else:
             record.args_pending.append(text)
 
-    def _finish_open_args(self) -> None:
-        """Close what cut-off arguments left open, so the deltas still concatenate to JSON."""
+    def _note(self, kind: str, detail: str) -> None:
+        if self._record is not None:
+            self._record.notes.append((kind, detail))
+
+    def _finish_open_args(self) -> str:
+        """Close what cut-off arguments left open, so the deltas still concatenate to JSON.
+
+        Returns what was dropped (a partial atom, or a key without its value), or "".
+        """
         closers: list[str] = []
+        dropped = ""
         if self._str_quote is not None and self._str_role == "args":
             closers.append('"')
             self._str_quote = None
-            self._after_value()
         if self._atom and self._atom_role == "args":
-            closers.append(normalise_atom("".join(self._atom)))
+            dropped = "".join(self._atom)
             self._atom = []
-            self._after_value()
+        if self._held_key is not None:
+            dropped = dropped or f"the key {self._held_key} without its value"
+            self._held_key = None
         depth = self._args_depth or 0
-        for n, frame in enumerate(reversed(self._stack[depth:])):
-            # Only the innermost frame can be missing a value; outer ones hold the child.
-            if n == 0 and frame.kind == "{" and frame.expect == "colon":
-                closers.append(": null")
-            elif n == 0 and frame.kind == "{" and frame.expect == "value":
-                closers.append("null")
-            closers.append("}" if frame.kind == "{" else "]")
-        self._pending_comma = False
+        for frame in reversed(self._stack[depth:]):
+            if frame.role == "args":
+                closers.append("}" if frame.kind == "{" else "]")
         if closers:
             self._norm("".join(closers))
         del self._stack[depth:]
         self._args_depth = None
+        self._skip_depth = 0
+        return dropped

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from parlay.contract.parser.json_scan import JsonScanner
 from parlay.contract.parser.state import Record
+from parlay.contract.parser.strings import FENCE_END, WAIT
 from parlay.contract.parser.vocabulary import ATOM_CHARS
+
+_IN_STRING = "ended inside a string at a closing fence (a closing quote is missing)"
 
 
 class BlockReader(JsonScanner):
@@ -33,8 +36,10 @@ class BlockReader(JsonScanner):
         self._stack = []
         self._record = Record() if mode == "command" else None
         self._args_depth = None
-        self._pending_comma = False
+        self._held_key = None
+        self._skip_depth = 0
         self._str_quote = None
+        self._str_fence = False
         self._atom = []
         self._line_start_in_block = False
         if at is not None:
@@ -48,6 +53,10 @@ class BlockReader(JsonScanner):
             if self._str_quote is not None:
                 i = self._string_span(i)
                 if i < 0:
+                    if i == FENCE_END:
+                        self._close_block(cut=True, why=_IN_STRING)
+                        return True
+                    assert i == WAIT
                     return False  # an escape or a possible fence is cut: wait for more
                 continue
             ch = buf[i]
@@ -58,6 +67,7 @@ class BlockReader(JsonScanner):
                     return False
                 if head == "```":
                     if self._atom:
+                        self._pos = i
                         self._end_atom()
                     self._pos = i + 3
                     self._close_block(cut=False)
@@ -67,6 +77,7 @@ class BlockReader(JsonScanner):
                     self._atom.append(ch)
                     i += 1
                     continue
+                self._pos = i  # where the value ends (a tool name's position is checked)
                 self._end_atom()
             if ch == "\n":
                 self._line_start_in_block = True
@@ -97,20 +108,23 @@ class BlockReader(JsonScanner):
         return False
 
     # -- block end ------------------------------------------------------------------------
-    def _close_block(self, cut: bool) -> None:
+    def _close_block(self, cut: bool, why: str = "was cut off") -> None:
         if self._str_quote is not None and self._str_role != "args":
             self._finish_string()
         if self._atom and not (self._atom_role == "args" and not self._atom_is_key):
             self._end_atom()
         cut = cut and (bool(self._stack) or self._args_depth is not None)
         if self._record is not None:
-            self._end_record(cut=cut)
+            self._end_record(cut=cut, why=why)
         if self._block_as_text:
             self._block_as_text = False
             self._emit_text(self._buf[self._block_start : self._pos])
         self._stack = []
         self._args_depth = None
+        self._held_key = None
+        self._skip_depth = 0
         self._str_quote = None
+        self._str_fence = False
         self._atom = []
         self._state = "text"
         self._line_blank = not self._block_fenced

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import json_repair
-
 from parlay.context import ToolCall
 from parlay.contract.parser.arguments import ArgumentWriter
 from parlay.contract.parser.results import ParseProblem
-from parlay.contract.parser.state import Record
+from parlay.contract.parser.state import MAX_UNDECIDED, Record
 from parlay.events import ToolCallArgsDelta, ToolCallEnd, ToolCallStart
+
+_SUB_NAME = "_"  # the name a stringified arguments' own parse gives its call
 
 
 class CallAssembler(ArgumentWriter):
@@ -37,8 +37,10 @@ class CallAssembler(ArgumentWriter):
             and record.name_key not in ("tool", "action", "tool_name")
             and self._tools
             and name not in self._tools
+            and self._pos - self._block_start <= MAX_UNDECIDED
         ):
-            # {"name": "Ada", ...} in an answer is data, not an action.
+            # {"name": "Ada", ...} in an answer is data, not an action. (Past
+            # MAX_UNDECIDED the block's raw text is no longer kept: it stays an action.)
             self._block_as_text = True
             return
         self._start_call()
@@ -54,12 +56,11 @@ class CallAssembler(ArgumentWriter):
             self._emit(ToolCallArgsDelta(record.id, "".join(record.args_pending)))
             record.args_pending = []
 
-    def _end_record(self, cut: bool) -> None:
+    def _end_record(self, cut: bool, why: str = "was cut off") -> None:
         record = self._record
         if record is None:
             return
-        if self._args_depth is not None:
-            self._finish_open_args()
+        dropped = self._finish_open_args() if self._args_depth is not None else ""
         self._record = None
         if record.name is None or self._block_as_text:
             if record.args_seen and not self._block_as_text:
@@ -75,8 +76,13 @@ class CallAssembler(ArgumentWriter):
             )
         if problem:
             self._problems.append(ParseProblem("unreadable_arguments", f"{record.name}: {problem}"))
+        for kind, detail in record.notes:
+            self._problems.append(ParseProblem(kind, f"{record.name}: {detail}"))
         if cut:
-            self._problems.append(ParseProblem("cut_off", f"the {record.name} call was cut off"))
+            detail = f"the {record.name} call {why}"
+            if dropped:
+                detail += f"; its unfinished value {dropped[:60]!r} was dropped"
+            self._problems.append(ParseProblem("cut_off", detail))
         assert record.id is not None
         call = ToolCall(record.name, arguments, record.id)
         self._calls.append(call)
@@ -86,11 +92,14 @@ class CallAssembler(ArgumentWriter):
         """Arguments written as a JSON string ("stringified"): emit them as JSON."""
         record = self._record
         assert record is not None
-        parsed = _loads(value)
-        if isinstance(parsed, dict):
-            self._norm(json.dumps(parsed, ensure_ascii=False))
-        else:
+        parsed = _stringified_arguments(value, self._thought_limit)
+        if parsed is None:
             record.args_string = value
+            return
+        arguments, notes = parsed
+        record.args_object = True
+        record.notes.extend(notes)
+        self._norm(json.dumps(arguments, ensure_ascii=False))
 
     def _add_thought(self, value: str) -> None:
         if len(value) > self._thought_limit:
@@ -100,14 +109,30 @@ class CallAssembler(ArgumentWriter):
         self._thoughts.append(value)
 
 
-def _loads(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        try:
-            return json_repair.loads(text)
-        except Exception:  # json_repair is tolerant, not total
-            return None
+def _stringified_arguments(
+    value: str, thought_limit: int
+) -> tuple[dict[str, Any], list[tuple[str, str]]] | None:
+    """Stringified arguments read by the parser itself, as a command's arguments: the same
+    tolerance and the same bounds as arguments written out (linear, never raising), where
+    a general JSON repair costs seconds on a string of 10,000 `{`. None: not an object."""
+    text = value.lstrip()
+    if not text.startswith("{"):
+        return None
+    # The parser's own class, imported here: the stream module is built on this one.
+    from parlay.contract.parser.stream import ActionStreamParser
+
+    parser = ActionStreamParser(id_factory=lambda: "", thought_limit=thought_limit)
+    parser.feed(f"@tool {_SUB_NAME} {text}")
+    parser.finish()
+    result = parser.result()
+    if not result.calls:
+        return None
+    notes = []
+    for problem in result.problems:
+        detail = problem.detail.removeprefix(f"{_SUB_NAME}: ")
+        detail = detail.replace(f"the {_SUB_NAME} call", "the call")
+        notes.append((problem.kind, f"its stringified arguments: {detail}"))
+    return result.calls[0].arguments, notes
 
 
 def _arguments(record: Record) -> tuple[dict[str, Any], str | None]:
@@ -116,11 +141,13 @@ def _arguments(record: Record) -> tuple[dict[str, Any], str | None]:
     if not record.args_json:
         return {}, None
     text = "".join(record.args_json)
-    value = _loads(text)
-    if isinstance(value, str):
-        value = _loads(value)
-    if value is None or value == "":
-        return {}, None if text.strip() in ("null", '""') else f"unreadable: {text[:120]!r}"
+    try:
+        # JSON by construction (arguments.py); the guard keeps a slip from escaping.
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}, f"unreadable: {text[:120]!r}"
+    if value is None:
+        return {}, None
     if not isinstance(value, dict):
         return {}, f"arguments are not a JSON object: {text[:120]!r}"
     return value, None

@@ -12,17 +12,28 @@ import re
 from parlay.contract.parser.blocks import BlockReader
 from parlay.contract.parser.vocabulary import ACTION_FENCES, BLOCK_KEYS, JSON_FENCES, QUOTES
 
-# How far a `{` line or a fence info string is read before it is settled as prose or code.
+# How far a `{` line, a fence info string, the blank lines between a ```` ```json ```` fence
+# and its `{`, and the name after `@tool` are read before each is settled (as prose, code
+# or a block): what is held back, and read again as each chunk comes, stays bounded.
 _MAX_KEY_PEEK = 48
 MAX_INFO = 40
+_MAX_FENCE_GAP = 256
+_MAX_COMMAND_HEAD = 128
 _TEXT_TRIGGER = re.compile(r"[`\n@{]")
 _NAME_CHARS = re.compile(r"[A-Za-z0-9_.\-:/]+")
 _BLANKS = re.compile(r"[ \t]*")
+_SPACE = re.compile(r"[ \t\r\n]*")
 
 
-def _after_blanks(text: str, start: int) -> int:
-    match = _BLANKS.match(text, start)
+def _after_blanks(text: str, start: int, end: int | None = None) -> int:
+    match = _BLANKS.match(text, start) if end is None else _BLANKS.match(text, start, end)
     assert match is not None  # `[ \t]*` matches anywhere
+    return match.end()
+
+
+def _after_space(text: str, start: int, end: int) -> int:
+    match = _SPACE.match(text, start, max(start, end))
+    assert match is not None  # `[ \t\r\n]*` matches anywhere
     return match.end()
 
 
@@ -148,10 +159,14 @@ class TextReader(BlockReader):
             return True
         if info not in JSON_FENCES or buf[i] == "`":
             return self._fence_as_code(i)
-        # A plain ```json fence holds an action only if its object's first key says so.
-        j = self._skip_space(i)
+        # A plain ```json fence holds an action only if its object's first key says so
+        # (read within _MAX_FENCE_GAP characters of blanks: past that it is code).
+        limit = i + _MAX_FENCE_GAP
+        j = _after_space(buf, i, limit)
         if j < len(buf) and buf[j] == "[":
-            j = self._skip_space(j + 1)
+            j = _after_space(buf, j + 1, limit)
+        if j >= limit:
+            return self._fence_as_code(i)
         if j >= len(buf):
             return False if not final else self._fence_as_code(i)
         verdict = self._peek_first_key(j, final) if buf[j] == "{" else False
@@ -161,12 +176,6 @@ class TextReader(BlockReader):
             self._open_block(self._block_start, fenced=True, labeled=False, at=i)
             return True
         return self._fence_as_code(i)
-
-    def _skip_space(self, i: int) -> int:
-        buf = self._buf
-        while i < len(buf) and buf[i] in " \t\r\n":
-            i += 1
-        return i
 
     def _fence_as_code(self, i: int) -> bool:
         self._state = "code"
@@ -196,14 +205,15 @@ class TextReader(BlockReader):
     # -- commands -------------------------------------------------------------------------
     def _run_cmd_name(self, final: bool) -> bool:
         buf = self._buf
-        i = _after_blanks(buf, self._pos)
-        match = _NAME_CHARS.match(buf, i)
+        limit = self._pos + _MAX_COMMAND_HEAD
+        i = _after_blanks(buf, self._pos, limit)
+        match = _NAME_CHARS.match(buf, i, limit)
         end = match.end() if match else i
-        if end >= len(buf) and not final:
+        if end >= len(buf) and end < limit and not final:
             return False
         name = buf[i:end]
-        if not name:
-            # "@tool" with no name: prose after all.
+        if not name or end >= limit:
+            # "@tool" with no name, or blanks and a name too long for one: prose after all.
             self._state = "text"
             self._emit_text(buf[self._block_start : end])
             self._pos = end

@@ -4,8 +4,8 @@
 adding its methods to the one below:
 
     ParserState (state) -> ArgumentWriter (arguments) -> CallAssembler (calls)
-    -> JsonScanner (json_scan) -> BlockReader (blocks) -> TextReader (recognise)
-    -> ActionStreamParser (stream)
+    -> StringReader (strings) -> JsonScanner (json_scan) -> BlockReader (blocks)
+    -> TextReader (recognise) -> ActionStreamParser (stream)
 
 Every layer reads and writes the state set up here directly rather than through
 collaborator objects: the scanning loops touch it per character, so it stays one attribute
@@ -21,9 +21,15 @@ import attrs
 
 from parlay.context import ToolCall, new_call_id
 from parlay.contract.parser.results import ParseProblem
-from parlay.events import Event, TextDelta
+from parlay.events import Event, TextDelta, ToolCallArgsDelta
 
 THOUGHT_LIMIT = 200
+# Size bounds (defence in depth; each is documented in the package docstring):
+# a block whose tool name is not read within this many characters of its start is settled
+# as an action, so its raw text need not be kept in case it turns out to be prose;
+MAX_UNDECIDED = 4096
+# values nested deeper than this in a block are skipped (dropped, and noted in arguments).
+MAX_DEPTH = 100
 
 # A streamed reply is mostly one `TextDelta` per chunk, and attrs' generated `__init__` for a
 # frozen class (a bound `object.__setattr__` fetched per call) is most of what a chunk of
@@ -49,16 +55,37 @@ def text_delta(text: str) -> TextDelta:
     return delta
 
 
+# The same for `ToolCallArgsDelta`: a call's string argument streams as one per chunk.
+_ARGS_DELTA_FIELDS = attrs.fields(ToolCallArgsDelta)
+if not (
+    [f.name for f in _ARGS_DELTA_FIELDS] == ["id", "delta"]
+    and all(f.converter is None and f.validator is None for f in _ARGS_DELTA_FIELDS)
+    and not hasattr(ToolCallArgsDelta, "__attrs_post_init__")
+):
+    raise TypeError("ToolCallArgsDelta changed: update parser.state.args_delta")
+_set_id = vars(ToolCallArgsDelta)["id"].__set__
+_set_delta = vars(ToolCallArgsDelta)["delta"].__set__
+
+
+def args_delta(call_id: str, text: str) -> ToolCallArgsDelta:
+    """`ToolCallArgsDelta(call_id, text)`, without the generated `__init__`'s overhead."""
+    delta = new_text_delta(ToolCallArgsDelta)
+    _set_id(delta, call_id)
+    _set_delta(delta, text)
+    return delta
+
+
 class Frame:
     """One open JSON object or array, and what it expects next."""
 
-    __slots__ = ("expect", "key", "kind", "role")
+    __slots__ = ("expect", "key", "kind", "members", "role")
 
     def __init__(self, kind: str, role: str) -> None:
         self.kind = kind  # "{" or "["
         self.role = role  # root | call | final | calls | args | skip
         self.key: str | None = None
         self.expect = "key" if kind == "{" else "value"
+        self.members = 0  # values written so far (argument frames: a comma before the next)
 
 
 class Record:
@@ -66,6 +93,7 @@ class Record:
 
     __slots__ = (
         "args_json",
+        "args_object",
         "args_pending",
         "args_seen",
         "args_string",
@@ -73,6 +101,7 @@ class Record:
         "id",
         "name",
         "name_key",
+        "notes",
         "started",
     )
 
@@ -84,7 +113,11 @@ class Record:
         self.args_json: list[str] = []  # normalised argument JSON, all of it
         self.args_pending: list[str] = []  # normalised JSON not yet emitted (before the start)
         self.args_seen = False
+        # The arguments are an object: only then do they stream (anything else is reported
+        # as unreadable and the call gets `{}`, so the deltas always load to its arguments).
+        self.args_object = False
         self.args_string: str | None = None  # arguments given as a JSON string
+        self.notes: list[tuple[str, str]] = []  # (problem kind, detail) found in the arguments
         # An operator met between argument values (`2 * Math.PI`): JSON has no arithmetic,
         # and reading on would shift keys and values, so the call is reported unreadable.
         self.expression: str | None = None
@@ -113,22 +146,25 @@ class ParserState:
         "_calls",
         "_ended",
         "_final",
+        "_held_key",
         "_line_blank",
         "_line_start_in_block",
         "_new_id",
         "_out",
         "_pending",
-        "_pending_comma",
         "_plain",
         "_pos",
         "_problems",
         "_record",
+        "_skip_depth",
         "_stack",
         "_state",
         "_str_chars",
         "_str_close",
+        "_str_fence",
         "_str_quote",
         "_str_role",
+        "_str_tail",
         "_text",
         "_thought_limit",
         "_thoughts",
@@ -169,11 +205,16 @@ class ParserState:
         self._stack: list[Frame] = []
         self._record: Record | None = None
         self._args_depth: int | None = None
-        self._pending_comma = False
+        # An argument key read, written out only once its value starts (a key whose value
+        # is cut off, or dropped, is dropped with it).
+        self._held_key: str | None = None
+        self._skip_depth = 0  # > 0: inside a value nested too deep, skipped
         self._str_quote: str | None = None
         self._str_role = ""
         self._str_chars: list[str] = []
         self._str_close = ""
+        self._str_fence = False  # a code fence opened inside the current string
+        self._str_tail = ""  # the current string's last character other than a blank
         self._atom: list[str] = []
         self._atom_is_key = False
         self._atom_role = ""

@@ -6,16 +6,18 @@ import re
 
 from parlay.contract.parser.recognise import MAX_INFO, TextReader
 from parlay.contract.parser.results import ParseResult
-from parlay.contract.parser.state import new_text_delta, set_text
+from parlay.contract.parser.state import MAX_UNDECIDED, new_text_delta, set_text, text_delta
 from parlay.events import Event, TextDelta
 
 # What in a chunk of prose, read from the text state with nothing held, may start a block or
 # must be held back: a fence or a trailing backtick (it may become one), or `{`/`@` with
 # only whitespace before it on its line (`\s` is `str.isspace`, the text path's test);
 # the second pattern is for a chunk that starts on a blank line. Any other `{`, `@` or
-# backtick is text as it is.
-_BLOCK_MAY_START = re.compile(r"```|`\Z|\n\s*[{@]").search
-_BLOCK_MAY_START_ON_BLANK_LINE = re.compile(r"```|`\Z|\A\s*[{@]|\n\s*[{@]").search
+# backtick is text as it is. After a newline only blanks other than newlines are skipped
+# (`[^\S\n]`): `\n\s*` would match the same, but tried at every newline of a run of
+# them it reads the whole run each time (quadratic: 78 s for 100,000 newlines).
+_BLOCK_MAY_START = re.compile(r"```|`\Z|\n[^\S\n]*[{@]").search
+_BLOCK_MAY_START_ON_BLANK_LINE = re.compile(r"```|`\Z|\A\s*[{@]|\n[^\S\n]*[{@]").search
 _HELD_BACKTICKS = ("`", "``")
 # What ends a fence's info string, or decides it (as `_run_info` reads it).
 _INFO_STOP = re.compile(r"[\n{\[`]").search
@@ -71,10 +73,11 @@ class ActionStreamParser(TextReader):
             ):
                 # Inside a string with nothing pending, and nothing in the chunk ends or
                 # escapes it (or may: a fence): the chunk is string content.
-                if self._buf:  # the block's raw text is being kept (it may become text)
+                self._string_chars(text)
+                if self._buf or self._block_as_text:  # its raw text is kept (or shown)
                     self._buf += text
                     self._pos = len(self._buf)
-                self._string_chars(text)
+                    self._compact()
                 return self._take()
             self._buf += text
             if not self._run_block(False):  # the block goes on: the usual case
@@ -92,6 +95,10 @@ class ActionStreamParser(TextReader):
                 return out
             self._run(final=False)
             return self._after_run()
+        elif state == "code" and not self._buf and "`" not in text:
+            # Inside a code fence shown as text, and nothing in the chunk may close it.
+            self._text.append(text)
+            return [text_delta(text)]
         elif (
             state == "info"
             and _INFO_STOP(text) is None
@@ -183,16 +190,25 @@ class ActionStreamParser(TextReader):
         """Drop consumed text, so each feed costs what it adds (not the whole buffer).
 
         Text from the block's start is kept only while the block may still turn out to
-        be text (an unlabeled block before its name is read) or is being decided.
+        be text (an unlabeled block before its name is read, for at most MAX_UNDECIDED
+        characters) or is being decided; a block known to be text is shown as it is read.
         """
         pos = self._pos
         state = self._state
         if state == "block":
-            keep = (
-                pos
-                if self._block_labeled or (self._block_emitted and not self._block_as_text)
-                else min(self._block_start, pos)
-            )
+            if self._block_as_text:
+                self._emit_text(self._buf[self._block_start : pos])
+                self._block_start = pos
+                keep = pos
+            elif self._block_labeled or self._block_emitted:
+                keep = pos
+            elif pos - self._block_start > MAX_UNDECIDED:
+                # The name, if it comes, comes too late to make this block text
+                # (`_set_name`): it is an action, and its raw text need not be kept.
+                self._block_labeled = True
+                keep = pos
+            else:
+                keep = min(self._block_start, pos)
         elif state == "info" or state == "cmd_name":
             keep = min(self._block_start, pos)
         else:
