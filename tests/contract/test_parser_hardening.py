@@ -19,9 +19,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from parlay.context import ToolCall
 from parlay.contract.parser import ActionStreamParser, ParseResult
 from parlay.contract.parser.state import MAX_DEPTH, MAX_UNDECIDED
+from parlay.contract.repair import repair_call
 from parlay.events import Event, TextDelta, ToolCallArgsDelta, ToolCallEnd, ToolCallStart
+from parlay.request import ToolSpec
 
 TOOLS = ("add", "a", "write_file", "search")
 GUARD_S = 2.0
@@ -189,6 +192,15 @@ def test_a_number_of_thousands_of_digits_is_kept_as_a_string_not_raised(text: st
 def test_numbers_json_cannot_carry_become_null() -> None:
     result = parse_each_way('@tool add {"a": 1e999, "b": -1e999, "c": NaN, "d": 1e-999}')
     assert calls(result) == [("add", {"a": None, "b": None, "c": None, "d": 0.0})]
+
+
+@pytest.mark.parametrize("value", ["1" * 4301, "1e999", "-1e999"])
+def test_schema_repair_never_turns_a_number_into_infinity(value: str) -> None:
+    # Lax coercion read these strings as inf, which `arguments_json` writes as `Infinity`.
+    spec = ToolSpec("add", "", {"type": "object", "properties": {"b": {"type": "number"}}})
+    repaired = repair_call(ToolCall("add", {"b": value}, "id"), spec)
+    assert repaired.error is not None and "finite" in repaired.error
+    json.loads(repaired.call.arguments_json)
 
 
 # -- 3. super-linear time ---------------------------------------------------------------

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from attrs import frozen
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from parlay.context import ToolCall
 from parlay.contract.parser import ARGS_KEYS
@@ -22,6 +22,9 @@ from parlay.request import ToolSpec
 from parlay.tools import describe_validation_error
 
 _SCALARS: dict[str, Any] = {"string": str, "integer": int, "boolean": bool, "null": type(None)}
+# A number must stay one JSON can carry: lax mode reads "1e999", or a string of 4,301
+# digits the parser kept, as infinity, which `arguments_json` would write as `Infinity`.
+_FINITE = Annotated[float, AllowInfNan(False)]
 
 
 @frozen
@@ -53,7 +56,7 @@ def _python_type(schema: Any) -> Any:
     if kind in _SCALARS:
         return _SCALARS[kind]
     if kind == "number":
-        return int | float
+        return int | _FINITE
     if kind == "array":
         return list[_python_type(schema.get("items"))]  # type: ignore[misc]
     if kind == "object":
