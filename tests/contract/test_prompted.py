@@ -300,10 +300,6 @@ async def test_by_default_a_plain_backend_gets_free_fenced_blocks() -> None:
     )
 
 
-async def test_tool_choice_none_is_never_constrained() -> None:
-    inner = scripted("Hi.", caps=PLAIN_SCHEMA)
-    _, finish = await run(PromptedBackend(inner), ask("hi", "none"))
-    assert inner.requests[0].response_format is None and not finish.diagnostics.constrained
 
 
 async def test_constrained_true_under_auto_allows_a_final_answer() -> None:

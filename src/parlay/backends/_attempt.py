@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from parlay.context import ToolCall
 from parlay.contract.checks import CheckedCall
+from parlay.contract.placeholders import may_become_placeholder
 from parlay.contract.refusal import RefusalPhrases, detect_refusal
 from parlay.contract.retry import CallIssue
 from parlay.events import (
@@ -50,7 +51,7 @@ class Attempt:
         self.kept_call: str | None = None
         self.held: list[Event] = []
         self.held_text = 0
-        self.text_live = mode == "live"
+        self.text_live = False  # text streams (live: once it is no stand-in; hybrid: no refusal)
         self.shown_text = False
         self.calls_started = False
         self.live_calls = 0
@@ -88,8 +89,10 @@ class Attempt:
                 continue
             if self.mode == "live":
                 if isinstance(event, TextDelta):
-                    self.shown_text = True
-                elif isinstance(event, ToolCallEnd):
+                    now.extend(self._live_text(event))
+                    continue
+                now.extend(self._release_text())  # text before a call goes out before it
+                if isinstance(event, ToolCallEnd):
                     self.live_calls += 1
                 now.append(event)
             elif self.mode == "buffered":
@@ -100,6 +103,26 @@ class Attempt:
                 self.calls_started = True
                 self.held.append(event)
         return now
+
+    def _live_text(self, event: TextDelta) -> list[Event]:
+        """Live mode: text streams at once, except a start that may still turn out to be
+        only a stand-in of the format instructions ("your answer"), which the engine
+        drops; it is held until it says more."""
+        if self.text_live:
+            self.shown_text = True
+            return [event]
+        self.held.append(event)
+        if may_become_placeholder("".join(e.text for e in self.held if isinstance(e, TextDelta))):
+            return []
+        return self._release_text()
+
+    def _release_text(self) -> list[Event]:
+        if self.text_live or not self.held:
+            return []
+        self.text_live = True
+        self.shown_text = True
+        released, self.held = self.held, []
+        return released
 
     def _text(self, event: TextDelta) -> list[Event]:
         """Hybrid mode: text is held until `refusal_window` characters show no refusal."""

@@ -51,6 +51,7 @@ from parlay.contract.constrain import FINAL_SCHEMA, action_response_format
 from parlay.contract.forced import NameChoice, name_choices
 from parlay.contract.grounding import copied_answer, echoes
 from parlay.contract.parser import ActionStreamParser, ParseResult
+from parlay.contract.placeholders import is_placeholder
 from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases, RefusalSignal, detect_refusal
 from parlay.contract.relevance import fitting_tool
 from parlay.contract.render import (
@@ -232,14 +233,19 @@ class PromptedBackend:
                 yield event
             return
         constrained = self.uses_constraint(request)
-        contract = render_contract(request, self.options, constrained=constrained)
         choice = request.tool_choice
+        # Under tool_choice="none" a reply must be words: held to the answer grammar where
+        # there is one (Qwen wrote an action anyway, and stripped of it nothing was left).
+        words_only = choice.mode == "none" and self.grammar_available
+        contract = render_contract(request, self.options, constrained=constrained or words_only)
         specs = {spec.name: spec for spec in contract.tools}
         response_format = request.response_format
         if constrained:
             response_format = action_response_format(
                 contract.tools, choice, self.options.action_format
             )
+        elif words_only and response_format is None:
+            response_format = ANSWER_ONLY
         logger.debug(
             "contract injected: format=%s tools=%s choice=%s state=%s constrained=%s",
             self.options.action_format,
@@ -346,6 +352,16 @@ class PromptedBackend:
                     notes.extend(attempt.finish.diagnostics.notes)  # type: ignore[union-attr]
                 elif attempt.finish.reason == "length":
                     notes.append("the reply was cut by the token limit")
+            if self._words_wanted(choice, parsed, attempt_no):
+                # Under tool_choice="none" a reply that is only a call leaves the user
+                # nothing: ask again for words (a grammar, where there is one, prevents it).
+                retries.append(Retry("words_only", ", ".join(c.name for c in parsed.calls)))
+                instruction = retry_instruction(
+                    "words_only", "", len(retries), contract.tools, choice, self.options
+                )
+                reply = AssistantMessage("".join(attempt.raw))
+                messages = (*messages, reply, UserMessage(instruction))
+                continue
             signal = detect_refusal(parsed.text, self.refusal_phrases)
             refusal = refusal or signal
             verdict: Verdict | None = None
@@ -366,6 +382,7 @@ class PromptedBackend:
                     pretended_tool=_named_tool(parsed.text, contract.tools) if copied else None,
                     fitting_tool=self._fitting_tool(request, contract, parsed.calls, retries),
                     forced=self._forced(attempt, parsed.calls, contract) if read_names else None,
+                    placeholder=is_placeholder(parsed.text),
                 )
                 if verdict is not None and verdict.about_text and attempt.shown_text:
                     notes.append(f"not retried ({verdict.reason}): the text was already shown")
@@ -394,15 +411,17 @@ class PromptedBackend:
                 if verdict.reason == "missed_tool" and not attempt.shown_text:
                     first_answer = attempt
                 continue
-            if instruction and _echoes(attempt, parsed, instruction):
+            own_words = _own_words(attempt, parsed, instruction)
+            if own_words:
                 # Qwen and SmolLM2 answered retry messages with their own words ("The tool
-                # call, or your answer to the user."): that is no answer, and the user
-                # should not read parlay's instructions. An answer held back for a
-                # missed_tool retry stands instead.
+                # call, or your answer to the user.") and copied the format's stand-ins
+                # ("your answer"): that is no answer, and the user should not read
+                # parlay's instructions. An answer held back for a missed_tool retry
+                # stands instead.
                 if first_answer is None:
-                    notes.append("dropped a reply that only repeated the retry message")
+                    notes.append(f"dropped a reply that only repeated {own_words}")
                     break
-                notes.append("the reply repeated the retry message: the first answer stands")
+                notes.append(f"the reply repeated {own_words}: the first answer stands")
                 attempt = first_answer
             elif not can_retry and read_names and parsed.calls:
                 attempt = self._last_forced(attempt, parsed.calls, contract, first_answer, notes)
@@ -433,6 +452,15 @@ class PromptedBackend:
             raw=last_finish.raw if last_finish else None,
             diagnostics=diagnostics,
             model=last_finish.model if last_finish else None,
+        )
+
+    def _words_wanted(self, choice: ToolChoice, parsed: ParseResult, attempt_no: int) -> bool:
+        """Under tool_choice="none", whether a reply left no text but (ignored) calls."""
+        return (
+            choice.mode == "none"
+            and bool(parsed.calls)
+            and not parsed.text.strip()
+            and self.policy.allows(attempt_no)
         )
 
     def _fitting_tool(
@@ -517,7 +545,7 @@ class PromptedBackend:
             response_format = action_response_format(
                 (verdict.tool,), choice, self.options.action_format
             )
-        elif verdict.reason == "forced_call" or (
+        elif verdict.reason in ("forced_call", "placeholder_answer") or (
             verdict.reason in MADE_UP_VALUES
             and choice.mode == "auto"
             and self.grammar_available
@@ -585,9 +613,16 @@ class PromptedBackend:
         return ANSWER_ONLY
 
 
-def _echoes(attempt: Attempt, parsed: ParseResult, instruction: str) -> bool:
-    """Whether a plain reply, not yet shown, only repeats the retry message it answers."""
-    return not parsed.calls and not attempt.shown_text and echoes(parsed.text, instruction)
+def _own_words(attempt: Attempt, parsed: ParseResult, instruction: str) -> str:
+    """What of parlay's own a plain reply, not yet shown, only repeats ("" if nothing):
+    a stand-in of the format instructions, or the retry message it answers."""
+    if parsed.calls or attempt.shown_text:
+        return ""
+    if is_placeholder(parsed.text):
+        return "a stand-in of the format instructions"
+    if instruction and echoes(parsed.text, instruction):
+        return "the retry message"
+    return ""
 
 
 def _named_tool(text: str, tools: Sequence[ToolSpec]) -> ToolSpec | None:

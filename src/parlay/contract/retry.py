@@ -8,6 +8,7 @@ named; an argument value copied from a few-shot example that the conversation ne
 mentions; under `auto`, a required value that no one in the conversation gave, or one
 text poured into three or more arguments (see `grounding`); a forced choice
 (`required` / a named tool) answered without the call it asked for; a plain answer
+that is only a stand-in of the format instructions ("your answer"); a plain answer
 quoting an example's made-up result (as what a named tool returned: a pretended call,
 which the retry asks about); refusal language; under `auto`, a plain first answer to
 a request that names what a tool does (see `relevance`).
@@ -53,7 +54,7 @@ class CallIssue:
 class Verdict:
     # no_call | wrong_tool | refusal | unreadable | unknown_tool | invalid_arguments
     # | example_value | example_answer | pretended_call | invented_value | same_value
-    # | missed_tool | repeated_call | forced_call
+    # | missed_tool | repeated_call | forced_call | placeholder_answer
     reason: str
     detail: str = ""
     tool: ToolSpec | None = None
@@ -85,6 +86,7 @@ class RetryPolicy:
         fitting_tool: ToolSpec | None = None,
         pretended_tool: ToolSpec | None = None,
         forced: NameChoice | None = None,
+        placeholder: bool = False,
     ) -> Verdict | None:
         """Why this reply should be retried, or None when it is fine."""
         if choice.mode == "none":
@@ -122,6 +124,8 @@ class RetryPolicy:
             if refusal is not None:
                 return Verdict("refusal", refusal.phrase, about_text=True)
             return Verdict("no_call", "", about_text=True)
+        if placeholder and not calls:
+            return Verdict("placeholder_answer", "", about_text=True)
         if copied_answer and not calls and pretended_tool is not None:
             return Verdict("pretended_call", pretended_tool.name, pretended_tool, about_text=True)
         if copied_answer and not calls:

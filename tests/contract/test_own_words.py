@@ -1,0 +1,115 @@
+"""Answers, not placeholders: parlay's own words never reach a user, and
+tool_choice="none" always answers in words (issue: generalisation, item 5)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from parlay.backends.base import Capabilities
+from parlay.backends.prompted import ANSWER_ONLY, PromptedBackend
+from parlay.backends.scripted import ScriptedBackend
+from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
+from parlay.contract.placeholders import PLACEHOLDERS, is_placeholder, may_become_placeholder
+from parlay.events import Event, Finish, TextDelta
+from parlay.request import ChatRequest, ToolChoice
+
+from .conftest import TOOLS
+
+PLAIN = Capabilities(native_tools=False, json_schema=False)
+GRAMMAR = Capabilities(native_tools=False, json_schema=True)
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "contract"
+AFTER_RESULT = (
+    UserMessage("What is 2 + 3?"),
+    AssistantMessage("", (ToolCall("add", {"a": 2, "b": 3}, "c1"),)),
+    ToolResult("c1", "add", output="5"),
+)
+
+
+async def run(backend: PromptedBackend, request: ChatRequest) -> tuple[str, Finish]:
+    events: list[Event] = [e async for e in backend.stream(request)]
+    finish = events[-1]
+    assert isinstance(finish, Finish)
+    return "".join(e.text for e in events if isinstance(e, TextDelta)), finish
+
+
+def test_the_list_of_stand_ins_covers_every_format_template() -> None:
+    written = set()
+    for path in (TEMPLATES / "formats").glob("*/instructions.j2"):
+        text = path.read_text()
+        written |= set(re.findall(r':\s*"([^"{}]+)"', text))  # values
+        written |= set(re.findall(r'\{"([A-Z_]+)"', text))  # upper-case keys
+    written.add("TOOL_NAME")
+    assert written <= set(PLACEHOLDERS)
+
+
+@pytest.mark.parametrize("stand_in", PLACEHOLDERS)
+@pytest.mark.parametrize("shape", ["json", "text", "quoted"])
+async def test_no_stand_in_reaches_the_user_after_a_tool_result(stand_in: str, shape: str) -> None:
+    written = {
+        "json": json.dumps({"final": {"content": stand_in}}),
+        "text": stand_in,
+        "quoted": f'"{stand_in}."',
+    }[shape]
+    inner = ScriptedBackend([written, "2 + 3 is 5."], capabilities=PLAIN)
+    text, finish = await run(PromptedBackend(inner), ChatRequest(AFTER_RESULT, tools=TOOLS))
+    assert text == "2 + 3 is 5."
+    assert finish.diagnostics is not None
+    assert [r.reason for r in finish.diagnostics.retries] == ["placeholder_answer"]
+
+
+@pytest.mark.parametrize("stand_in", PLACEHOLDERS)
+async def test_a_stand_in_with_no_retry_left_is_dropped_not_shown(stand_in: str) -> None:
+    inner = ScriptedBackend([stand_in], capabilities=PLAIN, chunk_size=2)
+    backend = PromptedBackend(inner, max_retries=0)  # live: text would stream at once
+    text, finish = await run(backend, ChatRequest(AFTER_RESULT, tools=TOOLS))
+    assert text == ""
+    assert finish.diagnostics is not None
+    assert any("stand-in" in note for note in finish.diagnostics.notes)
+
+
+async def test_a_live_answer_that_only_starts_like_a_stand_in_streams_whole() -> None:
+    inner = ScriptedBackend(["Your answer is 5."], capabilities=PLAIN, chunk_size=3)
+    backend = PromptedBackend(inner, max_retries=0)
+    text, _ = await run(backend, ChatRequest(AFTER_RESULT, tools=TOOLS))
+    assert text == "Your answer is 5."
+
+
+@pytest.mark.parametrize(
+    ("text", "whole", "start"),
+    [
+        ("your answer", True, True),
+        ('  "Your answer." ', True, True),
+        ("VALUE", True, True),
+        ("Your", False, True),
+        ("Your answer is 5.", False, False),
+        ("Yes", False, False),
+        ("The VALUE is 3", False, False),
+    ],
+)
+def test_stand_ins_are_told_from_answers(text: str, whole: bool, start: bool) -> None:
+    assert is_placeholder(text) is whole
+    assert may_become_placeholder(text) is start
+
+
+async def test_tool_choice_none_is_held_to_the_answer_grammar() -> None:
+    inner = ScriptedBackend(['{"final": {"content": "Hi."}}'], capabilities=GRAMMAR)
+    request = ChatRequest((UserMessage("hi"),), tools=TOOLS, tool_choice=ToolChoice("none"))
+    text, _ = await run(PromptedBackend(inner), request)
+    assert inner.requests[0].response_format == ANSWER_ONLY
+    assert text == "Hi."
+
+
+async def test_a_call_under_tool_choice_none_is_asked_again_in_words() -> None:
+    """Qwen wrote an action under tool_choice none: stripped of it, nothing was left."""
+    action = json.dumps({"action": {"tool": "add", "args": {"a": 2, "b": 3}}})
+    inner = ScriptedBackend([action, "I can add them: 2 + 3 is 5."], capabilities=PLAIN)
+    request = ChatRequest((UserMessage("2 + 3?"),), tools=TOOLS, tool_choice=ToolChoice("none"))
+    text, finish = await run(PromptedBackend(inner), request)
+    assert text == "I can add them: 2 + 3 is 5."
+    assert finish.diagnostics is not None
+    assert [r.reason for r in finish.diagnostics.retries] == ["words_only"]
+    assert "No tool can be called" in inner.requests[1].messages[-1].content
