@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from parlay import Tool, Toolbox, ToolCall, ToolDefinitionError, tool
+from parlay import Tool, Toolbox, ToolCall, ToolDefinitionError, ToolResult, tool
 
 
 class Address(BaseModel):
@@ -168,3 +168,95 @@ async def test_sync_and_async_tools_run_from_async_code():
 async def test_unknown_tool_names_the_real_ones():
     result = await Toolbox([weather, search]).arun(ToolCall("wether", {}))
     assert result.error == "unknown tool 'wether'; the tools are: weather, search"
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "A file."},
+        "lines": {"type": "integer", "minimum": 1},
+    },
+    "required": ["path"],
+    "additionalProperties": False,
+}
+
+
+async def read_head(**arguments: Any) -> str:
+    return f"{arguments['path']}:{arguments.get('lines', 10)}"
+
+
+def test_a_tool_from_a_schema_keeps_it_and_passes_arguments_as_given():
+    made = Tool.from_schema("read-head", "First lines of a file.", SCHEMA, read_head)
+    assert made.spec.parameters == SCHEMA and made.name == "read-head"
+    result = made.invoke(ToolCall("read-head", {"path": "a.txt", "lines": 3}, id="c1"))
+    assert (result.call_id, result.output) == ("c1", "a.txt:3")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({}, "invalid arguments: missing required argument 'path'"),
+        ({"path": 3}, "invalid arguments: argument 'path': 3 is not of type 'string'"),
+        (
+            {"path": "a", "lines": 0},
+            "invalid arguments: argument 'lines': 0 is less than the minimum of 1",
+        ),
+        (
+            {"path": "a", "mode": "r"},
+            "invalid arguments: arguments: Additional properties are not allowed ('mode' was unexpected)",
+        ),
+    ],
+)
+def test_arguments_are_checked_against_the_given_schema_before_the_call(arguments, expected):
+    ran: list[dict[str, Any]] = []
+
+    def spy(**kwargs: Any) -> str:
+        ran.append(kwargs)
+        return "ran"
+
+    result = Tool.from_schema("read_head", "", SCHEMA, spy).invoke(ToolCall("read_head", arguments))
+    assert result.error == expected and ran == []
+
+
+@pytest.mark.parametrize(
+    ("name", "schema", "fragment"),
+    [
+        ("has space", SCHEMA, "letters, digits, '_' and '-' only"),
+        ("ok", {"type": "array"}, "must describe an object"),
+        ("ok", {"type": "object", "properties": {"a": {"type": "strng"}}}, "not valid JSON Schema"),
+    ],
+)
+def test_an_unusable_schema_tool_fails_when_defined(name, schema, fragment):
+    with pytest.raises(ToolDefinitionError, match=fragment):
+        Tool.from_schema(name, "", schema, read_head)
+
+
+def test_a_function_may_return_a_tool_result_to_set_what_the_model_sees():
+    def lookup(key: str) -> ToolResult:
+        if key == "missing":
+            return ToolResult("", "", error="no such key; try 'a'")
+        return ToolResult("", "", output="A", value={"key": key})
+
+    made = Tool.from_function(lookup)
+    bad = made.invoke(ToolCall("lookup", {"key": "missing"}, id="c1"))
+    good = made.invoke(ToolCall("lookup", {"key": "a"}, id="c2"))
+    assert (bad.call_id, bad.name, bad.error) == ("c1", "lookup", "no such key; try 'a'")
+    assert (good.call_id, good.output, good.value) == ("c2", "A", {"key": "a"})
+
+
+def test_a_toolbox_timeout_applies_to_tools_without_their_own():
+    box = Toolbox([slow, Tool.from_function(slow, name="slow_own", timeout=30)])
+    result = asyncio.run(box.arun(ToolCall("slow", {"seconds": 5}), timeout=0.05))
+    assert result.error == "tool 'slow' timed out after 0.05 s"
+
+
+def test_name_clashes_say_where_each_tool_came_from():
+    class Source:
+        label = "MCP server 'files'"
+
+    other = Tool.from_schema("weather", "", {"type": "object"}, read_head, source=Source())
+    with pytest.raises(ToolDefinitionError) as caught:
+        Toolbox([weather, other])
+    message = str(caught.value)
+    assert "two tools are named 'weather' (a Python function, from MCP server 'files')" in message
+    assert "prefix" in message

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from parlay._sync import run_sync
 from parlay.backends.base import Backend
+from parlay.calls import run_round
 from parlay.components import Instruction
 from parlay.context import (
     AssistantMessage,
@@ -27,16 +25,11 @@ from parlay.events import Event, TextDelta, ToolCallEnd
 from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice
 from parlay.store import Store, TurnRecorder
 from parlay.thunk import ModelOutputThunk, RoundDone
-from parlay.tools import Tool, Toolbox, render_output
+from parlay.tool_protocol import SessionToolCallingProtocol, as_tool_result
+from parlay.tools import Tool, Toolbox
 
 M = TypeVar("M", bound=BaseModel)
 DEFAULT_CHAIN_LIMIT = 5
-
-# Set while a session's own tool loop runs calls, so protocol hooks know not to insert
-# into `session.ctx` (the loop records the round in its thunk instead).
-_running_loop_of: contextvars.ContextVar[Session | None] = contextvars.ContextVar(
-    "parlay_tool_loop", default=None
-)
 
 
 class Session:
@@ -45,6 +38,12 @@ class Session:
     `ctx` is the immutable context so far; every verb inserts its input and the model's
     output (a `ModelOutputThunk`, which renders to the turn's messages once computed).
     Assigning `session.ctx` is allowed: that is how results are inserted by hand.
+
+    When the model asks for several calls in one round, `query` and `transform` run them
+    at once (`parallel_tools=False`: one after another) and record the results in the
+    order of the calls. `tool_timeout` bounds each call of a tool without a timeout of
+    its own; a call that runs over is an error result the model sees. `close()` (or
+    `with session:`) stops the MCP servers whose tools the session holds.
     """
 
     def __init__(
@@ -57,11 +56,17 @@ class Session:
         chain_limit: int = DEFAULT_CHAIN_LIMIT,
         options: GenerationOptions | None = None,
         log: bool | Store = False,
+        parallel_tools: bool = True,
+        tool_timeout: float | None = None,
     ) -> None:
         if chain_limit < 1:
             raise InvalidRequestError(f"chain_limit must be at least 1, got {chain_limit}")
+        if tool_timeout is not None and tool_timeout <= 0:
+            raise InvalidRequestError(f"tool_timeout must be positive seconds, got {tool_timeout}")
         self.backend = backend
         self.tools = tools if isinstance(tools, Toolbox) else Toolbox(tools or ())
+        self.parallel_tools = parallel_tools
+        self.tool_timeout = tool_timeout
         self.chain_limit = chain_limit
         self.options = options or GenerationOptions()
         base = ctx if ctx is not None else Context()
@@ -92,6 +97,26 @@ class Session:
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
         return clone
+
+    # -- closing -----------------------------------------------------------------------
+    async def aclose(self) -> None:
+        """Stop the MCP servers whose tools this session holds (forks share them)."""
+        await self.tools.aclose()
+
+    def close(self) -> None:
+        self.tools.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     # -- verbs -----------------------------------------------------------------------
     def chat(
@@ -286,77 +311,25 @@ class Session:
                     context=ctx,
                     limit=limit,
                 )
-            for call in calls:
-                round_messages.append(await self._execute_in_loop(call))
+            round_messages.extend(await self._execute_round(calls))
             steps.extend(round_messages)
             yield RoundDone(tuple(round_messages))
             if choice.forces_call:
                 # A forced call has been made; the model now decides freely.
                 choice = ToolChoice("auto")
 
-    async def _execute_in_loop(self, call: ToolCall) -> ToolResult:
-        return await self.tools.arun(call)
+    def _runs_together(self, call: ToolCall) -> bool:
+        if not self.parallel_tools:
+            return False
+        found = self.tools.get(call.name)
+        return found is None or found.parallel
 
-
-class SessionToolCallingProtocol:
-    """A mixin for `Session` that runs and records tool calls: the hooks of a protocol.
-
-    `class MySession(SessionToolCallingProtocol, Session)` gets:
-
-    - `call_tool(call)` / `acall_tool(call)`: run the tool, record the call and its
-      result in the context, return the `ToolResult`. Override for approval or caching.
-    - `tool_call_result(call, result)` / `atool_call_result(...)`: record a result you
-      produced (a `ToolResult`, any value, or an exception). Override to format results.
-
-    `query` and `transform` run their calls through these hooks too, so a protocol
-    written once applies everywhere (inside the loop the round is recorded in the turn).
-    """
-
-    ctx: Context
-    tools: Toolbox
-
-    def call_tool(self, call: ToolCall) -> ToolResult:
-        result = run_sync(self.tools.arun(call))
-        return self.tool_call_result(call, result)
-
-    async def acall_tool(self, call: ToolCall) -> ToolResult:
-        result = await self.tools.arun(call)
-        return await self.atool_call_result(call, result)
-
-    def tool_call_result(self, call: ToolCall, result: Any) -> ToolResult:
-        recorded = as_tool_result(call, result)
-        if _running_loop_of.get() is not self:
-            ctx = self.ctx
-            if ctx.find_call(call.id) is None:
-                ctx = ctx.insert(call)
-            self.ctx = ctx.insert(recorded)
-        return recorded
-
-    async def atool_call_result(self, call: ToolCall, result: Any) -> ToolResult:
-        return self.tool_call_result(call, result)
+    async def _execute_round(self, calls: list[ToolCall]) -> list[ToolResult]:
+        """One round's calls, side by side where allowed; results in call order."""
+        return await run_round(calls, self._execute_in_loop, together=self._runs_together)
 
     async def _execute_in_loop(self, call: ToolCall) -> ToolResult:
-        token = _running_loop_of.set(self)  # type: ignore[arg-type]
-        try:
-            cls = type(self)
-            overrides_sync = cls.call_tool is not SessionToolCallingProtocol.call_tool
-            overrides_async = cls.acall_tool is not SessionToolCallingProtocol.acall_tool
-            if overrides_sync and not overrides_async:
-                return await asyncio.to_thread(self.call_tool, call)
-            return await self.acall_tool(call)
-        finally:
-            _running_loop_of.reset(token)
-
-
-def as_tool_result(call: ToolCall, result: Any) -> ToolResult:
-    """A `ToolResult` for `call` from a ToolResult, an exception or any value."""
-    if isinstance(result, ToolResult):
-        if result.call_id != call.id:
-            raise InvalidRequestError(f"result is for call {result.call_id!r}, not {call.id!r}")
-        return result
-    if isinstance(result, BaseException):
-        return ToolResult(call.id, call.name, error=f"{type(result).__name__}: {result}")
-    return ToolResult(call.id, call.name, output=render_output(result), value=result)
+        return await self.tools.arun(call, timeout=self.tool_timeout)
 
 
 async def settle(ctx: Context) -> None:
@@ -372,3 +345,7 @@ async def settle(ctx: Context) -> None:
         node = node.parent
     for thunk in reversed(pending):
         await thunk
+
+
+# The protocol mixin lives in parlay.tool_protocol; this module has always exported it.
+__all__ = ["Session", "SessionToolCallingProtocol", "as_tool_result", "settle"]

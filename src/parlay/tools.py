@@ -4,6 +4,10 @@ A signature that cannot become a schema fails when the tool is defined, naming t
 parameter. At call time nothing raises: an unknown tool, invalid arguments, a tool that
 raises or times out all become a `ToolResult` whose `error` says what went wrong, so the
 tool loop can show it to the model.
+
+Tools whose schema comes from elsewhere (an MCP server's listing) are made with
+`Tool.from_schema`: the schema is kept as given and arguments are checked against it
+with `jsonschema` before the call.
 """
 
 from __future__ import annotations
@@ -12,119 +16,20 @@ import asyncio
 import dataclasses
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, TypeVar, get_type_hints, overload
+import re
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from typing import Any, TypeVar, overload
 
-import docstring_parser
-from attrs import field, frozen
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
-from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
+from attrs import evolve, field, frozen
+from pydantic import BaseModel, ValidationError
 
+from parlay.calls import in_thread
 from parlay.context import ToolCall, ToolResult
 from parlay.errors import ToolDefinitionError
 from parlay.request import ToolSpec
+from parlay.signature import arguments_model, describe, schema_of
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
-_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-_SCHEMA_SINGLES = ("items", "additionalProperties", "not", "contains")
-
-
-def _describe(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
-    doc = docstring_parser.parse(inspect.getdoc(fn) or "")
-    parts = [p for p in (doc.short_description, doc.long_description) if p]
-    return "\n\n".join(parts), {p.arg_name: p.description or "" for p in doc.params}
-
-
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    """Replace `$ref`s by their definitions (models read inline schemas more reliably).
-
-    Recursive models keep their `$defs`, since they cannot be inlined.
-    """
-    defs = schema.get("$defs", {})
-
-    def resolve(node: Any, seen: tuple[str, ...]) -> Any:
-        if isinstance(node, list):
-            return [resolve(x, seen) for x in node]
-        if not isinstance(node, dict):
-            return node
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            name = ref.removeprefix("#/$defs/")
-            if name in seen:
-                raise RecursionError(name)
-            target = dict(defs[name])
-            rest = {k: v for k, v in node.items() if k != "$ref"}
-            return resolve({**target, **rest}, (*seen, name))
-        return {k: resolve(v, seen) for k, v in node.items() if k != "$defs"}
-
-    try:
-        return resolve(schema, ())
-    except RecursionError:
-        return schema
-
-
-def _strip_titles(node: Any) -> Any:
-    """Drop pydantic's generated `title`s: noise in a prompt, never a constraint."""
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key == "title":
-            continue
-        if key in _SCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {name: _strip_titles(sub) for name, sub in value.items()}
-        elif key in _SCHEMA_LISTS and isinstance(value, list):
-            out[key] = [_strip_titles(sub) for sub in value]
-        elif key in _SCHEMA_SINGLES:
-            out[key] = _strip_titles(value)
-        else:
-            out[key] = value
-    return out
-
-
-def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
-    signature = inspect.signature(fn)
-    try:
-        hints = get_type_hints(fn, include_extras=True)
-    except Exception as exc:
-        raise ToolDefinitionError(
-            f"tool {name!r}: its type hints cannot be resolved ({exc})"
-        ) from exc
-    _, arg_docs = _describe(fn)
-    fields: dict[str, Any] = {}
-    for param in signature.parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise ToolDefinitionError(
-                f"tool {name!r}: parameter {param.name!r} is *args or **kwargs, which has no "
-                "JSON schema; declare each argument by name"
-            )
-        if param.kind is param.POSITIONAL_ONLY:
-            raise ToolDefinitionError(
-                f"tool {name!r}: parameter {param.name!r} is positional-only; tools are called "
-                "with keyword arguments"
-            )
-        if param.name not in hints:
-            raise ToolDefinitionError(
-                f"tool {name!r}: parameter {param.name!r} has no type hint; add one (str, int, "
-                "a Literal, a pydantic model...) so its JSON schema can be made"
-            )
-        default = ... if param.default is param.empty else param.default
-        info = Field(default=default)
-        if arg_docs.get(param.name):
-            info = Field(default=default, description=arg_docs[param.name])
-        fields[param.name] = (hints[param.name], info)
-        try:
-            create_model("probe", **{param.name: fields[param.name]}).model_json_schema()
-        except (PydanticSchemaGenerationError, PydanticUserError, TypeError) as exc:
-            raise ToolDefinitionError(
-                f"tool {name!r}: parameter {param.name!r} has type {hints[param.name]!r}, "
-                f"which has no JSON schema; use JSON-friendly types or a pydantic model "
-                f"({type(exc).__name__})"
-            ) from exc
-    model_name = "".join(part.capitalize() for part in name.split("_")) + "Arguments"
-    return create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
 
 
 def render_output(value: Any) -> str:
@@ -162,16 +67,57 @@ def _validate_timeout(_: Any, __: Any, value: float | None) -> None:
         raise ToolDefinitionError(f"tool timeout must be positive seconds, got {value!r}")
 
 
+# The names chat APIs accept for functions (OpenAI: 1-64 of these characters).
+_SCHEMA_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def describe_schema_errors(errors: Iterable[Any]) -> str:
+    """`jsonschema` errors in terms of the tool's arguments, one clause per problem."""
+    lines = []
+    for error in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
+        where = ".".join(str(p) for p in error.absolute_path)
+        if error.validator == "required" and not where:
+            missing = re.search(r"'([^']*)' is a required property", error.message)
+            lines.append(f"missing required argument {missing.group(1) if missing else '?'!r}")
+        elif where:
+            lines.append(f"argument {where!r}: {error.message}")
+        else:
+            lines.append(f"arguments: {error.message}")
+    return "; ".join(lines)
+
+
+def _schema_validator(name: str, schema: dict[str, Any]) -> Any:
+    import jsonschema
+    from jsonschema.validators import validator_for
+
+    cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ToolDefinitionError(
+            f"tool {name!r}: its input schema is not valid JSON Schema ({exc.message})"
+        ) from exc
+    return cls(schema)
+
+
 @frozen
 class Tool:
-    """A Python function the model can call, with its JSON schema and its validator."""
+    """A function the model can call, with its JSON schema and its validator.
+
+    `timeout` bounds one call (None: the session's `tool_timeout`, if any). `parallel=False`
+    keeps the tool's calls from overlapping any other call of the same round. `source`
+    is what provides the tool (an MCP server's `MCPTools`), closed with the toolbox.
+    """
 
     name: str
     description: str
     parameters: dict[str, Any] = field(hash=False)
     function: Callable[..., Any] = field(repr=False)
-    arguments_model: type[BaseModel] = field(repr=False)
+    arguments_model: type[BaseModel] | None = field(default=None, repr=False)
     timeout: float | None = field(default=None, validator=_validate_timeout)
+    parallel: bool = True
+    source: Any = field(default=None, eq=False, repr=False)
+    _schema_validator: Any = field(default=None, eq=False, repr=False)
 
     @classmethod
     def from_function(
@@ -181,6 +127,7 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         timeout: float | None = None,
+        parallel: bool = True,
     ) -> Tool:
         if isinstance(fn, Tool):
             return fn
@@ -191,10 +138,9 @@ class Tool:
             raise ToolDefinitionError(
                 f"tool name {tool_name!r} is not usable: pass name='...' (letters, digits, _)"
             )
-        doc_description, _ = _describe(fn)
-        model = _arguments_model(fn, tool_name)
-        schema = _strip_titles(_inline_refs(model.model_json_schema()))
-        schema.setdefault("properties", {})
+        doc_description, _ = describe(fn)
+        model = arguments_model(fn, tool_name)
+        schema = schema_of(model)
         return cls(
             name=tool_name,
             description=description if description is not None else doc_description,
@@ -202,6 +148,42 @@ class Tool:
             function=fn,
             arguments_model=model,
             timeout=timeout,
+            parallel=parallel,
+        )
+
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        description: str,
+        parameters: Mapping[str, Any],
+        function: Callable[..., Any],
+        *,
+        timeout: float | None = None,
+        parallel: bool = True,
+        source: Any = None,
+    ) -> Tool:
+        """A tool whose JSON schema is given: arguments are checked against it as they are
+        (no coercion) and passed to `function` as keywords."""
+        if not _SCHEMA_TOOL_NAME.fullmatch(name):
+            raise ToolDefinitionError(
+                f"tool name {name!r} is not usable: letters, digits, '_' and '-' only"
+            )
+        schema = dict(parameters)
+        if schema.get("type", "object") != "object":
+            raise ToolDefinitionError(
+                f"tool {name!r}: its input schema must describe an object, not "
+                f"{schema.get('type')!r}"
+            )
+        return cls(
+            name=name,
+            description=description,
+            parameters=schema,
+            function=function,
+            timeout=timeout,
+            parallel=parallel,
+            source=source,
+            schema_validator=_schema_validator(name, schema),
         )
 
     @property
@@ -213,36 +195,58 @@ class Tool:
         return inspect.iscoroutinefunction(self.function)
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """Validated and coerced keyword arguments; raises pydantic's ValidationError."""
+        """Validated keyword arguments. Raises pydantic's `ValidationError` for a tool made
+        from a function, `jsonschema.ValidationError` for one made from a schema."""
+        if self.arguments_model is None:
+            if self._schema_validator is not None:
+                self._schema_validator.validate(dict(arguments))
+            return dict(arguments)
         validated = self.arguments_model.model_validate(dict(arguments))
         return {key: getattr(validated, key) for key in type(validated).model_fields}
 
-    async def ainvoke(self, call: ToolCall) -> ToolResult:
-        """Run the tool for `call`. Never raises: failures are in `ToolResult.error`."""
+    def _checked(self, arguments: Mapping[str, Any]) -> dict[str, Any] | str:
+        """The keyword arguments, or what is wrong with them."""
+        if self.arguments_model is None:
+            if self._schema_validator is not None:
+                errors = list(self._schema_validator.iter_errors(dict(arguments)))
+                if errors:
+                    return describe_schema_errors(errors)
+            return dict(arguments)
         try:
-            kwargs = self.validate(call.arguments)
+            return self.validate(arguments)
         except ValidationError as exc:
-            return ToolResult(
-                call.id, self.name, error=f"invalid arguments: {describe_validation_error(exc)}"
-            )
+            return describe_validation_error(exc)
+
+    async def ainvoke(self, call: ToolCall, *, timeout: float | None = None) -> ToolResult:
+        """Run the tool for `call`. Never raises: failures are in `ToolResult.error`.
+
+        `timeout` applies when the tool has none of its own. A function may return a
+        `ToolResult` to say exactly what the model sees (its id and name are filled in).
+        """
+        kwargs = self._checked(call.arguments)
+        if isinstance(kwargs, str):
+            return ToolResult(call.id, self.name, error=f"invalid arguments: {kwargs}")
+        limit = self.timeout if self.timeout is not None else timeout
         try:
             if self.is_async:
                 pending: Awaitable[Any] = self.function(**kwargs)
             else:
-                pending = asyncio.to_thread(self.function, **kwargs)
-            value = await asyncio.wait_for(pending, self.timeout)
+                pending = in_thread(self.function, **kwargs)
+            value = await asyncio.wait_for(pending, limit)
         except TimeoutError:
             return ToolResult(
-                call.id, self.name, error=f"tool {self.name!r} timed out after {self.timeout} s"
+                call.id, self.name, error=f"tool {self.name!r} timed out after {limit} s"
             )
         except Exception as exc:
             return ToolResult(call.id, self.name, error=f"{type(exc).__name__}: {exc}")
+        if isinstance(value, ToolResult):
+            return evolve(value, call_id=call.id, name=self.name)
         return ToolResult(call.id, self.name, output=render_output(value), value=value)
 
-    def invoke(self, call: ToolCall) -> ToolResult:
+    def invoke(self, call: ToolCall, *, timeout: float | None = None) -> ToolResult:
         from parlay._sync import run_sync
 
-        return run_sync(self.ainvoke(call))
+        return run_sync(self.ainvoke(call, timeout=timeout))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.function(*args, **kwargs)
@@ -252,7 +256,11 @@ class Tool:
 def tool(fn: F, /) -> Tool: ...
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, timeout: float | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    parallel: bool = True,
 ) -> Callable[[F], Tool]: ...
 def tool(
     fn: Any = None,
@@ -261,29 +269,51 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    parallel: bool = True,
 ) -> Any:
-    """Make a `Tool` of a typed function: `@tool` or `@tool(name=..., timeout=...)`."""
+    """Make a `Tool` of a typed function: `@tool` or `@tool(name=..., timeout=...)`.
+
+    `parallel=False` for a tool whose calls must not overlap others (say, one that
+    writes a file another call reads).
+    """
     if fn is not None:
         return Tool.from_function(fn)
 
     def decorate(f: F) -> Tool:
-        return Tool.from_function(f, name=name, description=description, timeout=timeout)
+        return Tool.from_function(
+            f, name=name, description=description, timeout=timeout, parallel=parallel
+        )
 
     return decorate
 
 
+def _origin(item: Tool) -> str:
+    label = getattr(item.source, "label", None)
+    return f"from {label}" if label else "a Python function"
+
+
 class Toolbox:
-    """Tools by name: what a session offers, and how it runs a call against them."""
+    """Tools by name: what a session offers, and how it runs a call against them.
+
+    Two tools of one name are an error naming where each came from; tools of MCP servers
+    are told apart with a prefix (`MCPTools.stdio(..., prefix="fs")`).
+    """
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         for item in tools:
             made = Tool.from_function(item)
-            if made.name in self._tools:
-                raise ToolDefinitionError(f"two tools are named {made.name!r}")
+            other = self._tools.get(made.name)
+            if other is not None:
+                hint = ""
+                if made.source is not None or other.source is not None:
+                    hint = "; give an MCP server a prefix: MCPTools.stdio(..., prefix='name')"
+                raise ToolDefinitionError(
+                    f"two tools are named {made.name!r} ({_origin(other)}, {_origin(made)})" + hint
+                )
             self._tools[made.name] = made
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
 
     def __len__(self) -> int:
@@ -303,14 +333,44 @@ class Toolbox:
     def specs(self) -> tuple[ToolSpec, ...]:
         return tuple(t.spec for t in self._tools.values())
 
-    async def arun(self, call: ToolCall) -> ToolResult:
+    @property
+    def sources(self) -> list[Any]:
+        """What provides the tools, each once (MCP servers), in the order of the tools."""
+        seen: dict[int, Any] = {}
+        for item in self._tools.values():
+            if item.source is not None:
+                seen.setdefault(id(item.source), item.source)
+        return list(seen.values())
+
+    async def aclose(self) -> None:
+        """Close what provides the tools (stops MCP servers); Python functions stay."""
+        for source in self.sources:
+            closer = getattr(source, "aclose", None)
+            if closer is not None:
+                await closer()
+
+    def close(self) -> None:
+        from parlay._sync import run_sync
+
+        if self.sources:
+            run_sync(self.aclose())
+
+    async def arun(self, call: ToolCall, *, timeout: float | None = None) -> ToolResult:
+        """Run `call`; `timeout` applies to a tool without a timeout of its own."""
         found = self._tools.get(call.name)
         if found is None:
             known = ", ".join(self._tools) or "none"
             return ToolResult(
                 call.id, call.name, error=f"unknown tool {call.name!r}; the tools are: {known}"
             )
-        return await found.ainvoke(call)
+        return await found.ainvoke(call, timeout=timeout)
 
 
-__all__ = ["Tool", "Toolbox", "describe_validation_error", "render_output", "tool"]
+__all__ = [
+    "Tool",
+    "Toolbox",
+    "describe_schema_errors",
+    "describe_validation_error",
+    "render_output",
+    "tool",
+]

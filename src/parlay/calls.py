@@ -1,0 +1,102 @@
+"""Running the tool calls of one model round side by side, results kept in call order.
+
+A model that asks for several calls in one turn waits for the slowest, not for the sum.
+Async tools run concurrently on the loop; sync tools run in worker threads of their own
+pool, so eight sleeping tools do not queue behind the default executor's few workers
+(it has `cpu_count + 4` of them, six on a two-core machine).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from parlay.context import ToolCall, ToolResult
+
+T = TypeVar("T")
+
+# Enough threads for every call of a wide round, and for threads still held by sync
+# tools that timed out (Python cannot stop a thread; its result is dropped).
+MAX_TOOL_THREADS = 64
+# How long a cancelled round waits for its calls to unwind before giving up on them.
+CANCEL_GRACE_SECONDS = 5.0
+
+_lock = threading.Lock()
+_executor: ThreadPoolExecutor | None = None
+
+
+def tool_executor() -> ThreadPoolExecutor:
+    """The worker threads sync tools (and sync protocol hooks) run in."""
+    global _executor
+    with _lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(MAX_TOOL_THREADS, thread_name_prefix="parlay-tool")
+        return _executor
+
+
+async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """`fn(*args, **kwargs)` in a tool thread, with the caller's context variables."""
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
+    call = functools.partial(context.run, fn, *args, **kwargs)
+    return await loop.run_in_executor(tool_executor(), call)
+
+
+Execute = Callable[[ToolCall], Awaitable[ToolResult]]
+
+
+def batches(
+    calls: Sequence[ToolCall], together: Callable[[ToolCall], bool]
+) -> list[list[ToolCall]]:
+    """Consecutive calls that may overlap form one batch; any other call is a batch alone."""
+    out: list[list[ToolCall]] = []
+    for call in calls:
+        if together(call) and out and together(out[-1][0]):
+            out[-1].append(call)
+        else:
+            out.append([call])
+    return out
+
+
+async def run_round(
+    calls: Sequence[ToolCall], execute: Execute, *, together: Callable[[ToolCall], bool]
+) -> list[ToolResult]:
+    """`execute(call)` for every call, results in the order of `calls`.
+
+    Calls for which `together(call)` is true run at once with their neighbours; the others
+    run alone, in their place. A failing tool is an error result and cancels nothing. An
+    exception raised by `execute` itself (a protocol hook that raises) cancels the calls
+    still running and propagates; so does cancelling the round.
+    """
+    results: list[ToolResult] = []
+    for batch in batches(calls, together):
+        if len(batch) == 1:
+            results.append(await execute(batch[0]))
+        else:
+            results.extend(await _run_batch(batch, execute))
+    return results
+
+
+async def _run_batch(batch: list[ToolCall], execute: Execute) -> list[ToolResult]:
+    tasks = [asyncio.ensure_future(execute(call)) for call in batch]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for task in tasks:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+        return [task.result() for task in tasks]
+    finally:
+        running = [task for task in tasks if not task.done()]
+        for task in running:
+            task.cancel()
+        if running:
+            # Bounded: a call that ignores cancellation must not hang the turn.
+            await asyncio.wait(running, timeout=CANCEL_GRACE_SECONDS)
+
+
+__all__ = ["in_thread", "run_round", "tool_executor"]
