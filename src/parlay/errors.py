@@ -88,3 +88,12 @@ class InvalidRequestError(ParlayError, ValueError):
 
 class StoreError(ParlayError):
     """The SQLite log cannot be opened, migrated or written (the message names the file)."""
+
+
+class MCPServerError(ParlayError):
+    """An MCP server could not be started, did not answer in time, or failed its start-up.
+
+    Raised when a server is started (`parlay.mcp.MCPTools`); the message names the server
+    and ends with what it last wrote on stderr, if anything. A server that fails during a
+    session does not raise: each call to it is an error result the model sees.
+    """
