@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from parlay.cli.logs import logs_app
+from parlay.cli.mcp_cmd import mcp_app
 from parlay.cli.options import RunOptions, build_session, with_run_options
 from parlay.cli.protocol import CliSession
 from parlay.cli.run import run_turn
@@ -34,6 +35,7 @@ app = typer.Typer(
 )
 app.add_typer(tools_app, name="tools")
 app.add_typer(logs_app, name="logs")
+app.add_typer(mcp_app, name="mcp")
 
 
 def stderr_console() -> Console:
@@ -94,8 +96,8 @@ def prompt(
     stderr = stderr_console()
     if text == "-":
         text = sys.stdin.read()
-    with friendly_errors(stderr):
-        session = build_session(opts, stderr)
+    # Leaving the session's `with` stops the --mcp servers it started.
+    with friendly_errors(stderr), build_session(opts, stderr) as session:
         _answer(session, text, opts)
 
 
@@ -104,8 +106,7 @@ def prompt(
 def chat(*, opts: RunOptions) -> None:
     """An interactive chat; the whole conversation is kept. Type 'exit' or Ctrl-D to end."""
     stderr = stderr_console()
-    with friendly_errors(stderr):
-        session = build_session(opts, stderr)
+    with friendly_errors(stderr), build_session(opts, stderr) as session:
         stderr.print(f"[dim]chatting with {session.backend.name}; 'exit' or Ctrl-D to end[/]")
         while True:
             stderr.print("[bold]>[/] ", end="")

@@ -12,6 +12,7 @@ import typer
 from attrs import frozen
 from rich.console import Console
 
+from parlay.cli.mcp_cmd import mcp_tools
 from parlay.cli.models import EMBEDDED, MODEL_HELP, resolve_model
 from parlay.cli.protocol import CliSession, stdin_approver
 from parlay.cli.toolfiles import collect_tools
@@ -30,6 +31,28 @@ ToolOpt = Annotated[
 FunctionsOpt = Annotated[
     list[str] | None,
     typer.Option("--functions", help="Python code whose functions become tools (repeatable)."),
+]
+McpOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mcp",
+        help="An MCP server to start, as 'COMMAND ARGS' over stdio; its tools join -T's "
+        "(repeatable; 'NAME=COMMAND' prefixes its tool names with NAME_).",
+    ),
+]
+McpUrlOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mcp-url",
+        help="An MCP server's streamable-HTTP URL; its tools join -T's (repeatable; "
+        "'NAME=URL' prefixes its tool names with NAME_).",
+    ),
+]
+ToolTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--tool-timeout", min=0.001, help="Seconds a tool call may take; then the model is told."
+    ),
 ]
 ToolChoiceOpt = Annotated[
     str | None,
@@ -87,6 +110,9 @@ class RunOptions:
     system: str | None = None
     tool: tuple[Path, ...] = ()
     functions: tuple[str, ...] = ()
+    mcp: tuple[str, ...] = ()
+    mcp_url: tuple[str, ...] = ()
+    tool_timeout: float | None = None
     tool_choice: str | None = None
     chain_limit: int = 5
     tools_debug: bool = False
@@ -106,6 +132,9 @@ def run_options(
     system: SystemOpt = None,
     tool: ToolOpt = None,
     functions: FunctionsOpt = None,
+    mcp: McpOpt = None,
+    mcp_url: McpUrlOpt = None,
+    tool_timeout: ToolTimeoutOpt = None,
     tool_choice: ToolChoiceOpt = None,
     chain_limit: ChainLimitOpt = 5,
     tools_debug: DebugOpt = False,
@@ -126,6 +155,9 @@ def run_options(
         system=system,
         tool=tuple(tool or ()),
         functions=tuple(functions or ()),
+        mcp=tuple(mcp or ()),
+        mcp_url=tuple(mcp_url or ()),
+        tool_timeout=tool_timeout,
         tool_choice=tool_choice,
         chain_limit=chain_limit,
         tools_debug=tools_debug,
@@ -178,6 +210,7 @@ def _options(opts: RunOptions) -> GenerationOptions:
 def build_session(opts: RunOptions, stderr: Console) -> CliSession:
     """The session a `prompt` or `chat` run talks through (errors are `ParlayError`s)."""
     tools = collect_tools(opts.tool, opts.functions)
+    tools += mcp_tools(opts.mcp, opts.mcp_url)
     choice = ToolChoice.coerce(opts.tool_choice)
     if choice.mode == "tool" and choice.name not in {t.name for t in tools}:
         known = ", ".join(t.name for t in tools) or "none: pass -T FILE.py"
@@ -198,6 +231,9 @@ def build_session(opts: RunOptions, stderr: Console) -> CliSession:
         options=_options(opts),
         debug=stderr if opts.tools_debug else None,
         approver=stdin_approver(stderr, sys.stdin.readline) if opts.tools_approve else None,
+        tool_timeout=opts.tool_timeout,
+        # Approval asks one question at a time, so calls then run one at a time too.
+        parallel_tools=not opts.tools_approve,
     )
     if not opts.no_log:
         session.log = TurnRecorder(

@@ -1,8 +1,9 @@
 """One user turn on the command line: stream the answer, run tool rounds, report.
 
-The loop is the protocol way of handling tool results: `chat`, then `call_tool` for each
-call (which records the result in the context), then `respond`, until the model answers
-without calling or the chain limit is reached.
+The loop is the protocol way of handling tool results: `chat`, then `call_tools` for the
+round's calls (each through `call_tool`, side by side unless `--tools-approve` asks one
+question at a time; results recorded in call order), then `respond`, until the model
+answers without calling or the chain limit is reached.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def run_turn(
     """Send `text`, streaming text to `write` (None: do not stream), running tool rounds."""
     outcome = TurnOutcome()
     choice = ToolChoice.coerce(tool_choice)
-    first_call = len(session.calls_made)
+    made: list[tuple[ToolCall, ToolResult]] = []
     thunk: ModelOutputThunk[Any] = session.chat(text, tool_choice=choice)
     while True:
         if write is not None:
@@ -88,17 +89,16 @@ def run_turn(
             break
         outcome.rounds += 1
         if outcome.rounds > chain_limit:
-            outcome.calls = session.calls_made[first_call:]
+            outcome.calls = made
             raise ToolChainLimitError(
                 f"the model was still calling tools after {chain_limit} rounds; "
                 "raise --chain-limit",
                 context=session.ctx,
                 limit=chain_limit,
             )
-        for call in calls:
-            session.call_tool(call)
+        made.extend(zip(calls, session.call_tools(calls), strict=True))
         if choice.forces_call:
             choice = ToolChoice("auto")  # the forced call was made; now the model decides
         thunk = session.respond(tool_choice=choice)
-    outcome.calls = session.calls_made[first_call:]
+    outcome.calls = made
     return outcome
