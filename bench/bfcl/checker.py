@@ -5,8 +5,11 @@ without every provider SDK): the function name must match; required parameters m
 present; no parameter outside the description and the ground truth; every value must be
 among the acceptable ones, with BFCL's leniencies (an int where a float is expected,
 strings compared without case, spaces and `,./-_*^`, `""` in the acceptable values
-marking an optional parameter that may be left out); parallel calls match in any order.
-Categories without a right call (irrelevance) are right exactly when no call was made.
+marking an optional parameter that may be left out); parallel calls match in any order,
+each expected call taking the first unmatched call that fits (BFCL's greedy rule).
+Java and JavaScript values arrive as strings and are read with BFCL's own converters
+(`bench.bfcl.languages`). Categories without a right call (live_irrelevance) are right
+exactly when no call was made; live_relevance is right with at least one call, any.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from typing import Any
 
 from attrs import frozen
 
-from bench.bfcl.data import ABSTAIN_CATEGORIES
+from bench.bfcl.data import ABSTAIN_CATEGORIES, RELEVANCE_CATEGORIES
+from bench.bfcl.languages import PYTHON, ConversionError, convert, expected_types, language
 
 # BFCL's PYTHON_TYPE_MAPPING: the Python type each dialect type must arrive as.
 PYTHON_TYPES: dict[str, type] = {
@@ -165,7 +169,52 @@ def _value_check(
     return _fail("value_error:others", f"{param!r}: {value!r} not in {list(acceptable)}")
 
 
-def check_call(function: Mapping[str, Any], call: Call, answer: Mapping[str, Any]) -> Verdict:
+def _types(
+    param: str, raw: Any, schema: Mapping[str, Any], lang: str
+) -> tuple[Any, type, type | None] | Verdict:
+    """The value as BFCL compares it, with the types it must have (outer, items)."""
+    if lang != PYTHON and (types := expected_types(lang, schema)) is not None:
+        try:
+            return convert(lang, raw, schema), *types
+        except ConversionError as exc:
+            return _fail(f"type_error:{lang}", f"{param!r}: {exc}")
+    type_name = schema.get("type", "any")
+    expected = PYTHON_TYPES.get(type_name, str)
+    nested = None
+    if type_name in _NESTED:
+        nested = PYTHON_TYPES.get((schema.get("items") or {}).get("type", "any"))
+    value = raw
+    if type_name == "tuple" and isinstance(value, tuple):
+        value = list(value)
+    # Python's own int -> float promotion, which BFCL accepts (for Python only).
+    if type_name == "float" and type(value) is int and lang == PYTHON:
+        value = float(value)
+    return value, expected, nested
+
+
+def _param_check(
+    param: str, raw: Any, schema: Mapping[str, Any], acceptable: Sequence[Any], lang: str
+) -> Verdict:
+    typed = _types(param, raw, schema, lang)
+    if isinstance(typed, Verdict):
+        return typed
+    value, expected, nested = typed
+    verdict, is_variable = _type_check(param, value, acceptable, expected, nested)
+    if not verdict.valid:
+        return verdict
+    if is_variable:
+        if value not in acceptable:
+            return _fail("value_error:others", f"{param!r}: {value!r} not in {acceptable}")
+        return OK
+    return _value_check(param, value, acceptable, expected, nested)
+
+
+def check_call(
+    function: Mapping[str, Any],
+    call: Call,
+    answer: Mapping[str, Any],
+    lang: str = PYTHON,
+) -> Verdict:
     """One call against one function description and one ground-truth entry."""
     name, arguments = call
     expected_name = function["name"]
@@ -180,26 +229,7 @@ def check_call(function: Mapping[str, Any], call: Call, answer: Mapping[str, Any
     for param, raw in arguments.items():
         if param not in properties or param not in acceptable_by_param:
             return _fail("unexpected_param", f"unexpected parameter {param!r}")
-        acceptable = acceptable_by_param[param]
-        type_name = properties[param].get("type", "any")
-        expected = PYTHON_TYPES.get(type_name, str)
-        nested = None
-        if type_name in _NESTED:
-            nested = PYTHON_TYPES.get((properties[param].get("items") or {}).get("type", "any"))
-        value = raw
-        if type_name == "tuple" and isinstance(value, tuple):
-            value = list(value)
-        # Python's own int -> float promotion, which BFCL accepts.
-        if type_name == "float" and type(value) is int:
-            value = float(value)
-        verdict, is_variable = _type_check(param, value, acceptable, expected, nested)
-        if not verdict.valid:
-            return verdict
-        if is_variable:
-            if value not in acceptable:
-                return _fail("value_error:others", f"{param!r}: {value!r} not in {acceptable}")
-            continue
-        verdict = _value_check(param, value, acceptable, expected, nested)
+        verdict = _param_check(param, raw, properties[param], acceptable_by_param[param], lang)
         if not verdict.valid:
             return verdict
     for param, acceptable in acceptable_by_param.items():
@@ -219,10 +249,15 @@ def check(
     ground_truth: Sequence[Mapping[str, Any]],
 ) -> Verdict:
     """Whether `calls` is a right answer to a question of `category`."""
+    if category in RELEVANCE_CATEGORIES:
+        if calls:
+            return OK
+        return _fail("relevance:no_call", "no call made")
     if category in ABSTAIN_CATEGORIES or not ground_truth:
         if calls:
             return _fail("irrelevance:called", f"called {[name for name, _ in calls]}")
         return OK
+    lang = language(category)
     if len(calls) != len(ground_truth):
         return _fail("wrong_count", f"{len(calls)} calls, expected {len(ground_truth)}")
     if "parallel" not in category:
@@ -230,7 +265,7 @@ def check(
         function = _describe(functions, next(iter(answer)))
         if function is None:
             raise ValueError(f"the ground truth names {next(iter(answer))!r}, not among functions")
-        return check_call(function, calls[0], answer)
+        return check_call(function, calls[0], answer, lang)
     # Parallel: each expected call takes the first unmatched model call that fits.
     matched: set[int] = set()
     for answer in ground_truth:
@@ -241,7 +276,7 @@ def check(
         for index, call in enumerate(calls):
             if index in matched:
                 continue
-            last = check_call(function, call, answer)
+            last = check_call(function, call, answer, lang)
             if last.valid:
                 matched.add(index)
                 break

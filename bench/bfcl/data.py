@@ -20,14 +20,38 @@ from typing import Any
 
 from attrs import frozen
 
+from bench.bfcl.languages import present
 from parlay.context import AssistantMessage, Message, SystemMessage, UserMessage
 from parlay.request import ToolSpec
 
 INSTALL_HINT = "pip install --no-deps 'bfcl-eval==2026.3.23'"
 DATA_VERSION = "BFCL_v4"
-# Categories whose questions all have a right call; the others expect no call at all.
-CALL_CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple")
-ABSTAIN_CATEGORIES = ("irrelevance", "live_irrelevance")
+# Kept aside for an independent check of the engine: never loaded, run or read here.
+HELD_OUT = frozenset({"live_simple", "parallel", "irrelevance", "live_multiple"})
+# The categories the development benchmark runs, by the rule that judges them.
+SINGLE_CALL_CATEGORIES = ("simple_python", "simple_java", "simple_javascript", "multiple")
+PARALLEL_CATEGORIES = ("parallel_multiple", "live_parallel", "live_parallel_multiple")
+CALL_CATEGORIES = SINGLE_CALL_CATEGORIES + PARALLEL_CATEGORIES
+# Right exactly when no call is made.
+ABSTAIN_CATEGORIES = ("live_irrelevance",)
+# Right with at least one call, any (BFCL's relevance rule: no ground truth).
+RELEVANCE_CATEGORIES = ("live_relevance",)
+DEV_CATEGORIES = CALL_CATEGORIES + ABSTAIN_CATEGORIES + RELEVANCE_CATEGORIES
+_WITHOUT_ANSWERS = ABSTAIN_CATEGORIES + RELEVANCE_CATEGORIES
+
+
+class HeldOutCategoryError(ValueError):
+    """A category kept aside for the independent check was asked for."""
+
+
+def refuse_held_out(category: str) -> None:
+    """Raise before anything is read when `category` is one of the four kept aside."""
+    if category in HELD_OUT:
+        raise HeldOutCategoryError(
+            f"{category!r} is kept aside for an independent check "
+            f"({', '.join(sorted(HELD_OUT))}): the development benchmark never reads it"
+        )
+
 
 # BFCL's GORILLA_TO_OPENAPI type mapping (bfcl_eval/constants/type_mappings.py).
 _TYPES = {
@@ -71,6 +95,16 @@ class Question:
     def tools(self) -> tuple[ToolSpec, ...]:
         return tuple(to_tool_spec(function) for function in self.functions)
 
+    @property
+    def offered(self) -> tuple[dict[str, Any], ...]:
+        """The functions as BFCL shows them to a model (`languages.present`)."""
+        return tuple(present(function, self.category) for function in self.functions)
+
+    @property
+    def offered_tools(self) -> tuple[ToolSpec, ...]:
+        """The tools of the development benchmark: BFCL's presentation, as JSON schema."""
+        return tuple(to_tool_spec(function) for function in self.offered)
+
 
 def data_dir() -> Path:
     """The `bfcl_eval/data` folder of the installed package (without importing it)."""
@@ -107,23 +141,25 @@ def _messages(turns: list[list[dict[str, Any]]], question_id: str) -> tuple[Mess
 
 @cache
 def load_category(category: str) -> tuple[Question, ...]:
-    """Every question of a BFCL category, in file order."""
+    """Every question of a BFCL category, in file order (never one kept aside)."""
+    refuse_held_out(category)
     folder = data_dir()
     path = folder / f"{DATA_VERSION}_{category}.json"
     if not path.is_file():
-        known = sorted(
+        names = (
             p.name.removeprefix(f"{DATA_VERSION}_").removesuffix(".json")
             for p in folder.glob(f"{DATA_VERSION}_*.json")
         )
+        known = sorted(name for name in names if name not in HELD_OUT)
         raise ValueError(f"unknown BFCL category {category!r}; known: {', '.join(known)}")
     answers: dict[str, list[dict[str, Any]]] = {}
-    if category not in ABSTAIN_CATEGORIES:
+    if category not in _WITHOUT_ANSWERS:
         answer_path = folder / "possible_answer" / path.name
         answers = {row["id"]: row["ground_truth"] for row in _read_lines(answer_path)}
     questions = []
     for row in _read_lines(path):
         truth = answers.get(row["id"], [])
-        if category not in ABSTAIN_CATEGORIES and not truth:
+        if category not in _WITHOUT_ANSWERS and not truth:
             raise ValueError(f"{row['id']} has no ground truth in {answer_path}")
         questions.append(
             Question(

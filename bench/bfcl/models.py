@@ -35,6 +35,8 @@ class Model:
     path: Path
     # The forced-call floor parlay ships for this model (None: the engine's default).
     min_offered_share: float | None = None
+    # The embedded model of `parlay.start.default_backend()` (else served by `parlay serve`).
+    embedded: bool = False
 
 
 def cache_dir() -> Path:
@@ -99,7 +101,7 @@ def models(keys: tuple[str, ...]) -> tuple[Model, ...]:
         if key == "smollm2":
             # As the embedded session runs it (`parlay.start.default_backend`).
             label = "SmolLM2-135M-Instruct Q4_1"
-            out.append(Model(key, label, smollm2_path(), EMBEDDED_MIN_OFFERED_SHARE))
+            out.append(Model(key, label, smollm2_path(), EMBEDDED_MIN_OFFERED_SHARE, embedded=True))
         elif key == "qwen":
             out.append(Model(key, "Qwen2.5-Coder-0.5B-Instruct Q4_K_M", qwen_path()))
         else:

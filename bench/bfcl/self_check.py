@@ -86,7 +86,7 @@ def yes_share(client: httpx.Client, question: Question, call: dict[str, Any]) ->
 
 
 def summary(rows: list[dict[str, Any]]) -> str:
-    table = []
+    table: list[list[object]] = []
     for group in ("right call", "wrong call", "no tool fit"):
         shares = sorted(r["yes"] for r in rows if r["group"] == group)
         if shares:

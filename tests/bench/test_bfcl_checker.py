@@ -224,3 +224,147 @@ def test_the_sample_is_fixed_by_the_seed() -> None:
     assert first == [q.id for q in sample("live_irrelevance", 10, 7)]
     assert first != [q.id for q in sample("live_irrelevance", 10, 8)]
     assert all(not q.expects_call for q in load_category("live_irrelevance"))
+
+
+WEATHER: dict[str, Any] = {
+    "name": "get_weather",
+    "parameters": {
+        "type": "dict",
+        "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
+        "required": ["city"],
+    },
+}
+WEATHER_TRUTH = [
+    {"get_weather": {"city": ["Beijing, China"], "unit": ["", "celsius"]}},
+    {"get_weather": {"city": ["Shanghai, China"], "unit": ["", "celsius"]}},
+    {"circle.area": {"radius": [3]}},
+]
+BEIJING = ("get_weather", {"city": "Beijing, China"})
+SHANGHAI = ("get_weather", {"city": "shanghai china", "unit": "celsius"})
+THREE = ("circle.area", {"radius": 3})
+
+
+@pytest.mark.parametrize(
+    "category", ["parallel_multiple", "live_parallel", "live_parallel_multiple"]
+)
+def test_parallel_answers_match_in_any_order_in_every_parallel_category(category: str) -> None:
+    functions = [WEATHER, CIRCLE]
+    for calls in (
+        [BEIJING, SHANGHAI, THREE],
+        [THREE, SHANGHAI, BEIJING],
+        [SHANGHAI, THREE, BEIJING],
+    ):
+        assert check(category, functions, calls, WEATHER_TRUTH).valid, calls
+
+
+@pytest.mark.parametrize(
+    "category", ["parallel_multiple", "live_parallel", "live_parallel_multiple"]
+)
+def test_a_parallel_answer_with_a_call_too_many_or_too_few_fails(category: str) -> None:
+    functions = [WEATHER, CIRCLE]
+    for calls in ([BEIJING, SHANGHAI], [BEIJING, SHANGHAI, THREE, THREE], [BEIJING]):
+        verdict = check(category, functions, calls, WEATHER_TRUTH)
+        assert (verdict.valid, verdict.error_type) == (False, "wrong_count"), calls
+
+
+def test_a_parallel_answer_cannot_use_one_call_for_two_expected_ones() -> None:
+    # Same count, but Beijing twice: the second expected call finds no unmatched one.
+    verdict = check("live_parallel", [WEATHER, CIRCLE], [BEIJING, BEIJING, THREE], WEATHER_TRUTH)
+    assert (verdict.valid, verdict.error_type) == (False, "cannot_find_match")
+
+
+def test_a_single_call_category_takes_one_call_even_if_a_second_is_right_too() -> None:
+    truth = [{"circle.area": {"radius": [3]}}]
+    verdict = check("multiple", [WEATHER, CIRCLE], [THREE, BEIJING], truth)
+    assert (verdict.valid, verdict.error_type) == (False, "wrong_count")
+
+
+def test_live_relevance_is_right_with_any_call_and_wrong_without() -> None:
+    assert check("live_relevance", [WEATHER], [("get_weather", {})], []).valid
+    assert check("live_relevance", [WEATHER], [("not_offered", {"x": 1})], []).valid
+    verdict = check("live_relevance", [WEATHER], [], [])
+    assert (verdict.valid, verdict.error_type) == (False, "relevance:no_call")
+
+
+JAVA_FUNCTION: dict[str, Any] = {
+    "name": "Loop.probability",
+    "parameters": {
+        "type": "dict",
+        "properties": {
+            "trueCount": {"type": "integer"},
+            "total": {"type": "long"},
+            "exact": {"type": "boolean"},
+            "names": {"type": "ArrayList", "items": {"type": "String"}},
+            "owner": {"type": "any"},
+        },
+        "required": ["trueCount"],
+    },
+}
+JAVA_TRUTH = [
+    {
+        "Loop.probability": {
+            "trueCount": [150],
+            "total": [200, ""],
+            "exact": [True, ""],
+            "names": [["a", "b"], ""],
+            "owner": ["profile", ""],
+        }
+    }
+]
+
+
+def test_java_values_arrive_as_strings_and_are_read_with_bfcls_converters() -> None:
+    call = (
+        "Loop.probability",
+        {
+            "trueCount": "150",
+            "total": "200L",
+            "exact": "true",
+            "names": 'new ArrayList<>(Arrays.asList("a", "b"))',
+            "owner": "profile",
+        },
+    )
+    assert check("simple_java", [JAVA_FUNCTION], [call], JAVA_TRUTH).valid
+    wrong = ("Loop.probability", {"trueCount": "151"})
+    assert not check("simple_java", [JAVA_FUNCTION], [wrong], JAVA_TRUTH).valid
+
+
+def test_a_java_value_that_is_not_a_string_fails_its_type() -> None:
+    verdict = check(
+        "simple_java", [JAVA_FUNCTION], [("Loop.probability", {"trueCount": 150})], JAVA_TRUTH
+    )
+    assert (verdict.valid, verdict.error_type) == (False, "type_error:java")
+
+
+def test_javascript_strings_and_arrays_are_read_as_bfcl_reads_them() -> None:
+    function = {
+        "name": "filter",
+        "parameters": {
+            "type": "dict",
+            "properties": {
+                "status": {"type": "array", "items": {"type": "String"}},
+                "path": {"type": "String"},
+            },
+            "required": ["status", "path"],
+        },
+    }
+    truth = [{"filter": {"status": [["completed", "failed"]], "path": ["/var/log/db.log"]}}]
+    call = ("filter", {"status": "['completed', 'failed']", "path": "/var/log/db.log"})
+    assert check("simple_javascript", [function], [call], truth).valid
+
+
+@pytest.mark.skipif(not _bfcl_installed(), reason="bfcl-eval data not installed")
+@pytest.mark.parametrize(
+    "category", ["parallel_multiple", "live_parallel", "live_parallel_multiple"]
+)
+def test_every_parallel_ground_truth_passes_in_reverse_order(category: str) -> None:
+    for question in load_category(category):
+        described = {f["name"]: f["parameters"]["properties"] for f in question.functions}
+        calls = []
+        for answer in question.ground_truth:
+            name, arguments = _first_acceptable(answer)
+            # BFCL's data lists a few parameters its functions do not describe.
+            calls.append((name, {k: v for k, v in arguments.items() if k in described[name]}))
+        calls.reverse()
+        assert check(category, question.functions, calls, question.ground_truth).valid, question.id
+        assert not check(category, question.functions, calls[1:], question.ground_truth).valid

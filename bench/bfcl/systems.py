@@ -1,0 +1,209 @@
+"""The systems compared on the same questions in the same run, against one llama.cpp server.
+
+- `parlay`: the prompt-contract engine exactly as parlay ships it for the model. For
+  SmolLM2 (the embedded model) that is `parlay.start.default_backend()`'s stack:
+  `PromptedBackend(LocalBackend(...), min_offered_share=EMBEDDED_MIN_OFFERED_SHARE,
+  max_tokens=EMBEDDED_MAX_TOKENS)`; for Qwen it is what `parlay serve` builds in front
+  of an OpenAI-compatible upstream (`parlay.server.config.build_backend`). `tool_choice`
+  auto, parallel calls allowed, no `max_tokens` of the caller (the engine's own budget).
+- `parlay:<variant>`: the same engine with `PromptedBackend.configure(**kwargs)`, for an
+  ablation: add a line to `VARIANTS` (or pass `--variant name=JSON` to the CLI).
+- `naive`, `toolproxy`: see `bench.bfcl.naive` and `bench.bfcl.toolproxy_system`.
+- `llama.cpp`: `tools` sent natively to llama.cpp's server (jinja templates on, as
+  `LlamaServer` starts it), `tool_choice` auto, `parallel_tool_calls` true (llama.cpp's
+  own default is false).
+
+Every system decodes greedily (temperature 0, seed 0). A system's `config` is what
+enters the store's key: change anything in it and the outcomes are asked afresh.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from attrs import frozen
+
+from bench.bfcl.data import Question
+from bench.bfcl.models import Model
+from bench.bfcl.outcome import Reply
+from parlay.backends.base import Backend, Capabilities
+from parlay.backends.bounds import EMBEDDED_MAX_TOKENS
+from parlay.backends.local import LocalBackend
+from parlay.backends.openai import OpenAIBackend
+from parlay.backends.prompted import PromptedBackend
+from parlay.events import Finish, TextDelta, ToolCallEnd
+from parlay.request import ChatRequest, GenerationOptions
+from parlay.server.config import ServerConfig, build_backend
+from parlay.start import EMBEDDED_MIN_OFFERED_SHARE
+
+BASELINES = ("naive", "toolproxy", "llama.cpp")
+DEFAULT_SYSTEMS = ("parlay", *BASELINES)
+# Ablations of the engine: name -> PromptedBackend.configure(**kwargs).
+VARIANTS: dict[str, dict[str, Any]] = {
+    "no-check-values": {"check_values": False},
+    "no-missed-calls": {"check_missed_calls": False},
+    "no-forced-share": {"min_offered_share": 0.0},
+    "no-retries": {"max_retries": 0},
+}
+NATIVE = Capabilities(native_tools=True, json_schema=True)
+PLAIN_CHAT = Capabilities(native_tools=False, json_schema=True)
+
+
+class System(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def config(self) -> Mapping[str, Any]: ...
+
+    async def answer(self, question: Question) -> Reply: ...
+
+
+@frozen
+class Setup:
+    """What every system of one model shares: the server and the bench's own settings."""
+
+    model: Model
+    base_url: str
+    n_ctx: int
+    # The token budget of each baseline request (parlay keeps its shipped budget).
+    max_tokens: int
+    tag: str = ""
+
+    def config(self, kind: str, **more: Any) -> dict[str, Any]:
+        return {
+            "kind": kind,
+            "model_file": self.model.path.name,
+            "n_ctx": self.n_ctx,
+            "temperature": 0,
+            "tag": self.tag,
+            **more,
+        }
+
+
+def greedy(max_tokens: int | None) -> GenerationOptions:
+    return GenerationOptions(temperature=0.0, max_tokens=max_tokens, seed=0)
+
+
+async def stream_reply(backend: Backend, request: ChatRequest) -> Reply:
+    """One request through a parlay backend, its events gathered into a Reply."""
+    text: list[str] = []
+    calls: list[tuple[str, Any]] = []
+    finish: Finish | None = None
+    started = time.perf_counter()
+    try:
+        async for event in backend.stream(request):
+            if isinstance(event, TextDelta):
+                text.append(event.text)
+            elif isinstance(event, ToolCallEnd):
+                calls.append((event.call.name, event.call.arguments))
+            elif isinstance(event, Finish):
+                finish = event
+    except Exception as exc:  # a failed request is an outcome, not the end of the run
+        seconds = time.perf_counter() - started
+        return Reply(calls, "".join(text), f"{type(exc).__name__}: {exc}", seconds)
+    diagnostics = finish.diagnostics if finish else None
+    usage = finish.usage if finish else None
+    return Reply(
+        calls,
+        "".join(text),
+        seconds=time.perf_counter() - started,
+        retries=[r.reason for r in diagnostics.retries] if diagnostics else [],
+        notes=list(diagnostics.notes) if diagnostics else [],
+        prompt_tokens=usage.prompt_tokens if usage else None,
+        completion_tokens=usage.completion_tokens if usage else None,
+    )
+
+
+@frozen
+class BackendSystem:
+    """A parlay Backend asked each question with its tools, `tool_choice` auto."""
+
+    name: str
+    backend: Backend
+    config: Mapping[str, Any]
+    max_tokens: int | None = None
+    extra_body: Mapping[str, Any] = {}
+
+    def request(self, question: Question) -> ChatRequest:
+        return ChatRequest(
+            question.messages,
+            tools=question.offered_tools,
+            parallel_tool_calls=True,
+            options=greedy(self.max_tokens),
+            extra_body=dict(self.extra_body),
+        )
+
+    async def answer(self, question: Question) -> Reply:
+        return await stream_reply(self.backend, self.request(question))
+
+
+def shipped_engine(setup: Setup) -> PromptedBackend:
+    """The engine as parlay ships it for this model (see the module's docstring)."""
+    if setup.model.embedded:
+        # `parlay.start.default_backend()`, on the bench's server (same path and n_ctx).
+        return PromptedBackend(
+            LocalBackend(setup.model.path, n_ctx=setup.n_ctx),
+            min_offered_share=EMBEDDED_MIN_OFFERED_SHARE,
+            max_tokens=EMBEDDED_MAX_TOKENS,
+        )
+    served = build_backend(ServerConfig(upstream_url=setup.base_url, upstream_model="model"))
+    if not isinstance(served, PromptedBackend):
+        raise TypeError(f"parlay serve no longer wraps its upstream in the engine: {served!r}")
+    return served
+
+
+def parlay_system(
+    setup: Setup, variant: str = "", kwargs: Mapping[str, Any] | None = None
+) -> BackendSystem:
+    engine = shipped_engine(setup)
+    changes = dict(kwargs or {})
+    if changes:
+        engine = engine.configure(**changes)
+    shipped = "embedded" if setup.model.embedded else "serve"
+    name = f"parlay:{variant}" if variant else "parlay"
+    return BackendSystem(name, engine, setup.config("parlay", shipped=shipped, configure=changes))
+
+
+def native_system(setup: Setup) -> BackendSystem:
+    backend = OpenAIBackend("model", base_url=setup.base_url, api_key="", capabilities=NATIVE)
+    config = setup.config("llama.cpp", max_tokens=setup.max_tokens, parallel_tool_calls=True)
+    # llama.cpp's own default is one call per reply; OpenAI's (and parlay's) is several.
+    return BackendSystem(
+        "llama.cpp", backend, config, setup.max_tokens, {"parallel_tool_calls": True}
+    )
+
+
+def build(
+    names: Sequence[str],
+    setup: Setup,
+    extra_variants: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[System]:
+    """The named systems for one model (`parlay`, `parlay:<variant>`, the baselines)."""
+    variants = {**VARIANTS, **(extra_variants or {})}
+    out: list[System] = []
+    for name in names:
+        if name == "parlay":
+            out.append(parlay_system(setup))
+        elif name.startswith("parlay:"):
+            variant = name.removeprefix("parlay:")
+            if variant not in variants:
+                raise ValueError(f"unknown variant {variant!r}; known: {', '.join(variants)}")
+            out.append(parlay_system(setup, variant, variants[variant]))
+        elif name == "llama.cpp":
+            out.append(native_system(setup))
+        elif name == "naive":
+            from bench.bfcl.naive import naive_system
+
+            out.append(naive_system(setup))
+        elif name == "toolproxy":
+            from bench.bfcl.toolproxy_system import toolproxy_system
+
+            out.append(toolproxy_system(setup))
+        else:
+            raise ValueError(
+                f"unknown system {name!r}: parlay, parlay:<variant>, {', '.join(BASELINES)}"
+            )
+    return out

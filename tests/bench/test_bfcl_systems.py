@@ -1,0 +1,123 @@
+"""The systems are configured as parlay ships them and as the baselines are described,
+without starting a model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bench.bfcl.data import Question
+from bench.bfcl.models import Model
+from bench.bfcl.naive import parse_calls, prompt
+from bench.bfcl.store import config_key
+from bench.bfcl.systems import VARIANTS, Setup, build
+from bench.bfcl.toolproxy_system import args_model
+
+from parlay.backends.local import LocalBackend
+from parlay.backends.openai import OpenAIBackend
+from parlay.backends.prompted import PromptedBackend
+from parlay.context import SystemMessage, UserMessage
+from parlay.start import EMBEDDED_MIN_OFFERED_SHARE, default_backend
+from parlay.wire.openai_client import encode_request
+
+SMOLLM2 = Model("smollm2", "SmolLM2", Path("smol.gguf"), EMBEDDED_MIN_OFFERED_SHARE, embedded=True)
+QWEN = Model("qwen", "Qwen", Path("qwen.gguf"))
+URL = "http://127.0.0.1:9/v1"
+SETTINGS = ("action_format", "min_offered_share", "max_tokens", "max_retries", "check_values")
+FUNCTION = {
+    "name": "math.area",
+    "description": "Area of a circle.",
+    "parameters": {
+        "type": "dict",
+        "properties": {
+            "radius": {"type": "integer", "description": "The radius."},
+            "from": {"type": "string", "description": "A unit.", "default": "m"},
+        },
+        "required": ["radius"],
+    },
+}
+QUESTION = Question(
+    "simple_python_1",
+    "simple_python",
+    (SystemMessage("Be brief."), UserMessage("Area for radius 3?")),
+    (FUNCTION,),
+    ({"math.area": {"radius": [3]}},),
+)
+
+
+def engine(model: Model, variant: str = "parlay") -> PromptedBackend:
+    [system] = build([variant], Setup(model, URL, 4096, 512))
+    backend = system.backend  # type: ignore[attr-defined]
+    assert isinstance(backend, PromptedBackend)
+    return backend
+
+
+def test_smollm2_runs_the_embedded_stack_of_start_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PARLAY_OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("PARLAY_LOCAL_MODEL", raising=False)
+    shipped, ours = default_backend(), engine(SMOLLM2)
+    assert isinstance(shipped, PromptedBackend)
+    assert [getattr(ours, s) for s in SETTINGS] == [getattr(shipped, s) for s in SETTINGS]
+    assert ours.min_offered_share == EMBEDDED_MIN_OFFERED_SHARE
+    assert isinstance(ours.inner, LocalBackend) and ours.inner.model_path == SMOLLM2.path
+
+
+def test_qwen_runs_what_parlay_serve_builds_in_front_of_an_upstream() -> None:
+    ours = engine(QWEN)
+    assert (ours.min_offered_share, ours.max_tokens) == (
+        PromptedBackend(ours.inner).min_offered_share,
+        2048,
+    )
+    assert isinstance(ours.inner, OpenAIBackend) and ours.inner.base_url == URL
+
+
+def test_a_variant_changes_only_its_settings_and_its_config_key() -> None:
+    shipped, ablated = engine(QWEN), engine(QWEN, "parlay:no-check-values")
+    assert (shipped.check_values, ablated.check_values) == (True, False)
+    assert ablated.min_offered_share == shipped.min_offered_share
+    [a, b] = build(["parlay", "parlay:no-check-values"], Setup(QWEN, URL, 4096, 512))
+    assert config_key(a.config) != config_key(b.config)
+    assert VARIANTS["no-check-values"] == {"check_values": False}
+    with pytest.raises(ValueError, match="unknown variant"):
+        build(["parlay:nonsense"], Setup(QWEN, URL, 4096, 512))
+
+
+def test_llama_cpp_gets_the_tools_natively_with_parallel_calls_allowed() -> None:
+    [native] = build(["llama.cpp"], Setup(QWEN, URL, 4096, 512))
+    body = encode_request(native.request(QUESTION), model="m", stream=True)  # type: ignore[attr-defined]
+    assert body["tools"][0]["function"]["name"] == "math.area"
+    assert (body["tool_choice"], body["parallel_tool_calls"]) == ("auto", True)
+    assert (body["temperature"], body["max_tokens"]) == (0.0, 512)
+    # BFCL's presentation: the language hint at the end of the description.
+    assert body["tools"][0]["function"]["description"].endswith("in Python 3 syntax.")
+
+
+def test_the_naive_prompt_is_one_system_message_with_the_functions_and_one_example() -> None:
+    messages = prompt(QUESTION)
+    assert [type(m) for m in messages] == [SystemMessage, UserMessage]
+    text = messages[0].content
+    assert '"name": "math.area"' in text and text.count("```json") == 1
+    assert text.endswith("Be brief.")
+
+
+def test_the_naive_reply_is_read_block_by_block() -> None:
+    reply = (
+        'Sure.\n```json\n{"name": "a", "arguments": {"x": 1}}\n```\nand\n'
+        '```json\n[{"name": "b", "parameters": "{\\"y\\": 2}"}, {"name": "c"}]\n```\n'
+        "```python\nprint('no json')\n```"
+    )
+    assert parse_calls(reply) == (("a", {"x": 1}), ("b", {"y": 2}), ("c", {}))
+    assert parse_calls('{"name": "a", "arguments": {}}') == (("a", {}),)
+    assert parse_calls("No tool fits this.") == ()
+
+
+def test_toolproxy_sees_each_parameter_with_its_name_type_and_description() -> None:
+    model = args_model(FUNCTION, QUESTION.offered_tools[0].parameters)
+    schema = model.model_json_schema()
+    assert schema["required"] == ["radius"]
+    assert schema["properties"]["radius"]["type"] == "integer"
+    assert schema["properties"]["from"]["default"] == "m"
+    assert model.model_validate({"radius": 3, "from": "cm"}).model_dump(by_alias=True) == {
+        "radius": 3,
+        "from": "cm",
+    }
