@@ -17,7 +17,7 @@ import typer
 
 from parlay.cli.toolfiles import collect_tools
 from parlay.errors import ToolDefinitionError
-from parlay.tools import Tool
+from parlay.tools import Tool, Toolbox
 
 mcp_app = typer.Typer(help="MCP: serve parlay tools to other MCP clients.", no_args_is_help=True)
 
@@ -34,34 +34,34 @@ def split_prefix(value: str) -> tuple[str | None, str]:
     return found.group(1), found.group(2).strip()
 
 
-def mcp_tools(
-    commands: Iterable[str], urls: Iterable[str], *, timeout: float | None = None
-) -> list[Tool]:
-    """The tools of every `--mcp` and `--mcp-url` server, each server started once.
+def with_mcp_tools(tools: list[Tool], commands: Iterable[str], urls: Iterable[str]) -> list[Tool]:
+    """`tools` and the tools of every `--mcp` and `--mcp-url` server, each started once.
 
-    Raises `MCPServerError` for a server that cannot be started; the servers stop when
-    the session is closed or the program ends."""
+    Raises `MCPServerError` for a server that cannot be started and `ToolDefinitionError`
+    for two tools of one name, having stopped the servers it started; otherwise they stop
+    when the session is closed or the program ends."""
     commands, urls = list(commands), list(urls)
     if not commands and not urls:
-        return []
+        return tools
     from parlay.mcp import MCPTools
 
     servers: list[MCPTools] = []
     for value in commands:
         prefix, command = split_prefix(value)
-        servers.append(MCPTools.stdio(command, prefix=prefix, timeout=timeout))
+        servers.append(MCPTools.stdio(command, prefix=prefix))
     for value in urls:
         prefix, url = split_prefix(value)
-        servers.append(MCPTools.http(url, prefix=prefix, timeout=timeout))
-    tools: list[Tool] = []
+        servers.append(MCPTools.http(url, prefix=prefix))
+    combined = list(tools)
     try:
         for server in servers:
-            tools.extend(server.start())
+            combined.extend(server.start())
+        Toolbox(combined)  # a name clash is reported now, with the servers stopped
     except BaseException:
         for server in servers:
             server.close()
         raise
-    return tools
+    return combined
 
 
 @mcp_app.command("serve")

@@ -12,7 +12,7 @@ import typer
 from attrs import frozen
 from rich.console import Console
 
-from parlay.cli.mcp_cmd import mcp_tools
+from parlay.cli.mcp_cmd import with_mcp_tools
 from parlay.cli.models import EMBEDDED, MODEL_HELP, resolve_model
 from parlay.cli.protocol import CliSession, stdin_approver
 from parlay.cli.toolfiles import collect_tools
@@ -210,7 +210,7 @@ def _options(opts: RunOptions) -> GenerationOptions:
 def build_session(opts: RunOptions, stderr: Console) -> CliSession:
     """The session a `prompt` or `chat` run talks through (errors are `ParlayError`s)."""
     tools = collect_tools(opts.tool, opts.functions)
-    tools += mcp_tools(opts.mcp, opts.mcp_url)
+    tools = with_mcp_tools(tools, opts.mcp, opts.mcp_url)
     choice = ToolChoice.coerce(opts.tool_choice)
     if choice.mode == "tool" and choice.name not in {t.name for t in tools}:
         known = ", ".join(t.name for t in tools) or "none: pass -T FILE.py"

@@ -183,7 +183,7 @@ class Link:
                 return ToolResult("", name, error=f"{self.label} refused the call: {exc.message}")
             # The server is gone (its stderr is for people: see `MCPTools.stderr`); the
             # owner task winds the connection down, later calls say it is not running.
-            self._ended = self._ended or f"stopped answering ({exc.message})"
+            self._ended = self._ended or f"stopped answering: {exc.message}"
             if self._stop is not None:
                 self._stop.set()
             return ToolResult("", name, error=f"{self.label} {self._ended}")
