@@ -1,5 +1,7 @@
 """parlay: sessions for chat models, with tool calling that works on every model."""
 
+from typing import TYPE_CHECKING, Any
+
 from parlay.backends.anthropic import AnthropicBackend
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.local import LocalBackend
@@ -27,6 +29,7 @@ from parlay.errors import (
     BackendTimeoutError,
     ConfigurationError,
     InvalidRequestError,
+    MCPServerError,
     ParlayError,
     StoreError,
     ThunkError,
@@ -49,7 +52,20 @@ from parlay.store import Store
 from parlay.thunk import ModelOutputThunk
 from parlay.tools import Tool, Toolbox, tool
 
+if TYPE_CHECKING:
+    from parlay.mcp import MCPTools
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    # `parlay.MCPTools` without `import parlay` importing the MCP SDK (about a second).
+    if name == "MCPTools":
+        from parlay.mcp import MCPTools
+
+        return MCPTools
+    raise AttributeError(f"module 'parlay' has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_REFUSALS",
@@ -73,6 +89,8 @@ __all__ = [
     "Instruction",
     "InvalidRequestError",
     "LocalBackend",
+    "MCPServerError",
+    "MCPTools",
     "Message",
     "ModelOutputThunk",
     "OpenAIBackend",
