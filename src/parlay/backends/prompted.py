@@ -241,9 +241,7 @@ class PromptedBackend:
         specs = {spec.name: spec for spec in contract.tools}
         response_format = request.response_format
         if constrained:
-            response_format = action_response_format(
-                contract.tools, choice, self.options.action_format
-            )
+            response_format = self._grammar(contract.tools, request)
         elif words_only and response_format is None:
             response_format = ANSWER_ONLY
         logger.debug(
@@ -535,16 +533,14 @@ class PromptedBackend:
         constrained = self.uses_constraint(request)
         plain = evolve(self.options, few_shot=False)
         if verdict.reason == "repeated_call":
-            response_format = self._away_from_repeats(attempt, contract, choice, response_format)
+            response_format = self._away_from_repeats(attempt, contract, request, response_format)
         elif verdict.reason == "pretended_call" and verdict.tool is not None and constrained:
             # "get_crime_rate returned {"status": "done"}": after a nudge towards a tool,
             # Qwen wrote the examples' made-up result as that tool's instead of calling
             # it. Asked again (without the examples, below), it may call that tool or
             # answer; its values are still checked. (Held to the call, it also called
             # where no tool fit.)
-            response_format = action_response_format(
-                (verdict.tool,), choice, self.options.action_format
-            )
+            response_format = self._grammar((verdict.tool,), request)
         elif verdict.reason in ("forced_call", "placeholder_answer") or (
             verdict.reason in MADE_UP_VALUES
             and choice.mode == "auto"
@@ -560,7 +556,8 @@ class PromptedBackend:
             # the grammar, both models answered with the instruction's own words ("Please
             # provide the strings you need...").
             words = request.replace(tool_choice=NONE)
-            return render_contract(words, plain, constrained=True).messages, ANSWER_ONLY, ""
+            messages = render_contract(words, plain, constrained=True).messages
+            return messages, _words(request), ""
         instruction = retry_instruction(
             verdict.reason,
             verdict.detail,
@@ -586,7 +583,7 @@ class PromptedBackend:
         self,
         attempt: Attempt,
         contract: Contract,
-        choice: ToolChoice,
+        request: ChatRequest,
         current: ResponseFormat | None,
     ) -> ResponseFormat | None:
         """A grammar for the retry that leaves out the tools the model keeps repeating.
@@ -596,21 +593,29 @@ class PromptedBackend:
         is allowed. Used whenever the inner backend takes JSON schemas, unless
         `constrained=False`.
         """
+        choice = request.tool_choice
         if not self.grammar_available or choice.mode == "tool":
             return current
         repeated = {i.call.name for i in attempt.issues if i.kind == "repeated_call"}
         others = tuple(t for t in contract.tools if t.name not in repeated)
         if others:
-            return action_response_format(others, choice, self.options.action_format)
+            return self._grammar(others, request)
         if choice.mode == "auto":
-            return self._answer_only(current)
+            return _words(request)
         return current
 
-    def _answer_only(self, current: ResponseFormat | None) -> ResponseFormat | None:
-        """A grammar that admits only a plain answer, where the backend takes one."""
-        if not self.grammar_available:
-            return current
-        return ANSWER_ONLY
+    def _grammar(self, tools: tuple[ToolSpec, ...], request: ChatRequest) -> ResponseFormat | None:
+        """The grammar of a reply calling one of `tools` or, under `auto`, answering: in the
+        caller's own format (`response_format`) when the request has one."""
+        answer = request.response_format.schema if request.response_format else None
+        return action_response_format(
+            tools, request.tool_choice, self.options.action_format, answer=answer
+        )
+
+
+def _words(request: ChatRequest) -> ResponseFormat:
+    """The grammar of an answer in words: the caller's format if any, else plain text."""
+    return request.response_format or ANSWER_ONLY
 
 
 def _own_words(attempt: Attempt, parsed: ParseResult, instruction: str) -> str:

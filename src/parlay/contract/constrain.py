@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parlay.contract.parser.vocabulary import BLOCK_KEYS
 from parlay.request import ResponseFormat, ToolChoice, ToolSpec
 
 FINAL_SCHEMA: dict[str, Any] = {
@@ -56,26 +57,58 @@ def call_schema(spec: ToolSpec, action_format: str) -> dict[str, Any]:
 
 
 def action_schema(
-    tools: tuple[ToolSpec, ...], choice: ToolChoice, action_format: str
+    tools: tuple[ToolSpec, ...],
+    choice: ToolChoice,
+    action_format: str,
+    answer: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """The schema of a valid reply, or None when nothing should be constrained.
 
-    Forced choices allow only calls (of the named tool); `auto` also allows a final answer
-    `{"final": {"content": ...}}`; `none` is never constrained.
+    Forced choices allow only calls (of the named tool); `auto` also allows a final answer:
+    `{"final": {"content": ...}}`, or a JSON value of the `answer` schema when the caller
+    asked for structured output (the parser reads such an object as the answer's text,
+    which the caller then parses); `none` is never constrained.
     """
     if choice.mode == "none" or not tools:
         return None
     allowed = [t for t in tools if choice.mode != "tool" or t.name == choice.name]
     options = [call_schema(t, action_format) for t in allowed]
     if choice.mode == "auto":
-        options.append(FINAL_SCHEMA)
+        options.append(_answer_first(answer) if answer is not None else FINAL_SCHEMA)
     return options[0] if len(options) == 1 else {"anyOf": options}
 
 
+def _answer_first(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with a property that marks no action first, where it has one.
+
+    The parser takes an object whose first key is an action key (`thought`, `name`...) for
+    an action, and grammars write properties in the schema's order: `{"reasoning": ...,
+    "answer": ...}` would be read as an action's thought and lost, `{"answer": ...,
+    "reasoning": ...}` is read as the answer. JSON objects are unordered, so the caller's
+    parse is the same.
+    """
+    properties = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(properties, dict):
+        return schema
+    first = [k for k in properties if k.lower() not in BLOCK_KEYS]
+    if not first or first[0] == next(iter(properties)):
+        return schema
+    order = first + [k for k in properties if k not in first]
+    reordered = {**schema, "properties": {k: properties[k] for k in order}}
+    if isinstance(schema.get("required"), list):
+        required = schema["required"]
+        reordered["required"] = [k for k in order if k in required]
+    return reordered
+
+
 def action_response_format(
-    tools: tuple[ToolSpec, ...], choice: ToolChoice, action_format: str
+    tools: tuple[ToolSpec, ...],
+    choice: ToolChoice,
+    action_format: str,
+    *,
+    answer: dict[str, Any] | None = None,
 ) -> ResponseFormat | None:
-    schema = action_schema(tools, choice, action_format)
+    schema = action_schema(tools, choice, action_format, answer)
     if schema is None:
         return None
     return ResponseFormat(schema, name="action", strict=True)

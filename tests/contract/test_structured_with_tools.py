@@ -1,0 +1,83 @@
+"""Structured output with tools: the caller's schema survives under the action grammar
+(issue: a user's format= was silently replaced by the action grammar)."""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import BaseModel
+
+from parlay import Session
+from parlay.backends.base import Capabilities
+from parlay.backends.prompted import PromptedBackend
+from parlay.backends.scripted import ScriptedBackend
+from parlay.context import UserMessage
+from parlay.contract.constrain import action_schema
+from parlay.request import ChatRequest, ResponseFormat, ToolChoice
+
+from .conftest import TOOLS
+
+GRAMMAR = Capabilities(native_tools=False, json_schema=True)
+
+
+class Weather(BaseModel):
+    reasoning: str
+    city: str
+    temp: int
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def test_the_answer_option_of_the_grammar_is_the_callers_schema() -> None:
+    schema = Weather.model_json_schema()
+    options = action_schema(TOOLS, ToolChoice("auto"), "json", schema)["anyOf"]
+    answer = options[-1]
+    assert set(answer["properties"]) == {"reasoning", "city", "temp"}
+    # An object opening with an action key (`reasoning`) would be read as an action.
+    assert next(iter(answer["properties"])) == "city"
+    assert all("tool" in json.dumps(o) for o in options[:-1])
+
+
+def test_a_forced_call_keeps_only_calls() -> None:
+    schema = Weather.model_json_schema()
+    options = action_schema(TOOLS, ToolChoice("required"), "json", schema)
+    assert "reasoning" not in json.dumps(options)
+
+
+async def test_the_grammar_sent_holds_the_callers_schema_and_the_tools() -> None:
+    inner = ScriptedBackend(
+        ['{"city": "Oslo", "temp": 4, "reasoning": "cold"}'], capabilities=GRAMMAR
+    )
+    request = ChatRequest(
+        (UserMessage("Weather in Oslo?"),),
+        tools=TOOLS,
+        response_format=ResponseFormat(Weather.model_json_schema(), name="Weather"),
+    )
+    events = [e async for e in PromptedBackend(inner).stream(request)]
+    sent = inner.requests[0].response_format
+    assert sent is not None and sent.name == "action"
+    kinds = [set(o.get("properties", {})) for o in sent.schema["anyOf"]]
+    assert {"city", "temp", "reasoning"} in kinds and {"action"} in kinds
+    text = "".join(getattr(e, "text", "") for e in events)
+    assert json.loads(text) == {"city": "Oslo", "temp": 4, "reasoning": "cold"}
+
+
+def test_a_session_with_tools_parses_the_structured_answer() -> None:
+    inner = ScriptedBackend(
+        [
+            '{"action": {"tool": "add", "args": {"a": 2, "b": 2}}}',
+            '{"city": "Oslo", "temp": 4, "reasoning": "2 + 2 is 4"}',
+        ],
+        capabilities=GRAMMAR,
+    )
+    session = Session(PromptedBackend(inner), tools=[add])
+    answer = session.query({"city": "Oslo"}, "How warm? Use add for 2 + 2.", format=Weather)
+    assert answer.parsed == Weather(reasoning="2 + 2 is 4", city="Oslo", temp=4)
+    assert [s.name for s in answer.steps if hasattr(s, "name")] == ["add"]
+    for request in inner.requests:
+        assert request.response_format is not None
+        assert "Weather" not in request.response_format.name  # the action grammar, holding it
+        assert "temp" in json.dumps(request.response_format.schema)
