@@ -97,6 +97,10 @@ class GenerationOptions:
     # Alternatives per generated token to report (`TextDelta.tokens`): OpenAI's
     # `top_logprobs`, 0 to 20. None: no log-probabilities asked for.
     top_logprobs: int | None = field(default=None)
+    # Whether the model may make several calls in one reply (OpenAI's
+    # `parallel_tool_calls`, Anthropic's `disable_parallel_tool_use` the other way round).
+    # None: the backend's default, which allows them. A session's requests carry it.
+    parallel_tool_calls: bool | None = None
 
     @top_logprobs.validator
     def _check_top_logprobs(self, _attribute: Any, value: int | None) -> None:

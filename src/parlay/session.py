@@ -271,6 +271,7 @@ class Session:
             tool_choice=choice,
             response_format=response_format,
             options=options,
+            parallel_tool_calls=options.parallel_tool_calls is not False,
         )
 
     async def _run_turn(

@@ -1,5 +1,5 @@
-"""Structured output with tools through the proxy: an OpenAI client's `response_format`
-survives under the engine's action grammar, and the answer parses with the SDK."""
+"""Structured output and parallel-call settings through the proxy: what an SDK client
+asks for reaches the engine's grammar."""
 
 from __future__ import annotations
 
@@ -56,3 +56,39 @@ def test_an_openai_client_gets_its_schema_with_tools_offered() -> None:
     assert "temperature" in json.dumps(grammar.schema) and "get_weather" in json.dumps(
         grammar.schema
     )
+
+
+def _actions_allowed(inner: ScriptedBackend) -> bool:
+    grammar = inner.requests[-1].response_format
+    assert grammar is not None
+    return '"actions"' in json.dumps(grammar.schema)
+
+
+def test_clients_that_forbid_parallel_calls_get_a_grammar_for_one() -> None:
+    import anthropic
+
+    answer = '{"final": {"content": "Sunny."}}'
+    inner = ScriptedBackend([answer] * 4, capabilities=GRAMMAR)
+    messages: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
+    tools_an: list[Any] = [
+        {"name": "get_weather", "input_schema": TOOLS[0]["function"]["parameters"]}
+    ]
+    with running(create_app(PromptedBackend(inner))) as server:
+        oa = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
+        an = anthropic.Anthropic(base_url=server.url, api_key="x", max_retries=0)
+        oa.chat.completions.create(model="m", messages=messages, tools=TOOLS)
+        assert _actions_allowed(inner)
+        oa.chat.completions.create(
+            model="m", messages=messages, tools=TOOLS, parallel_tool_calls=False
+        )
+        assert not _actions_allowed(inner)
+        an.messages.create(model="m", max_tokens=50, messages=messages, tools=tools_an)
+        assert _actions_allowed(inner)
+        an.messages.create(
+            model="m",
+            max_tokens=50,
+            messages=messages,
+            tools=tools_an,
+            tool_choice={"type": "auto", "disable_parallel_tool_use": True},
+        )
+        assert not _actions_allowed(inner)

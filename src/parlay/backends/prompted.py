@@ -609,7 +609,11 @@ class PromptedBackend:
         caller's own format (`response_format`) when the request has one."""
         answer = request.response_format.schema if request.response_format else None
         return action_response_format(
-            tools, request.tool_choice, self.options.action_format, answer=answer
+            tools,
+            request.tool_choice,
+            self.options.action_format,
+            answer=answer,
+            parallel=request.parallel_tool_calls,
         )
 
 

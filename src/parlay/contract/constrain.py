@@ -35,24 +35,37 @@ def _parameters(spec: ToolSpec) -> dict[str, Any]:
     return schema
 
 
+def _named_call(spec: ToolSpec, action_format: str) -> dict[str, Any]:
+    """One call object: the tool's name and its arguments (`args` in the json format)."""
+    key = "args" if action_format == "json" else "parameters"
+    return {
+        "type": "object",
+        "properties": {"tool": {"type": "string", "enum": [spec.name]}, key: _parameters(spec)},
+        "required": ["tool", key],
+    }
+
+
 def call_schema(spec: ToolSpec, action_format: str) -> dict[str, Any]:
+    """A reply making one call of `spec`."""
+    inner = _named_call(spec, action_format)
     if action_format == "json":
-        inner = {
-            "type": "object",
-            "properties": {
-                "tool": {"type": "string", "enum": [spec.name]},
-                "args": _parameters(spec),
-            },
-            "required": ["tool", "args"],
-        }
         return {"type": "object", "properties": {"action": inner}, "required": ["action"]}
+    return inner
+
+
+def calls_schema(tools: list[ToolSpec], action_format: str) -> dict[str, Any]:
+    """A reply making one or more calls at once: `{"actions": [call, ...]}`."""
+    items = [_named_call(spec, action_format) for spec in tools]
     return {
         "type": "object",
         "properties": {
-            "tool": {"type": "string", "enum": [spec.name]},
-            "parameters": _parameters(spec),
+            "actions": {
+                "type": "array",
+                "items": items[0] if len(items) == 1 else {"anyOf": items},
+                "minItems": 1,
+            }
         },
-        "required": ["tool", "parameters"],
+        "required": ["actions"],
     }
 
 
@@ -61,18 +74,23 @@ def action_schema(
     choice: ToolChoice,
     action_format: str,
     answer: dict[str, Any] | None = None,
+    *,
+    parallel: bool = False,
 ) -> dict[str, Any] | None:
     """The schema of a valid reply, or None when nothing should be constrained.
 
     Forced choices allow only calls (of the named tool); `auto` also allows a final answer:
     `{"final": {"content": ...}}`, or a JSON value of the `answer` schema when the caller
     asked for structured output (the parser reads such an object as the answer's text,
-    which the caller then parses); `none` is never constrained.
+    which the caller then parses); `none` is never constrained. `parallel` also admits
+    several calls in one reply (`calls_schema`); without it, exactly one call.
     """
     if choice.mode == "none" or not tools:
         return None
     allowed = [t for t in tools if choice.mode != "tool" or t.name == choice.name]
     options = [call_schema(t, action_format) for t in allowed]
+    if parallel:
+        options.append(calls_schema(allowed, action_format))
     if choice.mode == "auto":
         options.append(_answer_first(answer) if answer is not None else FINAL_SCHEMA)
     return options[0] if len(options) == 1 else {"anyOf": options}
@@ -107,8 +125,9 @@ def action_response_format(
     action_format: str,
     *,
     answer: dict[str, Any] | None = None,
+    parallel: bool = False,
 ) -> ResponseFormat | None:
-    schema = action_schema(tools, choice, action_format, answer)
+    schema = action_schema(tools, choice, action_format, answer, parallel=parallel)
     if schema is None:
         return None
     return ResponseFormat(schema, name="action", strict=True)

@@ -278,6 +278,27 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
     )
 
 
+@frozen
+class Pair:
+    """A request for two things at once, answered with two calls in one reply."""
+
+    request: str
+    calls: tuple[ToolCall, ToolCall]
+    thought: str
+
+
+def pair_example(tools: tuple[ToolSpec, ...]) -> Pair | None:
+    """Two calls in one reply: the first two tools, or the first one twice with other
+    values. Taught only where parallel calls are allowed."""
+    if not tools:
+        return None
+    first = single_example(tools[0], 80)
+    second = single_example(tools[1], 81) if len(tools) > 1 else _varied_example(tools[0], 81)
+    later = f"{second.request[0].lower()}{second.request[1:]}"
+    request = f"{first.request[:-1]}, and {later}"
+    return Pair(request, (first.call, second.call), "Both at once.")
+
+
 def ask_example(tools: tuple[ToolSpec, ...]) -> Ask | None:
     """The first tool with a required string argument, asked for without its values."""
     for spec in tools:

@@ -25,6 +25,7 @@ from parlay.contract.examples import (
     EXAMPLE_ANSWERS,
     ask_example,
     chain_example,
+    pair_example,
     single_example,
     values_of,
 )
@@ -137,6 +138,22 @@ def render_call(
     return _template(options, f"contract/formats/{folder}/call.j2", call=call, thought=thought)
 
 
+def render_calls(
+    calls: Sequence[ToolCall],
+    options: ContractOptions,
+    thought: str = "",
+    *,
+    shape: str | None = None,
+) -> str:
+    """The calls of one reply in the contract's action format: the one call as it is,
+    several in the format's form for several (json: one `{"actions": [...]}` object)."""
+    if len(calls) == 1:
+        return render_call(calls[0], options, thought, shape=shape)
+    folder = shape or options.action_format
+    path = f"contract/formats/{folder}/calls.j2"
+    return _template(options, path, calls=list(calls), thought=thought).strip()
+
+
 def render_final(content: str, options: ContractOptions, *, shape: str | None = None) -> str:
     """A plain answer in the reply shape (the json and bare shapes wrap it in `final`)."""
     folder = shape or options.action_format
@@ -174,12 +191,20 @@ def render_results(
 
 
 def _few_shot(
-    tools: tuple[ToolSpec, ...], options: ContractOptions, shape: str, constrained: bool
+    tools: tuple[ToolSpec, ...],
+    options: ContractOptions,
+    shape: str,
+    constrained: bool,
+    parallel: bool,
 ) -> tuple[list[Message], frozenset[str | int | float]]:
-    """The example turns, and the values a real call should not copy (`values_of`)."""
+    """The example turns, and the values a real call should not copy (`values_of`).
+    With parallel calls allowed, one example reply makes two calls."""
     singles = [single_example(spec, i) for i, spec in enumerate(tools[: options.max_examples])]
     chain = chain_example(tools)
+    pair = pair_example(tools) if parallel else None
     shown = [example.call for example in singles]
+    if pair is not None:
+        shown.extend(pair.calls)
     if chain is not None:
         shown.extend(call for call in (chain.first, chain.second) if call is not None)
     text = _template(
@@ -188,8 +213,12 @@ def _few_shot(
         singles=singles,
         ask=ask_example(tools),
         chain=chain,
+        pair=pair,
         render_call=lambda call, thought="": render_call(
             call, options, "" if constrained else thought, shape=shape
+        ),
+        render_calls=lambda calls, thought="": render_calls(
+            calls, options, "" if constrained else thought, shape=shape
         ),
         render_final=lambda content: render_final(content, options, shape=shape),
         render_results=lambda results: render_results(results, options),
@@ -267,14 +296,12 @@ def project_history(
             parts = [message.content.strip()] if message.content.strip() else []
             calls = message.tool_calls
             if calls and shape in ("json", "bare"):
-                # One JSON object per reply: the text before the call becomes its thought
+                # One JSON object per reply: the text before the calls becomes its thought
                 # (dropped under a grammar, which has no room for it).
                 thought = "" if constrained else " ".join(parts)[: options.thought_limit]
-                parts = [render_call(calls[0], options, thought, shape=shape)]
-                parts.extend(render_call(call, options, shape=shape) for call in calls[1:])
-                out.append(AssistantMessage("\n".join(parts)))
+                out.append(AssistantMessage(render_calls(calls, options, thought, shape=shape)))
             elif calls:
-                parts.extend(render_call(call, options, shape=shape) for call in calls)
+                parts.append(render_calls(calls, options, shape=shape))
                 out.append(AssistantMessage("\n".join(parts)))
             else:
                 out.append(AssistantMessage(render_final(message.content, options, shape=shape)))
@@ -313,12 +340,15 @@ def render_contract(
         constrained=constrained,
         choice=request.tool_choice,
         thought_limit=options.thought_limit,
+        parallel=request.parallel_tool_calls,
     )
     out: list[Message] = [SystemMessage(system)]
     example_values: frozenset[str | int | float] = frozenset()
     example_answers: frozenset[str] = frozenset()
     if options.few_shot and tools and not from_history and request.tool_choice.mode != "none":
-        turns, example_values = _few_shot(tools, options, shape, constrained)
+        turns, example_values = _few_shot(
+            tools, options, shape, constrained, request.parallel_tool_calls
+        )
         out.extend(turns)
         # One pass over the conversation for both: it is read whole for each.
         unseen = _unseen(example_values | EXAMPLE_ANSWERS, messages)

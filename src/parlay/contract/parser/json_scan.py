@@ -18,6 +18,7 @@ from parlay.contract.parser.vocabulary import (
     ATOM_CHARS,
     CONTENT_KEYS,
     FINAL_KEYS,
+    LIST_KEYS,
     LITERALS,
     NAME_KEYS,
     QUOTES,
@@ -104,6 +105,8 @@ class JsonScanner(StringReader):
                 return "name"  # a string names the tool; an object is a call wrapper
             if top.role == "root" and key in FINAL_KEYS:
                 return "final"
+            if top.role == "root" and key in LIST_KEYS:
+                return "call_list"
             if top.role == "root" and key in THOUGHT_KEYS:
                 return "thought"
             return "skip"
@@ -134,6 +137,8 @@ class JsonScanner(StringReader):
                 role = "call" if kind == "{" else "skip"
             elif role == "final":
                 role = "final" if kind == "{" else "skip"
+            elif role == "call_list":
+                role = "calls" if kind == "[" else "skip"
             elif role != "args":
                 role = "skip"
         if role == "args":

@@ -21,11 +21,13 @@ ARGS_KEYS = frozenset(
     }
 )
 WRAPPER_KEYS = frozenset({"action", "function", "tool_call", "call", "function_call"})
+# Keys whose list holds several calls: the json format's parallel form `{"actions": [...]}`.
+LIST_KEYS = frozenset({"actions", "tool_calls", "calls", "function_calls"})
 FINAL_KEYS = frozenset({"final", "final_answer"})
 CONTENT_KEYS = frozenset({"content", "text", "answer", "message", "response"})
 THOUGHT_KEYS = frozenset({"thought", "thoughts", "reasoning"})
 # A JSON object whose first key is one of these is read as an action, not as prose.
-BLOCK_KEYS = NAME_KEYS | ARGS_KEYS | WRAPPER_KEYS | FINAL_KEYS | THOUGHT_KEYS
+BLOCK_KEYS = NAME_KEYS | ARGS_KEYS | WRAPPER_KEYS | LIST_KEYS | FINAL_KEYS | THOUGHT_KEYS
 # Fence info strings that hold actions (or may: see `TextReader._run_info`).
 ACTION_FENCES = frozenset({"json action", "action", "tool", "tool_call", "tool_code", "function"})
 JSON_FENCES = frozenset({"json", "jsonc", "json5", "javascript", "js", ""})
