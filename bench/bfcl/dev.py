@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -45,9 +46,10 @@ from parlay.backends.local import shared_server
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 STORE = RESULTS / "bfcl-dev.jsonl"
-# The embedded model's own context (`LocalBackend`'s default); Qwen gets room for the
-# longest live_* tool lists with the engine's examples.
-N_CTX = {"smollm2": 4096, "qwen": 8192}
+# Room for the longest live_irrelevance tool lists with any system's prompt: at the
+# embedded model's own 4096 (`LocalBackend`'s default) some do not fit, and an overflow
+# says nothing about tool calling (`--n-ctx 4096` measures the shipped context).
+N_CTX = {"smollm2": 8192, "qwen": 8192}
 
 
 def categories(spec: str) -> tuple[str, ...]:
@@ -105,6 +107,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def _head() -> str:
+    """The commit under test: `$PARLAY_BENCH_COMMIT` (a run from an exported tree), else git's."""
+    if os.environ.get("PARLAY_BENCH_COMMIT"):
+        return os.environ["PARLAY_BENCH_COMMIT"]
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],

@@ -42,7 +42,7 @@ def prompt(question: Question) -> tuple[Message, ...]:
             question.offered, (t.parameters for t in question.offered_tools), strict=True
         )
     ]
-    system = INSTRUCTIONS.replace("FUNCTIONS", json.dumps(functions, ensure_ascii=False, indent=1))
+    system = INSTRUCTIONS.replace("FUNCTIONS", json.dumps(functions, ensure_ascii=False))
     own = [m.content for m in question.messages if isinstance(m, SystemMessage)]
     if own:
         system += "\n\n" + "\n\n".join(own)
