@@ -9,8 +9,11 @@ script as the client. Measures, streaming and not:
 - a soak: 64 clients for 60 s, counting every error.
 
     python bench/proxy_bench.py [--quick] [--litellm /path/to/venv/bin/litellm]
+    flock /tmp/parlay-model.lock nice python bench/proxy_bench.py --workers-rows
 
-Prints a table and writes bench/results/proxy.md (and proxy.json).
+Prints a table and writes bench/results/proxy.md (and proxy.json). `--workers-rows`
+measures only `parlay serve` with 1 and 2 worker processes (and the stub directly), and
+writes its own section of proxy.md (and proxy-workers.json), leaving the rest.
 """
 
 from __future__ import annotations
@@ -68,12 +71,13 @@ def start_stub() -> tuple[subprocess.Popen[bytes], str]:
     return proc, url
 
 
-def start_parlay(upstream: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_parlay(upstream: str, workers: int = 1) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     code = (
         "from parlay.server import ServerConfig, serve;"
         f"serve(ServerConfig({upstream!r}, upstream_model={MODEL!r}, tools='native',"
-        f" models=({MODEL!r},), client_keys=({KEY!r},), port={port}), log_level='warning')"
+        f" models=({MODEL!r},), client_keys=({KEY!r},), port={port}, workers={workers}),"
+        " log_level='warning')"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
@@ -121,12 +125,24 @@ def start_litellm(binary: str, upstream: str, workdir: Path) -> tuple[subprocess
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds a process has used so far (Linux /proc)."""
+    """User + system CPU seconds a process and its children (the workers of
+    `--workers N`) have used so far (Linux /proc)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return own + sum(cpu_seconds(child) for child in _children(pid))
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
 
 
 def pct(values: list[float], q: float) -> float:
@@ -281,14 +297,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         procs.append(stub)
         parlay_proc, parlay_url = start_parlay(stub_url)
         procs.append(parlay_proc)
-        targets = {
-            "direct (stub)": stub_url,
-            "parlay serve": parlay_url,
+        targets = {"direct (stub)": stub_url}
+        pids = {"direct (stub)": stub.pid}
+        if args.workers_rows:
+            targets["parlay serve, 1 worker"] = parlay_url
+            pids["parlay serve, 1 worker"] = parlay_proc.pid
+            two_proc, two_url = start_parlay(stub_url, workers=2)
+            procs.append(two_proc)
+            targets["parlay serve, 2 workers"] = two_url
+            pids["parlay serve, 2 workers"] = two_proc.pid
+        else:
+            targets["parlay serve"] = parlay_url
             # Anthropic Messages in front of the OpenAI-speaking stub: the translation cost.
-            "parlay serve, /v1/messages": parlay_url,
-        }
+            targets["parlay serve, /v1/messages"] = parlay_url
+            pids["parlay serve"] = pids["parlay serve, /v1/messages"] = parlay_proc.pid
         litellm = args.litellm or shutil.which("litellm")
-        if litellm and Path(litellm).exists():
+        if args.workers_rows:
+            pass
+        elif litellm and Path(litellm).exists():
             try:
                 proc, url = start_litellm(litellm, stub_url, workdir)
                 procs.append(proc)
@@ -297,8 +323,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 results["notes"].append(f"LiteLLM proxy did not start: {exc}")
         else:
             results["notes"].append("LiteLLM proxy not installed; not measured")
-        pids = {"direct (stub)": stub.pid, "parlay serve": parlay_proc.pid}
-        pids["parlay serve, /v1/messages"] = parlay_proc.pid
         if "LiteLLM proxy" in targets:
             pids["LiteLLM proxy"] = procs[-1].pid
         # Latency: targets take turns in short rounds, so load from elsewhere on the
@@ -344,11 +368,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # The soak: 64 clients for the whole window, a quarter each on OpenAI and Anthropic,
         # streaming and not, every answer checked.
         variants = [(False, "openai"), (True, "openai"), (False, "anthropic"), (True, "anthropic")]
-        soaked = ["parlay serve"] + (
-            ["LiteLLM proxy"] if args.soak_all and "LiteLLM proxy" in targets else []
-        )
+        soaked = [n for n in targets if n.startswith("parlay serve") and "/v1/" not in n]
+        if args.soak_all and "LiteLLM proxy" in targets:
+            soaked.append("LiteLLM proxy")
         for name in soaked:
-            mix = variants if name == "parlay serve" else variants[:2]
+            mix = variants if name.startswith("parlay serve") else variants[:2]
             rps, done, errors = asyncio.run(load_mixed(targets[name], 64, soak, mix))
             results["soak"][name] = {"seconds": soak, "done": done, "errors": errors, "rps": rps}
             print(f"soaked {name}", file=sys.stderr, flush=True)
@@ -408,6 +432,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="short windows, for a smoke run")
     parser.add_argument("--litellm", help="path to the litellm command (in its own venv)")
     parser.add_argument("--soak-all", action="store_true", help="soak LiteLLM's proxy too")
+    parser.add_argument(
+        "--workers-rows", action="store_true", help="parlay serve with 1 and 2 workers only"
+    )
     parser.add_argument("--out", default=str(RESULTS / "proxy.md"))
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
@@ -421,18 +448,32 @@ def main() -> None:
         return
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(results, indent=2))
-    header = out.read_text().split("<!-- table -->")[0] if out.exists() else ""
-    out.write_text(
-        (header or "# Proxy overhead\n\n")
-        + "<!-- table -->\n"
-        + f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
+    marker = "<!-- workers -->" if args.workers_rows else "<!-- table -->"
+    data = (
+        out.with_name(out.stem + "-workers.json") if args.workers_rows else out.with_suffix(".json")
+    )
+    data.write_text(json.dumps(results, indent=2))
+    section = (
+        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
         + f"Python {sys.version.split()[0]}, load average {results['load_average'][0]:.1f} "
         + f"at the start and {results['load_average'][1]:.1f} at the end.\n\n"
         + text
         + "\n"
         + "".join(f"\nNote: {n}\n" for n in results["notes"])
     )
+    existing = out.read_text() if out.exists() else "# Proxy overhead\n\n"
+    out.write_text(replace_section(existing, marker, section))
+
+
+def replace_section(text: str, marker: str, section: str) -> str:
+    """`text` with what follows `marker` (up to the next `<!-- ` marker line, or the end)
+    replaced by `section`; the marker and section appended when absent."""
+    if marker not in text:
+        return text.rstrip("\n") + f"\n\n{marker}\n{section}"
+    head, _, rest = text.partition(marker)
+    following = rest.find("\n<!-- ")
+    tail = rest[following:] if following >= 0 else ""
+    return f"{head}{marker}\n{section}{tail}"
 
 
 if __name__ == "__main__":

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from parlay.backends._http import mask_secrets, schema_rejected
 from parlay.errors import (
     BackendConnectionError,
     BackendError,
     BackendProtocolError,
+    BackendRateLimitError,
     BackendStatusError,
+    BackendStreamCutError,
     BackendTimeoutError,
     InvalidRequestError,
 )
@@ -35,6 +38,10 @@ from parlay.server.errors import ProxyError, classify
         # The proxy's own upstream key is wrong: not the client's fault.
         (BackendStatusError("x", status_code=401), 502),
         (BackendStatusError("x", status_code=403), 502),
+        # The upstream has no such model or route: the proxy's settings, not the client's.
+        (BackendStatusError("x", status_code=404), 502),
+        (BackendRateLimitError("x", retry_after="7"), 429),
+        (BackendStreamCutError("cut"), 502),
         (RuntimeError("bug"), 500),
     ],
 )
@@ -42,3 +49,58 @@ def test_status_for_each_failure(exc: BaseException, status: int) -> None:
     failure = classify(exc)
     assert failure.status == status
     assert failure.message
+
+
+LEAKY = "http://10.0.0.7:8080/v1/chat/completions answered HTTP {}: bad key sk-live-123456789"
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        BackendStatusError(LEAKY.format(500), status_code=500, body={"error": "sk-live-1"}),
+        BackendStatusError(LEAKY.format(401), status_code=401),
+        BackendStatusError(LEAKY.format(400), status_code=400),
+        BackendRateLimitError(LEAKY.format(429), retry_after="30"),
+        BackendConnectionError("cannot reach http://10.0.0.7:8080/v1/chat/completions"),
+        BackendTimeoutError("http://10.0.0.7:8080/v1/chat/completions did not answer"),
+        BackendStreamCutError("the stream from http://10.0.0.7:8080/v1 was cut"),
+        BackendProtocolError("http://10.0.0.7:8080/v1 sent an error mid-stream: sk-live-1"),
+    ],
+)
+def test_what_a_client_reads_never_names_the_upstream(exc: BaseException) -> None:
+    """Every upstream error showed the upstream's URL, and its body verbatim."""
+    message = classify(exc).message
+    assert "10.0.0.7" not in message and "sk-live" not in message and "http" not in message
+
+
+def test_a_429_keeps_its_retry_after_and_an_upstream_401_says_whose_credentials() -> None:
+    failure = classify(BackendRateLimitError("x", retry_after="30"))
+    assert failure.headers == {"Retry-After": "30"}
+    assert "upstream credentials" in classify(BackendStatusError("x", status_code=401)).message
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "rejected"),
+    [
+        (400, "failed to parse grammar", True),
+        (400, "Invalid schema for response_format 'action'", True),
+        (422, "json_schema: unsupported keyword", True),
+        (400, "maximum context length is 4096 tokens", False),
+        (500, "grammar backend crashed", False),
+        (429, "rate limited while compiling the schema", False),
+        (401, "invalid key for schema service", False),
+    ],
+)
+def test_only_a_400_about_the_schema_lets_the_engine_go_unconstrained(
+    status: int, message: str, rejected: bool
+) -> None:
+    exc = BackendStatusError(message, status_code=status, body={"error": {"message": message}})
+    assert schema_rejected(exc) is rejected
+
+
+def test_credentials_in_upstream_text_are_masked() -> None:
+    text = 'Incorrect API key provided: sk-proj-abcdef123456. {"api_key": "k-9f8e7d6c5b4a3"}'
+    masked = mask_secrets(text + " Bearer tok_0123456789 and my-own-secret", ("my-own-secret",))
+    for secret in ("abcdef123456", "9f8e7d6c5b4a3", "tok_0123456789", "my-own-secret"):
+        assert secret not in masked
+    assert masked.startswith("Incorrect API key provided: sk-***")

@@ -5,6 +5,7 @@ after the upstream was already called and paid for."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -120,5 +121,15 @@ def test_an_oversized_body_gets_413_over_a_real_socket(stub_upstream: StubUpstre
             r = httpx.post(server.url + path, content=big, timeout=30)
             assert r.status_code == 413
             assert shaped("openai" if "chat" in path else "anthropic", r.json())
+
+        # Sent chunked, without a length: refused once the limit is passed while reading.
+        def chunks() -> Iterator[bytes]:
+            yield b'{"model": "m", "pad": "'
+            for _ in range(10 * 1024):
+                yield b"x" * 1024
+            yield b'"}'
+
+        r = httpx.post(server.url + "/v1/messages", content=chunks(), timeout=30)
+        assert r.status_code == 413 and shaped("anthropic", r.json())
         # The server still serves.
         assert httpx.get(server.url + "/health").json() == {"status": "ok"}
