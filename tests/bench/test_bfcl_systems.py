@@ -121,3 +121,17 @@ def test_toolproxy_sees_each_parameter_with_its_name_type_and_description() -> N
         "radius": 3,
         "from": "cm",
     }
+
+
+def test_a_variant_from_the_command_line_is_configure_keyword_arguments() -> None:
+    from bench.bfcl.dev import variants
+
+    assert variants(['loose={"min_offered_share": 0.2, "max_retries": 1}']) == {
+        "loose": {"min_offered_share": 0.2, "max_retries": 1}
+    }
+    [system] = build(
+        ["parlay:loose"], Setup(QWEN, URL, 4096, 512), variants(['loose={"max_retries": 1}'])
+    )
+    assert system.backend.max_retries == 1  # type: ignore[attr-defined]
+    with pytest.raises(SystemExit):
+        variants(["loose=[1]"])
