@@ -66,3 +66,21 @@ def test_the_command_serves(stub_upstream: StubUpstream) -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_workers_and_body_limit_are_checked() -> None:
+    for flags, says in (
+        (["--workers", "0"], "--workers must be at least 1"),
+        (["--max-body-bytes", "10"], "--max-body-bytes must be at least 1024"),
+    ):
+        result = CliRunner().invoke(app, ["serve", "--upstream-url", "http://up/v1", *flags])
+        assert result.exit_code == 2
+        assert says in result.output
+
+
+def test_the_body_limit_comes_from_the_environment_too() -> None:
+    from parlay.server import ServerConfig
+
+    env = {"PARLAY_SERVE_UPSTREAM_URL": "http://up/v1", "PARLAY_SERVE_MAX_BODY_BYTES": "4096"}
+    config = ServerConfig.from_env(env, workers=3)
+    assert config.max_body_bytes == 4096 and config.workers == 3

@@ -133,3 +133,16 @@ def test_an_oversized_body_gets_413_over_a_real_socket(stub_upstream: StubUpstre
         assert r.status_code == 413 and shaped("anthropic", r.json())
         # The server still serves.
         assert httpx.get(server.url + "/health").json() == {"status": "ok"}
+
+
+async def test_the_body_limit_is_configurable() -> None:
+    from parlay import ScriptedBackend
+    from parlay.wire.validate import Limits
+
+    app = create_app(ScriptedBackend(["ok", "ok"]), limits=Limits(max_body_bytes=2048))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://p") as c:
+        small = {"model": "m", "messages": [{"role": "user", "content": "x" * 1000}]}
+        assert (await c.post("/v1/chat/completions", json=small)).status_code == 200
+        big = {"model": "m", "messages": [{"role": "user", "content": "x" * 3000}]}
+        r = await c.post("/v1/chat/completions", json=big)
+        assert r.status_code == 413 and "2,048 bytes" in r.json()["error"]["message"]
