@@ -6,7 +6,8 @@ decode OpenAI and Anthropic requests into.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Collection, Mapping
 from typing import Any, Literal
 
 from attrs import evolve, field, frozen
@@ -72,6 +73,18 @@ class ToolChoice:
         return self.mode in ("required", "tool")
 
 
+def unknown_choice(name: str, tool_names: Collection[str]) -> str:
+    """What to say of a tool_choice that names no tool: the choices, and a near miss."""
+    modes = ("auto", "none", "required")
+    near = difflib.get_close_matches(name, [*modes, *tool_names], n=1)
+    known = ", ".join(sorted(tool_names)) or "none"
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    return (
+        f"tool_choice {name!r} is neither auto, none nor required, and names none of the "
+        f"tools ({known}){hint}"
+    )
+
+
 AUTO = ToolChoice("auto")
 NONE = ToolChoice("none")
 # OpenAI's limit on alternatives per token, which llama.cpp and vLLM accept too.
@@ -126,11 +139,7 @@ class ChatRequest:
         if self.tool_choice.mode == "tool":
             names = {spec.name for spec in self.tools}
             if self.tool_choice.name not in names:
-                known = ", ".join(sorted(names)) or "none"
-                raise InvalidRequestError(
-                    f"tool_choice names {self.tool_choice.name!r}, which is not among the "
-                    f"request's tools ({known})"
-                )
+                raise InvalidRequestError(unknown_choice(self.tool_choice.name or "", names))
 
     def replace(self, **changes: Any) -> ChatRequest:
         return evolve(self, **changes)

@@ -193,3 +193,24 @@ def test_logs_list_show_filter_and_json(scripted: Any, tools_file: Path) -> None
     assert table.exit_code == 0 and "say something" in table.stdout
     missing = runner.invoke(app, ["logs", "show", "9999"])
     assert missing.exit_code == 1 and "no response 9999" in missing.stderr
+
+
+def test_a_tool_choice_typo_lists_the_choices_and_the_near_miss(tools_file: Path) -> None:
+    result = runner.invoke(app, ["prompt", "hi", "-T", str(tools_file), "--tool-choice", "requird"])
+    assert result.exit_code == 2
+    said = " ".join(result.stderr.split())
+    assert "auto, none nor required" in said and "did you mean 'required'?" in said
+
+
+def test_a_forced_tool_choice_without_tools_is_refused() -> None:
+    result = runner.invoke(app, ["prompt", "hi", "--tool-choice", "required", "--no-log"])
+    assert result.exit_code == 2
+    assert "needs a tool to call" in " ".join(result.stderr.split())
+
+
+@pytest.mark.parametrize("url", ["localhost:8080/v1", "ftp://host/v1", "http://"])
+def test_a_base_url_without_its_scheme_says_how_to_write_it(url: str) -> None:
+    from parlay import ConfigurationError, OpenAIBackend
+
+    with pytest.raises(ConfigurationError, match="write it with its scheme"):
+        OpenAIBackend("m", base_url=url)

@@ -138,7 +138,7 @@ def test_decode_tool_choice(raw: Any, expected: ToolChoice) -> None:
         (body(tool_choice="sometimes"), "`tool_choice` must be"),
         (
             body(tool_choice={"type": "function", "function": {"name": "nope"}}, tools=[WEATHER]),
-            "not among",
+            "names none of the tools",
         ),
         (
             {"model": "m", "messages": [{"role": "tool", "tool_call_id": "zz", "content": "x"}]},

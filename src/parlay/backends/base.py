@@ -7,6 +7,7 @@ from typing import Protocol, runtime_checkable
 
 from attrs import frozen
 
+from parlay.errors import ConfigurationError
 from parlay.events import Event
 from parlay.request import ChatRequest
 
@@ -39,3 +40,15 @@ class Backend(Protocol):
     def capabilities(self) -> Capabilities: ...
 
     def stream(self, request: ChatRequest) -> AsyncIterator[Event]: ...
+
+
+def checked_base_url(url: str) -> str:
+    """`url` if it can be spoken to over HTTP; else a `ConfigurationError` saying how to
+    write it (httpx's own message for `localhost:8080/v1` is "unsupported protocol")."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or not rest.strip("/"):
+        hint = f"http://{url.split('://')[-1].lstrip('/')}"
+        raise ConfigurationError(
+            f"base URL {url!r} is not an http(s) URL: write it with its scheme, like {hint!r}"
+        )
+    return url

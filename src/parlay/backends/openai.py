@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import httpx
 
 from parlay.backends._http import DEFAULT_TIMEOUT, HttpTransport
-from parlay.backends.base import Capabilities
+from parlay.backends.base import Capabilities, checked_base_url
 from parlay.errors import BackendProtocolError
 from parlay.events import Event
 from parlay.request import ChatRequest
@@ -44,7 +44,9 @@ class OpenAIBackend:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.model = model
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        self.base_url = checked_base_url(
+            base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        )
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         all_headers = {"Accept": "application/json", **(headers or {})}
         if key:

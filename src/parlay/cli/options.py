@@ -16,7 +16,7 @@ from parlay.cli.mcp_cmd import with_mcp_tools
 from parlay.cli.models import EMBEDDED, MODEL_HELP, resolve_model
 from parlay.cli.protocol import CliSession, stdin_approver
 from parlay.cli.toolfiles import collect_tools
-from parlay.request import GenerationOptions, ToolChoice
+from parlay.request import GenerationOptions, ToolChoice, unknown_choice
 from parlay.start import greedy
 from parlay.store import Store, TurnRecorder
 
@@ -213,9 +213,11 @@ def build_session(opts: RunOptions, stderr: Console) -> CliSession:
     tools = with_mcp_tools(tools, opts.mcp, opts.mcp_url)
     choice = ToolChoice.coerce(opts.tool_choice)
     if choice.mode == "tool" and choice.name not in {t.name for t in tools}:
-        known = ", ".join(t.name for t in tools) or "none: pass -T FILE.py"
+        raise typer.BadParameter(unknown_choice(choice.name or "", [t.name for t in tools]))
+    if choice.forces_call and not tools:
         raise typer.BadParameter(
-            f"--tool-choice {opts.tool_choice!r} is not a tool (the tools: {known})"
+            f"--tool-choice {opts.tool_choice} needs a tool to call: pass -T FILE.py, "
+            "--functions or --mcp"
         )
     backend = resolve_model(
         opts.model,
