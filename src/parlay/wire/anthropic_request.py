@@ -1,0 +1,240 @@
+"""Anthropic Messages, server side, decoding: a request body into a `ChatRequest`, every
+field checked before anything goes upstream."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from attrs import frozen
+
+from parlay.context import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from parlay.errors import InvalidRequestError
+from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice, ToolSpec
+from parlay.wire._check import bounded_int, bounded_number, field, flag, stop_list
+from parlay.wire.validate import DEFAULT_LIMITS, Limits, check_count, check_schema, check_tools
+
+
+@frozen
+class AnthropicRequest:
+    chat: ChatRequest
+    model: str
+    stream: bool = False
+
+
+# -- decoding ------------------------------------------------------------------------------
+
+
+def _block_text(block: Mapping[str, Any], where: str) -> str:
+    return str(field(block, "text", str, where=where, required=True))
+
+
+def _result_text(content: Any, where: str) -> str:
+    """A tool_result's content: a string or an array of text blocks."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for i, block in enumerate(content):
+            if not isinstance(block, Mapping) or block.get("type") != "text":
+                raise InvalidRequestError(
+                    f"`{where}[{i}]` must be a text block: this server reads text results only"
+                )
+            parts.append(_block_text(block, f"{where}[{i}]"))
+        return "\n".join(parts)
+    raise InvalidRequestError(f"`{where}` must be a string or an array of text blocks")
+
+
+def _blocks(content: Any, where: str) -> list[Mapping[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        raise InvalidRequestError(f"`{where}` must be a string or an array of content blocks")
+    for i, block in enumerate(content):
+        if not isinstance(block, Mapping):
+            raise InvalidRequestError(f"`{where}[{i}]` must be a content block object")
+    return content
+
+
+def decode_system(raw: Any) -> list[Message]:
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        return [SystemMessage(raw)] if raw else []
+    if isinstance(raw, list):
+        texts = []
+        for i, block in enumerate(raw):
+            if not isinstance(block, Mapping) or block.get("type") != "text":
+                raise InvalidRequestError(f"`system[{i}]` must be a text block")
+            texts.append(_block_text(block, f"system[{i}]"))
+        return [SystemMessage("\n\n".join(texts))]
+    raise InvalidRequestError("`system` must be a string or an array of text blocks")
+
+
+def decode_messages(raw_messages: Any) -> tuple[Message, ...]:
+    if not isinstance(raw_messages, list) or not raw_messages:
+        raise InvalidRequestError("`messages` must be a non-empty array")
+    out: list[Message] = []
+    names: dict[str, str] = {}
+    for i, raw in enumerate(raw_messages):
+        where = f"messages[{i}]"
+        if not isinstance(raw, Mapping):
+            raise InvalidRequestError(f"`{where}` must be an object")
+        role = field(raw, "role", str, where=where, required=True)
+        if "content" not in raw:
+            raise InvalidRequestError(f"`{where}.content` is required")
+        blocks = _blocks(raw["content"], f"{where}.content")
+        if role == "assistant":
+            texts: list[str] = []
+            calls: list[ToolCall] = []
+            for j, block in enumerate(blocks):
+                bw = f"{where}.content[{j}]"
+                kind = block.get("type")
+                if kind == "text":
+                    texts.append(_block_text(block, bw))
+                elif kind == "tool_use":
+                    call_id = field(block, "id", str, where=bw, required=True)
+                    name = field(block, "name", str, where=bw, required=True)
+                    arguments = field(block, "input", dict, where=bw) or {}
+                    names[call_id] = name
+                    calls.append(ToolCall(name, arguments, call_id))
+                elif kind in ("thinking", "redacted_thinking"):
+                    continue  # reasoning is not replayed to the model
+                else:
+                    raise InvalidRequestError(
+                        f"`{bw}.type` is {kind!r}: assistant turns hold text and tool_use blocks"
+                    )
+            out.append(AssistantMessage("".join(texts), tuple(calls)))
+        elif role == "user":
+            texts = []
+            for j, block in enumerate(blocks):
+                bw = f"{where}.content[{j}]"
+                kind = block.get("type")
+                if kind == "text":
+                    texts.append(_block_text(block, bw))
+                elif kind == "tool_result":
+                    call_id = field(block, "tool_use_id", str, where=bw, required=True)
+                    name = names.get(call_id)
+                    if name is None:
+                        raise InvalidRequestError(
+                            f"`{bw}.tool_use_id` is {call_id!r}, which no earlier tool_use "
+                            "block holds"
+                        )
+                    text = _result_text(block.get("content"), f"{bw}.content")
+                    if field(block, "is_error", bool, where=bw):
+                        out.append(ToolResult(call_id, name, error=text or "the tool failed"))
+                    else:
+                        out.append(ToolResult(call_id, name, text))
+                else:
+                    raise InvalidRequestError(
+                        f"`{bw}.type` is {kind!r}: this server reads text and tool_result blocks"
+                    )
+            if texts:
+                out.append(UserMessage("\n".join(texts)))
+        else:
+            raise InvalidRequestError(f"`{where}.role` is {role!r}: use user or assistant")
+    return tuple(out)
+
+
+def decode_tools(raw_tools: Any) -> tuple[ToolSpec, ...]:
+    if raw_tools is None:
+        return ()
+    if not isinstance(raw_tools, list):
+        raise InvalidRequestError("`tools` must be an array")
+    specs = []
+    for i, raw in enumerate(raw_tools):
+        where = f"tools[{i}]"
+        if not isinstance(raw, Mapping):
+            raise InvalidRequestError(f"`{where}` must be an object")
+        if raw.get("type") not in (None, "custom"):
+            raise InvalidRequestError(
+                f"`{where}.type` is {raw.get('type')!r}: this server runs client tools only"
+            )
+        name = field(raw, "name", str, where=where, required=True)
+        description = field(raw, "description", str, where=where) or ""
+        schema = field(raw, "input_schema", dict, where=where, required=True)
+        specs.append(ToolSpec(name, description, schema))
+    check_tools(specs, "tools")
+    return tuple(specs)
+
+
+def decode_tool_choice(raw: Any) -> tuple[ToolChoice, bool]:
+    """The choice and whether parallel calls are allowed."""
+    if raw is None:
+        return ToolChoice("auto"), True
+    if not isinstance(raw, Mapping):
+        raise InvalidRequestError(
+            '`tool_choice` must be an object such as {"type": "auto"}, {"type": "any"}, '
+            '{"type": "tool", "name": ...} or {"type": "none"}'
+        )
+    parallel = not flag(raw, "disable_parallel_tool_use", where="tool_choice")
+    kind = raw.get("type")
+    if kind == "auto":
+        return ToolChoice("auto"), parallel
+    if kind == "any":
+        return ToolChoice("required"), parallel
+    if kind == "none":
+        return ToolChoice("none"), parallel
+    if kind == "tool":
+        name = field(raw, "name", str, where="tool_choice", required=True)
+        return ToolChoice("tool", name), parallel
+    raise InvalidRequestError("`tool_choice.type` must be auto, any, tool or none")
+
+
+def decode_output_format(raw: Any) -> ResponseFormat | None:
+    """`output_config.format` (structured outputs): a JSON schema the reply must match."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise InvalidRequestError("`output_config` must be an object")
+    fmt = raw.get("format")
+    if fmt is None:
+        return None
+    if not isinstance(fmt, Mapping) or fmt.get("type") != "json_schema":
+        raise InvalidRequestError(
+            '`output_config.format` must be {"type": "json_schema", "schema": {...}}'
+        )
+    schema = field(fmt, "schema", dict, where="output_config.format", required=True)
+    check_schema(schema, "output_config.format.schema")
+    return ResponseFormat(schema)
+
+
+def decode_request(body: Any, limits: Limits = DEFAULT_LIMITS) -> AnthropicRequest:
+    """A Messages request body (already parsed JSON) as an `AnthropicRequest`, every field
+    checked (types, ranges, tool schemas) so that nothing malformed goes upstream."""
+    if not isinstance(body, Mapping):
+        raise InvalidRequestError("the request body must be a JSON object")
+    model = field(body, "model", str, required=True)
+    max_tokens = bounded_int(body, "max_tokens", 1, limits.max_tokens)
+    if max_tokens is None:
+        raise InvalidRequestError("`max_tokens` is required")
+    if isinstance(body.get("messages"), list):
+        check_count(body["messages"], "messages", limits.max_messages)
+    messages = (*decode_system(body.get("system")), *decode_messages(body.get("messages")))
+    choice, parallel = decode_tool_choice(body.get("tool_choice"))
+    options = GenerationOptions(
+        # Anthropic's own ranges: temperature is 0 to 1 there, not OpenAI's 0 to 2.
+        temperature=bounded_number(body, "temperature", 0, 1),
+        top_p=bounded_number(body, "top_p", 0, 1),
+        max_tokens=max_tokens,
+        stop=stop_list(body.get("stop_sequences"), "stop_sequences"),
+    )
+    chat = ChatRequest(
+        messages,
+        tools=decode_tools(body.get("tools")),
+        tool_choice=choice,
+        parallel_tool_calls=parallel,
+        response_format=decode_output_format(body.get("output_config")),
+        options=options,
+        model=model,
+    )
+    return AnthropicRequest(chat, model, flag(body, "stream"))
