@@ -83,6 +83,12 @@ def die() -> str:
     os._exit(3)
 
 
+@app.tool()
+def pid() -> int:
+    """The server's process id (to see whether it still runs)."""
+    return os.getpid()
+
+
 @app.tool(name="text.shout")
 def shout(text: str) -> str:
     """Upper-case the text."""

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -124,3 +129,49 @@ def test_the_sync_form_works_from_a_running_event_loop():
             session.close()
 
     assert within(GUARD, lambda: asyncio.run(cell())) == "7"
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def wait_until_gone(pid: int) -> bool:
+    deadline = time.monotonic() + GUARD
+    while time.monotonic() < deadline:
+        if gone(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def server_pid(tools: MCPTools) -> int:
+    result = within(GUARD, lambda: tools.toolbox.get("pid").invoke(ToolCall("pid", {})))
+    return int(result.output)
+
+
+def test_a_server_nothing_refers_to_any_more_is_stopped():
+    tools = MCPTools.stdio(SERVER, include=["pid"])
+    pid = server_pid(tools)
+    assert not gone(pid)
+    del tools
+    gc.collect()
+    assert wait_until_gone(pid)
+
+
+def test_the_servers_stop_when_the_program_ends(tmp_path):
+    script = (
+        "import sys\n"
+        "from parlay.mcp import MCPTools\n"
+        "from parlay import ToolCall\n"
+        f"tools = MCPTools.stdio({SERVER!r}, include=['pid'])\n"
+        "print(tools.toolbox.get('pid').invoke(ToolCall('pid', {})).output)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=GUARD
+    )
+    assert done.returncode == 0, done.stderr
+    assert wait_until_gone(int(done.stdout.strip()))
