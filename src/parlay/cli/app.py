@@ -14,6 +14,7 @@ from rich.console import Console
 from parlay.cli.logs import logs_app
 from parlay.cli.mcp_cmd import mcp_app
 from parlay.cli.options import RunOptions, build_session, with_run_options
+from parlay.cli.prompt_input import read_prompt
 from parlay.cli.protocol import CliSession
 from parlay.cli.run import run_turn
 from parlay.cli.serve import serve
@@ -88,14 +89,18 @@ def _answer(session: CliSession, text: str, opts: RunOptions) -> None:
 @app.command()
 @with_run_options
 def prompt(
-    text: Annotated[str, typer.Argument(help="The prompt ('-' reads it from stdin).")],
+    text: Annotated[
+        str | None,
+        typer.Argument(
+            help="The prompt. Piped stdin comes first, then this; '-' or none: stdin only."
+        ),
+    ] = None,
     *,
     opts: RunOptions,
 ) -> None:
     """Send one prompt; the answer streams to stdout, tools run as the model asks."""
     stderr = stderr_console()
-    if text == "-":
-        text = sys.stdin.read()
+    text = read_prompt(text, sys.stdin, stdin_is_for_answers=opts.tools_approve)
     # Leaving the session's `with` stops the --mcp servers it started.
     with friendly_errors(stderr), build_session(opts, stderr) as session:
         _answer(session, text, opts)

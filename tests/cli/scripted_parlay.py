@@ -1,0 +1,74 @@
+"""The real `parlay` command in a subprocess, its model replaced by a scripted one.
+
+For the tests whose point is the command line itself (stdin, -c, --schema, logs -q):
+a real process with real standard streams, answering at once. `-m` picks the script:
+
+- `echo` (or anything else): the reply is the request's messages as JSON,
+  `[[role, content], ...]`, so a test reads what the model was shown;
+- `json`: a reply matching `PERSON_SCHEMA` when the request asks for structured output;
+- `tool`: a call of `add` {"a": 2, "b": 3} until a result is in the history, then "The sum is 5.".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from parlay.backends.scripted import ScriptedBackend, calls
+from parlay.context import ToolResult
+from parlay.request import ChatRequest
+
+HERE = Path(__file__).resolve()
+
+
+def _echo(request: ChatRequest) -> str:
+    return json.dumps([[m.role, getattr(m, "content", "")] for m in request.messages])
+
+
+def _json(request: ChatRequest) -> str:
+    assert request.response_format is not None, "no response_format in the request"
+    return json.dumps({"name": "Ada", "age": 36})
+
+
+def _tool(request: ChatRequest) -> Any:
+    if any(isinstance(m, ToolResult) for m in request.messages):
+        return "The sum is 5."
+    return calls(("add", {"a": 2, "b": 3}))
+
+
+SCRIPTS = {"json": _json, "tool": _tool}
+
+
+def backend(spec: str | None, **_flags: Any) -> ScriptedBackend:
+    return ScriptedBackend(SCRIPTS.get(spec or "", _echo))
+
+
+def run(
+    args: list[str], log_db: Path, stdin: str | None = "", timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """`parlay ARGS` in a subprocess writing to `log_db`; `stdin` None: no pipe (inherits
+    the test runner's stdin, which pytest makes a non-terminal null device)."""
+    env = {**os.environ, "PARLAY_LOG_DB": str(log_db)}
+    return subprocess.run(
+        [sys.executable, str(HERE), *args],
+        input=stdin,
+        stdin=subprocess.DEVNULL if stdin is None else None,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+
+
+if __name__ == "__main__":
+    import parlay.cli.options
+
+    parlay.cli.options.resolve_model = backend  # type: ignore[assignment]
+    from parlay.cli.app import main
+
+    sys.argv[0] = "parlay"
+    main()
