@@ -81,6 +81,7 @@ def test_approval_answered_no_cancels_the_call_and_tells_the_model(
     )
     assert result.exit_code == 0, result.output
     assert "Run tool" in result.stderr and "shout" in result.stderr
+    assert "[y/N]" in result.stderr  # no is the default, as the hint says
     told = backend.requests[1].messages[-1]
     assert isinstance(told, ToolResult) and told.is_error and "declined" in (told.error or "")
     assert "HI" not in result.stdout

@@ -33,6 +33,8 @@ FLAGS: list[tuple[list[str], dict[str, Any]]] = [
     (["--chain-limit", "3"], {"chain_limit": 3}),
     (["--tools-debug"], {"tools_debug": True}),
     (["--tools-approve"], {"tools_approve": True}),
+    (["--td"], {"tools_debug": True}),  # llm's short forms
+    (["--ta"], {"tools_approve": True}),
     (["--no-stream"], {"no_stream": True}),
     (["--json"], {"json": True}),
     (["--prompted"], {"prompted": True}),
@@ -131,3 +133,23 @@ def test_the_embedded_model_answers_greedily_unless_told(
     from parlay.cli.options import _options
 
     assert _options(opts).temperature == temperature
+
+
+def _command_paths(group: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = [prefix]
+    for name, sub in getattr(group, "commands", {}).items():
+        found.extend(_command_paths(sub, (*prefix, name)))
+    return found
+
+
+def test_flags_are_plain_switches_in_every_help_page() -> None:
+    paths = _command_paths(typer.main.get_command(app))
+    assert ("prompt",) in paths and ("serve",) in paths and ("logs", "show") in paths
+    for path in paths:
+        result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, path
+        assert "<bool>" not in result.stdout, path
+        assert "--help" in result.stdout
+    shown = runner.invoke(app, ["prompt", "--help"], env={"COLUMNS": "200"}).stdout
+    assert "--tools-debug,--td" in shown and "--tools-approve,--ta" in shown
+    assert "<int range>" in shown  # options that take a value still show its type

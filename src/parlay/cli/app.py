@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from parlay.cli import help_format  # noqa: F401  (flags show no <bool> in --help)
 from parlay.cli.logs import logs_app
 from parlay.cli.mcp_cmd import mcp_app
 from parlay.cli.options import RunOptions, build_session, with_run_options

@@ -62,10 +62,11 @@ ChainLimitOpt = Annotated[
     int, typer.Option("--chain-limit", min=1, help="Most tool rounds per prompt.")
 ]
 DebugOpt = Annotated[
-    bool, typer.Option("--tools-debug", help="Show each tool call and result on stderr.")
+    bool, typer.Option("--tools-debug", "--td", help="Show each tool call and result on stderr.")
 ]
 ApproveOpt = Annotated[
-    bool, typer.Option("--tools-approve", help="Ask before each tool call; 'no' cancels it.")
+    bool,
+    typer.Option("--tools-approve", "--ta", help="Ask before each tool call; 'no' cancels it."),
 ]
 NoStreamOpt = Annotated[
     bool, typer.Option("--no-stream", help="Print the answer once it is complete.")

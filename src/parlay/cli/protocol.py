@@ -60,7 +60,8 @@ def stdin_approver(console: Console, read_line: Callable[[], str]) -> Approver:
     """Asks on stderr, reads the answer from stdin: only 'y' or 'yes' approves."""
 
     def approve(call: ToolCall) -> bool:
-        console.print(f"Run tool [bold]{escape(describe_call(call))}[/]? [y/N] ", end="")
+        # The escaped bracket keeps the hint from being read as rich markup (it would vanish).
+        console.print(f"Run tool [bold]{escape(describe_call(call))}[/]? \\[y/N] ", end="")
         answer = read_line()
         if not answer:
             console.print()  # stdin closed: treat as "no"
