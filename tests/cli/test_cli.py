@@ -64,11 +64,11 @@ def test_tool_call_debug_output_json_and_log(scripted: Any, tools_file: Path) ->
     (call,) = payload["tool_calls"]
     assert (call["name"], call["arguments"], call["output"]) == ("add", {"a": 2, "b": 3}, "5")
 
-    rows = Store().responses()
-    assert [r.id for r in rows] == list(reversed(payload["log"]["response_ids"]))
-    asked = rows[-1]
+    (asked,) = Store().responses()  # one prompt, one row, as the JSON says
+    assert asked.id == payload["log"]["response_id"]
     assert asked.prompt == "2+3?" and asked.calls[0].call_id == call["id"]
     assert asked.results[0].output == "5"
+    assert asked.text == "The sum is 5." and asked.finish_reason == "stop"
     assert Store().sessions()[0].source == "cli"
 
 
@@ -181,7 +181,11 @@ def test_logs_list_show_filter_and_json(scripted: Any, tools_file: Path) -> None
     runner.invoke(app, ["prompt", "1+1", "-T", str(tools_file)])
     listed = runner.invoke(app, ["logs", "--json"])
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
-    assert [r["text"] for r in rows] == ["two", "", "plain answer"]
+    # One row per prompt: the tool round and the answer are one row, its prompt kept.
+    assert [(r["prompt"], r["text"]) for r in rows] == [
+        ("1+1", "two"),
+        ("say something", "plain answer"),
+    ]
     only_add = runner.invoke(app, ["logs", "--tool", "add", "--json"])
     (called,) = [json.loads(line) for line in only_add.stdout.splitlines()]
     assert called["tool_calls"][0]["name"] == "add"

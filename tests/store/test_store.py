@@ -123,16 +123,19 @@ def test_session_with_log_records_turns_calls_and_results(store: Store) -> None:
     session.call_tool(call)
     assert session.respond().value == "it is 3"
 
-    newest, oldest = store.responses()
-    assert oldest.prompt == "what is 1+2?"
-    assert oldest.finish_reason == "tool_calls"
-    assert [(c.call_id, c.name, c.arguments) for c in oldest.calls] == [
-        (call.id, "add", {"a": 1, "b": 2})
+    # One row for the prompt (as llm logs a chain): the call, its result, the answer.
+    (row,) = store.responses()
+    assert row.prompt == "what is 1+2?" and row.text == "it is 3"
+    assert row.finish_reason == "stop"
+    assert [(c.call_id, c.name, c.arguments, c.round) for c in row.calls] == [
+        (call.id, "add", {"a": 1, "b": 2}, 0)
     ]
-    assert [(r.call_id, r.output, r.error) for r in oldest.results] == [(call.id, "3", None)]
-    assert newest.prompt is None and newest.text == "it is 3"
-    assert newest.completion_tokens is not None and newest.duration_ms is not None
-    assert oldest.session_id == newest.session_id == session.log.session_id  # type: ignore[union-attr]
+    assert [(r.call_id, r.output, r.error) for r in row.results] == [(call.id, "3", None)]
+    assert row.completion_tokens == 1 + 1  # both rounds (the script counts 1 token each)
+    assert row.duration_ms is not None
+    assert row.id == session.log.last_response_id  # type: ignore[union-attr]
+    assert row.session_id == session.log.session_id  # type: ignore[union-attr]
+    assert store.count("tool_results") == 1
     (logged_session,) = store.sessions()
     assert logged_session.system == "be brief" and logged_session.tools == ("add",)
 
@@ -156,9 +159,27 @@ def test_hand_inserted_results_are_logged_with_the_next_turn(store: Store) -> No
     (call,) = session.chat("2+2").tools
     session.ctx = session.ctx.insert(ToolResult(call.id, call.name, output="4"))
     assert session.respond().value == "four"
-    newest, oldest = store.responses()  # one called add, the next was given its result
-    assert newest.calls == ()
-    assert [(r.call_id, r.output) for r in oldest.results] == [(call.id, "4")]
+    (row,) = store.responses()  # the result given by hand joins the prompt's row
+    assert (row.prompt, row.text) == ("2+2", "four")
+    assert [(r.call_id, r.output) for r in row.results] == [(call.id, "4")]
+
+
+def test_each_prompt_has_its_own_row_and_rounds_continue_across_respond(store: Store) -> None:
+    backend = ScriptedBackend(
+        [calls(("add", {"a": 1, "b": 1})), calls(("add", {"a": 2, "b": 2})), "4", "bye"]
+    )
+    session = ProtocolSession(backend, tools=[add], log=store)
+    (first,) = session.chat("add twice").tools
+    session.call_tool(first)
+    (second,) = session.respond().tools
+    session.call_tool(second)
+    assert session.respond().value == "4"
+    assert session.chat("thanks").value == "bye"
+    newest, oldest = store.responses()
+    assert (oldest.prompt, oldest.text) == ("add twice", "4")
+    assert [(c.call_id, c.round) for c in oldest.calls] == [(first.id, 0), (second.id, 1)]
+    assert [r.output for r in oldest.results] == ["2", "4"]
+    assert (newest.prompt, newest.text, newest.calls) == ("thanks", "bye", ())
 
 
 def test_a_log_that_cannot_be_written_warns_and_the_turn_still_works(tmp_path: Path) -> None:

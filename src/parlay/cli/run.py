@@ -29,7 +29,7 @@ class TurnOutcome:
     finish_reason: str | None = None
     usage: Usage = field(factory=Usage)
     calls: list[tuple[ToolCall, ToolResult]] = field(factory=list)
-    log_ids: list[int] = field(factory=list)
+    log_id: int | None = None  # the prompt's one row in the log, all its rounds included
 
     def as_dict(self, session_id: str | None) -> dict[str, Any]:
         return {
@@ -51,7 +51,7 @@ class TurnOutcome:
                 }
                 for call, result in self.calls
             ],
-            "log": {"session_id": session_id, "response_ids": self.log_ids},
+            "log": {"session_id": session_id, "response_id": self.log_id},
         }
 
 
@@ -82,8 +82,8 @@ def run_turn(
         outcome.finish_reason = thunk.finish_reason
         if thunk.usage is not None:
             outcome.usage = outcome.usage + thunk.usage
-        if session.log is not None and session.log.last_response_id is not None:
-            outcome.log_ids.append(session.log.last_response_id)
+        if session.log is not None:
+            outcome.log_id = session.log.last_response_id
         calls = thunk.tools
         if not calls:
             break

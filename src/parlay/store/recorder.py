@@ -1,9 +1,12 @@
 """Writes a session's completed turns to the log (`Session(..., log=True)`).
 
-A turn is recorded when its thunk completes: the prompt, the final text, usage, model,
-timings and diagnostics, every tool call of every round, and the tool results the model
-saw, both those from the turn's own tool loop and those inserted into the context since
-the previous turn (by `call_tool`, `tool_call_result` or a hand-made `ctx.insert`).
+One row per prompt, as llm logs a chain: a turn is recorded when its thunk completes
+(the prompt, the final text, usage, model, timings and diagnostics, every tool call of
+every round, and the tool results the model saw, both those from the turn's own tool
+loop and those inserted into the context since the previous turn by `call_tool`,
+`tool_call_result` or a hand-made `ctx.insert`). A turn that ends by calling tools leaves
+its row open: the `respond()` turns that carry the results back extend that row (calls,
+results, the answer, summed usage) instead of adding rows with no prompt.
 """
 
 from __future__ import annotations
@@ -25,6 +28,15 @@ if TYPE_CHECKING:
     from parlay.thunk import ModelOutputThunk, RoundDone
 
 Producer = Callable[[], AsyncIterator["Event | RoundDone"]]
+
+
+@attrs.define
+class _OpenRow:
+    """A logged prompt whose tool loop is still going: the next `respond()` extends it."""
+
+    id: int
+    rounds: int
+    started: float | None
 
 
 @attrs.define
@@ -76,6 +88,7 @@ class TurnRecorder:
         self.session = LoggedSession(uuid.uuid4().hex, "", source, backend, system, tuple(tools))
         self._pending: weakref.WeakKeyDictionary[Any, _Pending] = weakref.WeakKeyDictionary()
         self.last_response_id: int | None = None
+        self._open: _OpenRow | None = None
 
     @property
     def session_id(self) -> str:
@@ -104,20 +117,38 @@ class TurnRecorder:
         pending = self._pending.pop(thunk, None)
         if pending is None:
             return
+        # A new prompt always starts a row; only a `respond()` continues the open one.
+        extending = self._open if pending.prompt is None else None
         self.last_response_id = None
+        self._open = None
+        first_round = extending.rounds if extending is not None else 0
         try:
-            self.last_response_id = self.store.add_response(
-                self.response(thunk, pending), self.session
-            )
+            response = self.response(thunk, pending, first_round)
+            if extending is not None:
+                now = time.monotonic()
+                response = attrs.evolve(response, duration_ms=_ms(extending.started, now))
+                self.store.extend_response(extending.id, response)
+                row_id, started = extending.id, extending.started
+            else:
+                row_id = self.store.add_response(response, self.session)
+                started = pending.started
         except Exception as exc:
             warnings.warn(f"parlay could not log a turn: {exc}", RuntimeWarning, stacklevel=2)
+            return
+        self.last_response_id = row_id
+        if thunk.tools:
+            rounds = max((c.round for c in response.calls), default=first_round) + 1
+            self._open = _OpenRow(row_id, rounds, started)
 
-    def response(self, thunk: ModelOutputThunk[Any], pending: _Pending) -> LoggedResponse:
+    def response(
+        self, thunk: ModelOutputThunk[Any], pending: _Pending, first_round: int = 0
+    ) -> LoggedResponse:
+        """The turn as a row; its rounds are numbered from `first_round`."""
         # Called from the thunk's completion hook: the results are settled by then.
         now = time.monotonic()
         calls: list[LoggedCall] = []
         results = [_result(r) for r in results_since_last_turn(pending.prompt_ctx)]
-        round_no = 0
+        round_no = first_round
         for message in thunk.steps:
             if isinstance(message, AssistantMessage):
                 calls.extend(_call(c, round_no) for c in message.tool_calls)

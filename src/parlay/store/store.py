@@ -15,15 +15,22 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import platformdirs
-from attrs import field, frozen
 
 from parlay.errors import StoreError
 from parlay.store.migrations import SCHEMA_VERSION, migrate, schema_version
+from parlay.store.records import (
+    LoggedCall,
+    LoggedResponse,
+    LoggedResult,
+    LoggedSession,
+    utc_now,
+)
+
+__all__ = ["ENV_VAR", "LoggedCall", "LoggedResponse", "LoggedResult", "LoggedSession", "Store"]
 
 ENV_VAR = "PARLAY_LOG_DB"
 BUSY_TIMEOUT_S = 30.0
@@ -52,86 +59,6 @@ def default_path() -> Path:
     if chosen:
         return Path(chosen).expanduser()
     return Path(platformdirs.user_data_dir("parlay", appauthor=False)) / "logs.db"
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-@frozen
-class LoggedCall:
-    call_id: str
-    name: str
-    arguments: dict[str, Any] = field(hash=False)
-    round: int = 0
-
-
-@frozen
-class LoggedResult:
-    call_id: str
-    name: str
-    output: str = ""
-    error: str | None = None
-
-
-@frozen
-class LoggedResponse:
-    """One completed turn as it is written to (and read back from) the log."""
-
-    session_id: str
-    text: str
-    prompt: str | None = None
-    backend: str | None = None
-    model: str | None = None
-    finish_reason: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    first_event_ms: float | None = None
-    duration_ms: float | None = None
-    diagnostics: dict[str, Any] | None = field(default=None, hash=False)
-    calls: tuple[LoggedCall, ...] = ()
-    results: tuple[LoggedResult, ...] = ()
-    created_at: str = field(factory=utc_now)
-    id: int | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        out = {
-            name: getattr(self, name)
-            for name in (
-                "id",
-                "session_id",
-                "created_at",
-                "backend",
-                "model",
-                "prompt",
-                "text",
-                "finish_reason",
-                "prompt_tokens",
-                "completion_tokens",
-                "first_event_ms",
-                "duration_ms",
-                "diagnostics",
-            )
-        }
-        out["tool_calls"] = [
-            {"call_id": c.call_id, "name": c.name, "arguments": c.arguments, "round": c.round}
-            for c in self.calls
-        ]
-        out["tool_results"] = [
-            {"call_id": r.call_id, "name": r.name, "output": r.output, "error": r.error}
-            for r in self.results
-        ]
-        return out
-
-
-@frozen
-class LoggedSession:
-    id: str
-    created_at: str
-    source: str
-    backend: str | None
-    system: str | None
-    tools: tuple[str, ...]
 
 
 class Store:
@@ -294,20 +221,53 @@ class Store:
                 ),
             )
             response_id = int(cursor.lastrowid or 0)
-            conn.executemany(
-                "INSERT INTO tool_calls (response_id, round, call_id, name, arguments) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [
-                    (response_id, c.round, c.call_id, c.name, json.dumps(c.arguments))
-                    for c in response.calls
-                ],
-            )
-            conn.executemany(
-                "INSERT INTO tool_results (response_id, call_id, name, output, error) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [(response_id, r.call_id, r.name, r.output, r.error) for r in response.results],
-            )
+            self._insert_calls(conn, response_id, response)
             return response_id
+
+    def extend_response(self, response_id: int, more: LoggedResponse) -> None:
+        """Add a later round of the same prompt to row `response_id`: its calls and
+        results, its answer and finish reason, its tokens added to the row's; `more`'s
+        duration (measured from the prompt) replaces the row's. One transaction."""
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE responses SET text = ?, finish_reason = ?, "
+                "model = COALESCE(?, model), "
+                "prompt_tokens = CASE WHEN ? IS NULL THEN prompt_tokens "
+                "ELSE COALESCE(prompt_tokens, 0) + ? END, "
+                "completion_tokens = CASE WHEN ? IS NULL THEN completion_tokens "
+                "ELSE COALESCE(completion_tokens, 0) + ? END, "
+                "duration_ms = COALESCE(?, duration_ms), "
+                "diagnostics = COALESCE(?, diagnostics) WHERE id = ?",
+                (
+                    more.text,
+                    more.finish_reason,
+                    more.model,
+                    more.prompt_tokens,
+                    more.prompt_tokens,
+                    more.completion_tokens,
+                    more.completion_tokens,
+                    more.duration_ms,
+                    json.dumps(more.diagnostics) if more.diagnostics is not None else None,
+                    response_id,
+                ),
+            )
+            self._insert_calls(conn, response_id, more)
+
+    @staticmethod
+    def _insert_calls(conn: sqlite3.Connection, response_id: int, response: LoggedResponse) -> None:
+        conn.executemany(
+            "INSERT INTO tool_calls (response_id, round, call_id, name, arguments) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [
+                (response_id, c.round, c.call_id, c.name, json.dumps(c.arguments))
+                for c in response.calls
+            ],
+        )
+        conn.executemany(
+            "INSERT INTO tool_results (response_id, call_id, name, output, error) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(response_id, r.call_id, r.name, r.output, r.error) for r in response.results],
+        )
 
     # -- reading -----------------------------------------------------------------------
     def responses(
