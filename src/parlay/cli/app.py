@@ -14,6 +14,7 @@ from rich.console import Console
 from parlay.cli import help_format  # noqa: F401  (flags show no <bool> in --help)
 from parlay.cli.logs import logs_app
 from parlay.cli.mcp_cmd import mcp_app
+from parlay.cli.models_cmd import models
 from parlay.cli.options import RunOptions, build_session, with_run_options
 from parlay.cli.prompt_input import read_prompt
 from parlay.cli.protocol import CliSession
@@ -130,6 +131,7 @@ def chat(*, opts: RunOptions) -> None:
 
 # Registered after prompt and chat so `parlay --help` lists the everyday commands first.
 app.command("serve")(serve)
+app.command("models")(models)
 
 
 def _print_version(value: bool) -> None:

@@ -42,13 +42,17 @@ def list_logs(
     session: Annotated[
         str | None, typer.Option("--session", help="Only this session (an id or its prefix).")
     ] = None,
+    query: Annotated[
+        str | None,
+        typer.Option("--query", "-q", help="Only responses whose prompt or answer has this text."),
+    ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
 ) -> None:
     """List recent responses, newest first (`parlay logs show ID` for one)."""
     if ctx.invoked_subcommand is not None:
         return
     try:
-        rows = _store().responses(limit=count, tool=tool, session_id=session)
+        rows = _store().responses(limit=count, tool=tool, session_id=session, query=query)
     except StoreError as exc:
         Console(stderr=True).print(f"[red]error:[/] {exc}")
         raise typer.Exit(1) from None

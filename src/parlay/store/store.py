@@ -276,10 +276,16 @@ class Store:
         limit: int | None = 20,
         tool: str | None = None,
         session_id: str | None = None,
+        query: str | None = None,
     ) -> list[LoggedResponse]:
-        """Newest first; `tool` keeps the responses that called that tool."""
+        """Newest first; `tool` keeps the responses that called that tool, `query` those
+        whose prompt or answer contains that text (case-insensitive for ASCII)."""
         where: list[str] = []
         params: list[Any] = []
+        if query:
+            like = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            where.append("(prompt LIKE ? ESCAPE '\\' OR text LIKE ? ESCAPE '\\')")
+            params.extend([like, like])
         if tool is not None:
             where.append("id IN (SELECT response_id FROM tool_calls WHERE name = ?)")
             params.append(tool)

@@ -1,0 +1,76 @@
+"""`parlay models`: what `-m` accepts, and which of it this machine can use now."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Annotated
+
+import typer
+from attrs import asdict, frozen
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+
+@frozen
+class ModelForm:
+    form: str
+    example: str
+    what: str
+    ready: str  # what this machine has for it (a key set, a server URL), or what it needs
+
+
+def _env(name: str) -> str:
+    return f"${name} set" if os.environ.get(name) else f"needs ${name}"
+
+
+def model_forms() -> list[ModelForm]:
+    """Every `-m` form of `parlay.cli.models.resolve_model`, in its order."""
+    served = os.environ.get("PARLAY_OPENAI_BASE_URL")
+    embedded_ready = f"served at {served}" if served else "built in"
+    return [
+        ModelForm(
+            "embedded",
+            "-m embedded",
+            "the embedded model (the default; also 'local')",
+            embedded_ready,
+        ),
+        ModelForm(
+            "PATH.gguf",
+            "-m ./model.gguf",
+            "a GGUF file on the embedded llama.cpp runtime",
+            "any local file",
+        ),
+        ModelForm(
+            "URL", "-m http://127.0.0.1:8080/v1", "an OpenAI-compatible server", "a running server"
+        ),
+        ModelForm(
+            "NAME@URL",
+            "-m qwen@http://127.0.0.1:8080/v1",
+            "an OpenAI-compatible server, asking for model NAME",
+            "a running server",
+        ),
+        ModelForm("openai:NAME", "-m openai:gpt-4o-mini", "OpenAI", _env("OPENAI_API_KEY")),
+        ModelForm(
+            "anthropic:NAME",
+            "-m anthropic:claude-sonnet-4-5",
+            "Anthropic's Messages API",
+            _env("ANTHROPIC_API_KEY"),
+        ),
+    ]
+
+
+def models(
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+) -> None:
+    """List what -m accepts (--prompted or --action-format put any behind prompted tool calling)."""
+    forms = model_forms()
+    if json_output:
+        for form in forms:
+            typer.echo(json.dumps(asdict(form)))
+        return
+    table = Table("-m", "example", "what", "here")
+    for form in forms:
+        table.add_row(*(escape(v) for v in (form.form, form.example, form.what, form.ready)))
+    Console(highlight=False).print(table)
