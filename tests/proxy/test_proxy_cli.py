@@ -22,11 +22,12 @@ def test_refuses_public_bind_without_a_key() -> None:
     assert "without a client key" in result.output
 
 
-def test_needs_an_upstream() -> None:
+def test_upstream_settings_without_an_upstream_say_what_serves_instead() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PARLAY_SERVE_")}
-    result = CliRunner().invoke(app, ["serve"], env=env)
+    result = CliRunner().invoke(app, ["serve", "--upstream-key", "sk"], env=env)
     assert result.exit_code == 2
     assert "--upstream-url" in result.output
+    assert "embedded model" in result.output
 
 
 def test_the_command_serves(stub_upstream: StubUpstream) -> None:

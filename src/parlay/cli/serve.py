@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from parlay.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from parlay.server.config import ServerConfig
 
 
 def serve(
     upstream_url: Annotated[
         str | None,
         typer.Option(
-            help="Upstream base URL, e.g. http://127.0.0.1:8080/v1 (env PARLAY_SERVE_UPSTREAM_URL)"
+            help="Upstream base URL, e.g. http://127.0.0.1:8080/v1; none: serve the embedded "
+            "model through the prompt-contract engine (env PARLAY_SERVE_UPSTREAM_URL)"
         ),
     ] = None,
     upstream_kind: Annotated[
@@ -102,9 +106,21 @@ def serve(
             "(default 8 MiB) (env PARLAY_SERVE_MAX_BODY_BYTES)"
         ),
     ] = None,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            envvar="PARLAY_THREADS",
+            show_envvar=False,
+            help="The embedded model's llama.cpp threads (default: the cores free when it "
+            "loads) (env PARLAY_THREADS)",
+        ),
+    ] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
 ) -> None:
-    """Serve OpenAI chat completions and Anthropic messages, with tools, before any model."""
+    """Serve OpenAI chat completions and Anthropic messages, with tools, before any model.
+
+    With no --upstream-url it serves the embedded model through the prompt-contract engine.
+    """
     from parlay.server.config import ServerConfig
     from parlay.server.run import serve as run
 
@@ -125,22 +141,29 @@ def serve(
             min_offered_share=min_offered_share,
             workers=workers,
             max_body_bytes=max_body_bytes,
+            threads=threads,
         )
     except ConfigurationError as exc:
         typer.echo(f"parlay serve: {exc}", err=True)
         raise typer.Exit(2) from exc
-    if config.tools == "prompted":
-        mode = "plain-chat upstream through the prompt-contract engine"
-    else:
-        mode = "native tools passed through"
-    plural = f", {config.workers} workers" if config.workers > 1 else ""
-    typer.echo(
-        f"parlay serve: http://{config.host}:{config.port} -> {config.upstream_url} "
-        f"({mode}{plural})",
-        err=True,
-    )
     try:
+        typer.echo(f"parlay serve: {startup_line(config)}", err=True)
         run(config, log_level=log_level)
     except ConfigurationError as exc:
         typer.echo(f"parlay serve: {exc}", err=True)
         raise typer.Exit(2) from exc
+
+
+def startup_line(config: ServerConfig) -> str:
+    """Where it listens and what answers there (the embedded model is named, not loaded)."""
+    plural = f", {config.workers} workers" if config.workers > 1 else ""
+    where = f"http://{config.host}:{config.port}"
+    if config.upstream_url is None:
+        from parlay.server.embedded import describe_embedded
+
+        return f"{where} -> {describe_embedded(config.threads)}{plural}"
+    if config.tools == "prompted":
+        mode = "plain-chat upstream through the prompt-contract engine"
+    else:
+        mode = "native tools passed through"
+    return f"{where} -> {config.upstream_url} ({mode}{plural})"

@@ -41,7 +41,8 @@ class ServerConfig:
     which is only allowed on a loopback address.
     """
 
-    upstream_url: str
+    # None: no upstream, the embedded model (`parlay.start.default_backend`).
+    upstream_url: str | None = None
     upstream_kind: UpstreamKind = "openai"
     upstream_key: str | None = None
     upstream_model: str | None = None
@@ -60,6 +61,8 @@ class ServerConfig:
     # turn) and the largest request body accepted (413 beyond).
     workers: int = 1
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # The embedded model's llama.cpp threads (None: $PARLAY_THREADS, else the cores free).
+    threads: int | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.upstream_kind not in ("openai", "anthropic"):
@@ -72,6 +75,18 @@ class ServerConfig:
             raise ConfigurationError(
                 f"min offered share {self.min_offered_share} is not between 0 and 1 "
                 "(0 turns the forced-call check off)"
+            )
+        if self.threads is not None and self.threads < 1:
+            raise ConfigurationError(f"--threads must be at least 1, got {self.threads}")
+        if self.upstream_url is None and (self.upstream_model or self.upstream_key):
+            raise ConfigurationError(
+                "--upstream-model and --upstream-key need --upstream-url; without one, "
+                "parlay serve serves the embedded model"
+            )
+        if self.upstream_url is None and self.tools == "native":
+            raise ConfigurationError(
+                "--tools native needs an --upstream-url with tools of its own; the embedded "
+                "model has none, so it is served through the prompt-contract engine"
             )
         if self.workers < 1:
             raise ConfigurationError(f"--workers must be at least 1, got {self.workers}")
@@ -128,10 +143,6 @@ class ServerConfig:
                         f"{ENV_PREFIX + key}={env[ENV_PREFIX + key]!r} is not a number"
                     ) from exc
         values.update({k: v for k, v in overrides.items() if v is not None and v != ()})
-        if not values.get("upstream_url"):
-            raise ConfigurationError(
-                "no upstream: pass --upstream-url (or set PARLAY_SERVE_UPSTREAM_URL)"
-            )
         return cls(**values)  # type: ignore[arg-type]
 
 
@@ -145,7 +156,19 @@ def is_loopback(host: str) -> bool:
 
 
 def build_backend(config: ServerConfig) -> Backend:
-    """The backend the proxy serves: the upstream, through the prompt engine if asked."""
+    """The backend the proxy serves: the upstream, through the prompt engine if asked;
+    with no upstream, the embedded model as `start_session()` runs it."""
+    options: dict[str, object] = {}
+    if config.action_format is not None:
+        options["action_format"] = config.action_format
+    if config.max_retries is not None:
+        options["max_retries"] = config.max_retries
+    if config.min_offered_share is not None:
+        options["min_offered_share"] = config.min_offered_share
+    if config.upstream_url is None:
+        from parlay.server.embedded import embedded_backend
+
+        return embedded_backend(config.threads, **options)
     native = config.tools == "native"
     caps = Capabilities(native_tools=native, json_schema=config.upstream_kind == "openai")
     backend_class: type[AnthropicBackend] | type[OpenAIBackend]
@@ -167,13 +190,6 @@ def build_backend(config: ServerConfig) -> Backend:
     )
     if native:
         return inner
-    options: dict[str, object] = {}
-    if config.action_format is not None:
-        options["action_format"] = config.action_format
-    if config.max_retries is not None:
-        options["max_retries"] = config.max_retries
-    if config.min_offered_share is not None:
-        options["min_offered_share"] = config.min_offered_share
     return prompted(inner, **options)
 
 

@@ -1,0 +1,64 @@
+"""`parlay serve` with no upstream: the embedded model, as `start_session()` runs it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from attrs import evolve
+
+from parlay.backends.base import Backend, Capabilities
+from parlay.events import Event
+from parlay.request import ChatRequest
+
+
+class Greedy:
+    """`inner` at temperature 0 where a request sets none, as `start_session()` samples
+    the embedded model: a 135M model follows the tool contract far better greedily."""
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.inner.capabilities
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        if request.options.temperature is None:
+            request = request.replace(options=evolve(request.options, temperature=0))
+        return self.inner.stream(request)
+
+
+def embedded_backend(threads: int | None, **engine: Any) -> Backend:
+    """Exactly `parlay.start.default_backend(threads=...)`, greedy by default; `engine`
+    settings given on the command line change the prompt-contract engine's own."""
+    from parlay.start import default_backend
+
+    backend = default_backend(threads=threads)
+    if engine and hasattr(backend, "configure"):
+        backend = backend.configure(**engine)
+    return Greedy(backend)
+
+
+def describe_embedded(threads: int | None) -> str:
+    """What `embedded_backend` will serve, in words, without loading the model."""
+    if os.environ.get("PARLAY_OPENAI_BASE_URL"):
+        model = os.environ.get("PARLAY_MODEL") or "its default model"
+        return f"{model} at $PARLAY_OPENAI_BASE_URL ({os.environ['PARLAY_OPENAI_BASE_URL']})"
+    from parlay.backends.local import default_model_path
+
+    if threads is not None:
+        cpu = f"{threads} thread{'s' if threads != 1 else ''}"
+    elif os.environ.get("PARLAY_THREADS"):
+        cpu = f"{os.environ['PARLAY_THREADS']} threads from $PARLAY_THREADS"
+    else:
+        cpu = "threads: the cores free when it loads"
+    return (
+        f"embedded model {default_model_path().name} through the prompt-contract engine, "
+        f"greedy unless a request sets a temperature, {cpu}; loaded on the first request"
+    )
