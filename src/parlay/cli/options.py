@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
-from attrs import frozen
+from attrs import evolve, frozen
 from rich.console import Console
 
 from parlay.cli.mcp_cmd import with_mcp_tools
 from parlay.cli.models import EMBEDDED, MODEL_HELP, resolve_model
 from parlay.cli.protocol import CliSession, stdin_approver
+from parlay.cli.resume import find_conversation, rebuild_context
 from parlay.cli.toolfiles import collect_tools
 from parlay.request import GenerationOptions, ToolChoice, unknown_choice
 from parlay.start import greedy
@@ -94,6 +95,18 @@ TemperatureOpt = Annotated[
     float | None, typer.Option("--temperature", help="Sampling temperature.")
 ]
 NoLogOpt = Annotated[bool, typer.Option("--no-log", help="Do not write this run to the log.")]
+ContinueOpt = Annotated[
+    bool,
+    typer.Option("--continue", "-c", help="Continue the latest logged conversation (as llm's -c)."),
+]
+CidOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cid",
+        "--conversation",
+        help="Continue the logged conversation with this id (a prefix will do; see parlay logs).",
+    ),
+]
 ThreadsOpt = Annotated[
     int | None,
     typer.Option(
@@ -126,6 +139,8 @@ class RunOptions:
     temperature: float | None = None
     no_log: bool = False
     threads: int | None = None
+    continue_conversation: bool = False
+    cid: str | None = None
 
 
 def run_options(
@@ -148,6 +163,8 @@ def run_options(
     temperature: TemperatureOpt = None,
     no_log: NoLogOpt = False,
     threads: ThreadsOpt = None,
+    continue_conversation: ContinueOpt = False,
+    cid: CidOpt = None,
 ) -> RunOptions:
     """The options of `prompt` and `chat`, declared once: typer reads this signature."""
     # By keyword: a field moved in RunOptions cannot silently take another option's value.
@@ -171,6 +188,8 @@ def run_options(
         temperature=temperature,
         no_log=no_log,
         threads=threads,
+        continue_conversation=continue_conversation,
+        cid=cid,
     )
 
 
@@ -226,10 +245,14 @@ def build_session(opts: RunOptions, stderr: Console) -> CliSession:
         action_format=opts.action_format,
         threads=opts.threads,
     )
+    resumed = None
+    if opts.continue_conversation or opts.cid is not None:
+        resumed = find_conversation(Store(), opts.cid)
     session = CliSession(
         backend,
+        ctx=rebuild_context(resumed, opts.system) if resumed is not None else None,
         tools=tools,
-        system=opts.system,
+        system=opts.system if resumed is None else None,
         chain_limit=opts.chain_limit,
         options=_options(opts),
         debug=stderr if opts.tools_debug else None,
@@ -246,4 +269,6 @@ def build_session(opts: RunOptions, stderr: Console) -> CliSession:
             system=opts.system,
             tools=[t.name for t in tools],
         )
+        if resumed is not None:  # the new turns join the logged conversation
+            session.log.session = evolve(session.log.session, id=resumed.session.id)
     return session
