@@ -48,7 +48,11 @@ def backend(spec: str | None, **_flags: Any) -> ScriptedBackend:
 
 
 def run(
-    args: list[str], log_db: Path, stdin: str | None = "", timeout: float = 60
+    args: list[str],
+    log_db: Path,
+    stdin: str | None = "",
+    timeout: float = 60,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`parlay ARGS` in a subprocess writing to `log_db`; `stdin` None: no pipe (inherits
     the test runner's stdin, which pytest makes a non-terminal null device)."""
@@ -61,13 +65,14 @@ def run(
         text=True,
         env=env,
         timeout=timeout,
+        cwd=cwd,
     )
 
 
 if __name__ == "__main__":
     import parlay.cli.options
 
-    parlay.cli.options.resolve_model = backend  # type: ignore[assignment]
+    parlay.cli.options.resolve_model = backend
     from parlay.cli.app import main
 
     sys.argv[0] = "parlay"

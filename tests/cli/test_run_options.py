@@ -45,6 +45,7 @@ FLAGS: list[tuple[list[str], dict[str, Any]]] = [
     (["--threads", "3"], {"threads": 3}),
     (["-c"], {"continue_conversation": True}),
     (["--cid", "abc"], {"cid": "abc"}),
+    (["--schema", "{}"], {"schema": "{}"}),
 ]
 
 

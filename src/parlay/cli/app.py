@@ -19,6 +19,7 @@ from parlay.cli.options import RunOptions, build_session, with_run_options
 from parlay.cli.prompt_input import read_prompt
 from parlay.cli.protocol import CliSession
 from parlay.cli.run import run_turn
+from parlay.cli.schema import load_schema
 from parlay.cli.serve import serve
 from parlay.cli.tools_cmd import tools_app
 from parlay.errors import (
@@ -73,14 +74,19 @@ def _out(text: str) -> None:
 
 
 def _answer(session: CliSession, text: str, opts: RunOptions) -> None:
-    stream = None if (opts.no_stream or opts.json) else _out
+    schema = load_schema(opts.schema) if opts.schema else None
+    # An answer held to --schema is printed once it is checked, never streamed.
+    stream = None if (opts.no_stream or opts.json or schema) else _out
     outcome = run_turn(
         session,
         text,
         tool_choice=opts.tool_choice,
         chain_limit=opts.chain_limit,
         write=stream,
+        format=schema.format if schema else None,
     )
+    if schema is not None:
+        outcome.text = schema.check(outcome.text)
     if opts.json:
         log_session = session.log.session_id if session.log is not None else None
         _out(json.dumps(outcome.as_dict(log_session), ensure_ascii=False) + "\n")

@@ -107,6 +107,14 @@ CidOpt = Annotated[
         help="Continue the logged conversation with this id (a prefix will do; see parlay logs).",
     ),
 ]
+SchemaOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--schema",
+        help="The answer as JSON matching this JSON schema (inline or a file) or pydantic "
+        "model (module:Class); printed once checked.",
+    ),
+]
 ThreadsOpt = Annotated[
     int | None,
     typer.Option(
@@ -141,6 +149,7 @@ class RunOptions:
     threads: int | None = None
     continue_conversation: bool = False
     cid: str | None = None
+    schema: str | None = None
 
 
 def run_options(
@@ -165,6 +174,7 @@ def run_options(
     threads: ThreadsOpt = None,
     continue_conversation: ContinueOpt = False,
     cid: CidOpt = None,
+    schema: SchemaOpt = None,
 ) -> RunOptions:
     """The options of `prompt` and `chat`, declared once: typer reads this signature."""
     # By keyword: a field moved in RunOptions cannot silently take another option's value.
@@ -190,6 +200,7 @@ def run_options(
         threads=threads,
         continue_conversation=continue_conversation,
         cid=cid,
+        schema=schema,
     )
 
 

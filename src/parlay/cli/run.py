@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from attrs import define, field
+from pydantic import BaseModel
 
 from parlay.cli.protocol import CliSession
 from parlay.context import ToolCall, ToolResult
@@ -62,12 +63,13 @@ def run_turn(
     tool_choice: str | None,
     chain_limit: int,
     write: Callable[[str], None] | None,
+    format: type[BaseModel] | None = None,
 ) -> TurnOutcome:
     """Send `text`, streaming text to `write` (None: do not stream), running tool rounds."""
     outcome = TurnOutcome()
     choice = ToolChoice.coerce(tool_choice)
     made: list[tuple[ToolCall, ToolResult]] = []
-    thunk: ModelOutputThunk[Any] = session.chat(text, tool_choice=choice)
+    thunk: ModelOutputThunk[Any] = session.chat(text, tool_choice=choice, format=format)
     while True:
         if write is not None:
             wrote = False
@@ -99,6 +101,6 @@ def run_turn(
         made.extend(zip(calls, session.call_tools(calls), strict=True))
         if choice.forces_call:
             choice = ToolChoice("auto")  # the forced call was made; now the model decides
-        thunk = session.respond(tool_choice=choice)
+        thunk = session.respond(tool_choice=choice, format=format)
     outcome.calls = made
     return outcome
