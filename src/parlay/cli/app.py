@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from parlay.cli import help_format  # noqa: F401  (flags show no <bool> in --help)
+from parlay.cli.line_input import chat_lines
 from parlay.cli.logs import logs_app
 from parlay.cli.mcp_cmd import mcp_app
 from parlay.cli.models_cmd import models
@@ -121,18 +122,17 @@ def chat(*, opts: RunOptions) -> None:
     stderr = stderr_console()
     with friendly_errors(stderr), build_session(opts, stderr) as session:
         stderr.print(f"[dim]chatting with {session.backend.name}; 'exit' or Ctrl-D to end[/]")
-        while True:
-            stderr.print("[bold]>[/] ", end="")
-            line = sys.stdin.readline()
-            if not line or line.strip() in ("exit", "quit", "/exit", "/quit"):
-                break
-            if not line.strip():
-                continue
-            try:
-                _answer(session, line.rstrip("\n"), opts)
-            except (ToolChainLimitError, BackendError) as exc:
-                # One bad turn does not end the chat; the context is as it was before it.
-                stderr.print(f"[red]error:[/] {exc}")
+        with chat_lines(stderr) as next_line:
+            while (line := next_line()) is not None:
+                if line.strip() in ("exit", "quit", "/exit", "/quit"):
+                    break
+                if not line.strip():
+                    continue
+                try:
+                    _answer(session, line, opts)
+                except (ToolChainLimitError, BackendError) as exc:
+                    # One bad turn does not end the chat; the context is as it was before.
+                    stderr.print(f"[red]error:[/] {exc}")
 
 
 # Registered after prompt and chat so `parlay --help` lists the everyday commands first.
