@@ -268,8 +268,9 @@ def test_config_from_env_and_flags() -> None:
     assert config.upstream_url == "http://env/v1"
     assert config.models == ("a", "b") and config.client_keys == ("k1", "k2")
     assert config.port == 9001 and config.tools == "native" and config.host == "127.0.0.1"
+    assert ServerConfig.from_env({}).upstream_url is None  # no upstream: the embedded model
     with pytest.raises(ConfigurationError, match="upstream-url"):
-        ServerConfig.from_env({})
+        ServerConfig.from_env({"PARLAY_SERVE_UPSTREAM_MODEL": "smol"})
     with pytest.raises(ConfigurationError, match="not a number"):
         ServerConfig.from_env({**env, "PARLAY_SERVE_PORT": "x"})
 
