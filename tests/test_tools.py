@@ -260,3 +260,21 @@ def test_name_clashes_say_where_each_tool_came_from():
     message = str(caught.value)
     assert "two tools are named 'weather' (a Python function, from MCP server 'files')" in message
     assert "prefix" in message
+
+
+def test_a_tool_without_a_docstring_warns_once() -> None:
+    import warnings
+
+    from parlay import UndescribedToolWarning
+    from parlay.tools import Tool
+
+    def lookup_undocumented_xyz(key: str) -> str:
+        return key
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        Tool.from_function(lookup_undocumented_xyz)
+        Tool.from_function(lookup_undocumented_xyz)
+        Tool.from_function(lookup_undocumented_xyz, name="other_xyz", description="Looks up.")
+    found = [w for w in caught if issubclass(w.category, UndescribedToolWarning)]
+    assert len(found) == 1 and "add one" in str(found[0].message)

@@ -35,6 +35,7 @@ from parlay.errors import (
     ThunkError,
     ToolChainLimitError,
     ToolDefinitionError,
+    UndescribedToolWarning,
 )
 from parlay.events import (
     Event,
@@ -118,6 +119,7 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "Toolbox",
+    "UndescribedToolWarning",
     "Usage",
     "UserMessage",
     "start_session",

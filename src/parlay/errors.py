@@ -97,3 +97,7 @@ class MCPServerError(ParlayError):
     and ends with what it last wrote on stderr, if anything. A server that fails during a
     session does not raise: each call to it is an error result the model sees.
     """
+
+
+class UndescribedToolWarning(UserWarning):
+    """A tool was made from a function without a docstring: the model sees no description."""

@@ -17,6 +17,7 @@ import dataclasses
 import inspect
 import json
 import re
+import warnings
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar, overload
 
@@ -25,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from parlay.calls import in_thread
 from parlay.context import ToolCall, ToolResult
-from parlay.errors import ToolDefinitionError
+from parlay.errors import ToolDefinitionError, UndescribedToolWarning
 from parlay.request import ToolSpec
 from parlay.signature import arguments_model, describe, schema_of
 
@@ -139,6 +140,8 @@ class Tool:
                 f"tool name {tool_name!r} is not usable: pass name='...' (letters, digits, _)"
             )
         doc_description, _ = describe(fn)
+        if description is None and not doc_description:
+            _warn_undescribed(tool_name)
         model = arguments_model(fn, tool_name)
         schema = schema_of(model)
         return cls(
@@ -374,3 +377,19 @@ __all__ = [
     "render_output",
     "tool",
 ]
+
+
+_warned: set[str] = set()
+
+
+def _warn_undescribed(name: str) -> None:
+    """Once per tool name: a model picks tools by their description, and this has none."""
+    if name in _warned:
+        return
+    _warned.add(name)
+    warnings.warn(
+        f"tool {name!r} has no docstring, so the model sees no description of it: add one "
+        "(its first line says what the tool does) or pass description='...'",
+        UndescribedToolWarning,
+        stacklevel=4,
+    )
