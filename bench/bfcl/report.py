@@ -37,7 +37,8 @@ METRICS = ("right", "well_formed", "abstained")
 
 
 def labels(outcomes: Iterable[Outcome]) -> dict[tuple[str, str], str]:
-    """(system, config) -> the column's name: the system, and its config when it has two."""
+    """(system, config) -> the column's name: the system, and its config when it has two
+    (give it the outcomes of one model)."""
     configs: dict[str, list[str]] = defaultdict(list)
     for o in outcomes:
         if o["config"] not in configs[o["system"]]:
@@ -171,15 +172,25 @@ def timing(outcomes: Sequence[Outcome]) -> str:
     return markdown_table(header, rows)
 
 
-def configs(outcomes: Sequence[Outcome], named: Mapping[tuple[str, str], str]) -> str:
-    commits: dict[tuple[str, str], set[str]] = defaultdict(set)
+def configs(outcomes: Sequence[Outcome]) -> str:
+    """Per model, each column's config hash and the commits its outcomes came from."""
+    rows: list[list[object]] = []
+    for model, found in sorted(by_model(outcomes).items()):
+        named = labels(found)
+        commits: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for o in found:
+            commits[o["system"], o["config"]].add(o.get("commit") or "?")
+        for key in sorted(commits, key=lambda k: _column_order(named[k])):
+            made = ", ".join(f"`{c}`" for c in sorted(commits[key]))
+            rows.append([model, named[key], f"`{key[1]}`", made])
+    return markdown_table(["model", "system", "config", "commits"], rows)
+
+
+def by_model(outcomes: Iterable[Outcome]) -> dict[str, list[Outcome]]:
+    out: dict[str, list[Outcome]] = defaultdict(list)
     for o in outcomes:
-        commits[o["system"], o["config"]].add(o.get("commit") or "?")
-    rows: list[list[object]] = [
-        [named[k], f"`{k[1]}`", ", ".join(f"`{c}`" for c in sorted(found))]
-        for k, found in sorted(commits.items(), key=lambda kv: _column_order(named[kv[0]]))
-    ]
-    return markdown_table(["system", "config", "commits"], rows)
+        out[o["model"]].append(o)
+    return out
 
 
 INTRO = """\
@@ -199,7 +210,6 @@ the two intervals' ends).
 
 
 def render(outcomes: Sequence[Outcome], store: str = "bench/results/bfcl-dev.jsonl") -> str:
-    named = labels(outcomes)
     parts = [
         "# BFCL development benchmark: parlay and three baselines, tune and validate halves",
         "",
@@ -208,6 +218,8 @@ def render(outcomes: Sequence[Outcome], store: str = "bench/results/bfcl-dev.jso
     parted_all: list[str] = []
     agreements = []
     for model, halves in sorted(split(outcomes).items()):
+        # A config holds the model file, so columns are named within one model.
+        named = labels(o for found in halves.values() for o in found)
         cells = {half: Cell(halves[half], named) for half in HALVES if halves.get(half)}
         for half, cell in cells.items():
             parts += [f"## {model}, {half} half", ""]
@@ -226,5 +238,5 @@ def render(outcomes: Sequence[Outcome], store: str = "bench/results/bfcl-dev.jso
         )
         parts += [verdict, "", *agreements]
     parts += ["## Time per question", "", timing(outcomes), ""]
-    parts += ["## Configurations", "", configs(outcomes, named), ""]
+    parts += ["## Configurations", "", configs(outcomes), ""]
     return "\n".join(parts)

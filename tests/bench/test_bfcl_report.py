@@ -94,3 +94,16 @@ def test_report_mode_rebuilds_the_page_without_running_anything(tmp_path: Path) 
     page = tmp_path / "page.md"
     dev.main(["--report", "--store", str(store), "--page", str(page), "--models", "no-such-model"])
     assert page.read_text() == render(synthetic(), store=str(store))
+
+
+def test_each_models_own_config_does_not_split_a_system_in_two_columns() -> None:
+    qwen = outcome("parlay", "multiple", "multiple_1", True)
+    smol = {
+        **outcome("parlay", "multiple", "multiple_1", False),
+        "model": "smollm2",
+        "config": "other",
+    }
+    page = render([qwen, smol])
+    assert "[cfg-parlay]" not in page and "[other]" not in page
+    assert "| qwen | parlay | `cfg-parlay` | `abc1234` |" in page
+    assert "| smollm2 | parlay | `other` | `abc1234` |" in page
