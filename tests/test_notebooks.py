@@ -14,6 +14,8 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+# Notebooks that display a context, whose HTML (parlay.display) must be in the output.
+SHOWS_HTML = ("01_sessions_and_contexts.ipynb", "02_tool_calling_protocol.ipynb")
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
 
@@ -43,3 +45,11 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
         client.execute()
     except CellExecutionError as exc:
         pytest.fail(f"{path.name}: {exc}", pytrace=False)
+    if path.name in SHOWS_HTML:
+        html = [
+            output["data"]["text/html"]
+            for cell in notebook.cells
+            for output in cell.get("outputs", [])
+            if "text/html" in output.get("data", {})
+        ]
+        assert any('class="parlay"' in h and "turn user" in h for h in html), path.name

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from parlay.backends.base import Capabilities
-from parlay.backends.prompted import ANSWER_ONLY, PromptedBackend
+from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
 from parlay.contract.placeholders import PLACEHOLDERS, is_placeholder, may_become_placeholder
@@ -95,18 +95,20 @@ def test_stand_ins_are_told_from_answers(text: str, whole: bool, start: bool) ->
     assert may_become_placeholder(text) is start
 
 
-async def test_tool_choice_none_is_held_to_the_answer_grammar() -> None:
-    inner = ScriptedBackend(['{"final": {"content": "Hi."}}'], capabilities=GRAMMAR)
+async def test_tool_choice_none_is_never_constrained() -> None:
+    """Held to the answer grammar, SmolLM2 answered "weather in Paris?" with "Paris"."""
+    inner = ScriptedBackend(["Hi."], capabilities=GRAMMAR)
     request = ChatRequest((UserMessage("hi"),), tools=TOOLS, tool_choice=ToolChoice("none"))
-    text, _ = await run(PromptedBackend(inner), request)
-    assert inner.requests[0].response_format == ANSWER_ONLY
-    assert text == "Hi."
+    text, finish = await run(PromptedBackend(inner), request)
+    assert inner.requests[0].response_format is None and text == "Hi."
+    assert finish.diagnostics is not None and not finish.diagnostics.constrained
 
 
-async def test_a_call_under_tool_choice_none_is_asked_again_in_words() -> None:
+@pytest.mark.parametrize("caps", [PLAIN, GRAMMAR], ids=["plain", "grammar"])
+async def test_a_call_under_tool_choice_none_is_asked_again_in_words(caps: Capabilities) -> None:
     """Qwen wrote an action under tool_choice none: stripped of it, nothing was left."""
     action = json.dumps({"action": {"tool": "add", "args": {"a": 2, "b": 3}}})
-    inner = ScriptedBackend([action, "I can add them: 2 + 3 is 5."], capabilities=PLAIN)
+    inner = ScriptedBackend([action, "I can add them: 2 + 3 is 5."], capabilities=caps)
     request = ChatRequest((UserMessage("2 + 3?"),), tools=TOOLS, tool_choice=ToolChoice("none"))
     text, finish = await run(PromptedBackend(inner), request)
     assert text == "I can add them: 2 + 3 is 5."

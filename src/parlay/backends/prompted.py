@@ -234,16 +234,14 @@ class PromptedBackend:
             return
         constrained = self.uses_constraint(request)
         choice = request.tool_choice
-        # Under tool_choice="none" a reply must be words: held to the answer grammar where
-        # there is one (Qwen wrote an action anyway, and stripped of it nothing was left).
-        words_only = choice.mode == "none" and self.grammar_available
-        contract = render_contract(request, self.options, constrained=constrained or words_only)
+        # Under tool_choice="none" a reply must be words. Not held to the answer grammar:
+        # under it SmolLM2 answered "What is the weather in Paris?" with "Paris"; a reply
+        # that is only an action is asked again in words instead (`_words_wanted`).
+        contract = render_contract(request, self.options, constrained=constrained)
         specs = {spec.name: spec for spec in contract.tools}
         response_format = request.response_format
         if constrained:
             response_format = self._grammar(contract.tools, request)
-        elif words_only and response_format is None:
-            response_format = ANSWER_ONLY
         logger.debug(
             "contract injected: format=%s tools=%s choice=%s state=%s constrained=%s",
             self.options.action_format,
