@@ -123,13 +123,17 @@ def _head() -> str:
     return out.stdout.strip() or "unknown"
 
 
+def shown(path: Path) -> str:
+    """A store's path as the page names it: from `bench/` on, wherever the run was."""
+    parts = path.resolve().parts
+    for index in range(len(parts) - 1, -1, -1):
+        if parts[index : index + 2] == ("bench", "results"):
+            return "/".join(parts[index:])
+    return str(path)
+
+
 def write_page(store: Store, page: Path) -> str:
-    text = render(
-        list(store.load().values()),
-        store=str(store.path.relative_to(Path.cwd()))
-        if store.path.is_relative_to(Path.cwd())
-        else str(store.path),
-    )
+    text = render(list(store.load().values()), store=shown(store.path))
     page.parent.mkdir(parents=True, exist_ok=True)
     page.write_text(text)
     return text
