@@ -22,7 +22,9 @@ def llama_server() -> LlamaServer:
     server = LlamaServer(
         smollm2_path(),
         n_ctx=8192,
-        threads=int(os.environ["PARLAY_TEST_THREADS"]) if "PARLAY_TEST_THREADS" in os.environ else None,
+        threads=int(os.environ["PARLAY_TEST_THREADS"])
+        if "PARLAY_TEST_THREADS" in os.environ
+        else None,
         parallel=2,
     )
     server.start()

@@ -301,8 +301,6 @@ async def test_by_default_a_plain_backend_gets_free_fenced_blocks() -> None:
     )
 
 
-
-
 async def test_constrained_true_under_auto_allows_a_final_answer() -> None:
     inner = scripted('{"final": {"content": "Hello!"}}', caps=PLAIN_SCHEMA)
     events, _finish = await run(PromptedBackend(inner, constrained=True), ask("hi"))

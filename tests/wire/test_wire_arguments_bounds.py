@@ -28,5 +28,5 @@ def test_hostile_arguments_give_a_note_not_an_exception_and_fast(text: str) -> N
 def test_short_broken_arguments_are_still_repaired() -> None:
     assert parse_arguments('{"city": "Paris",}') == (
         {"city": "Paris"},
-        "repaired arguments JSON: '{\"city\": \"Paris\",}'",
+        'repaired arguments JSON: \'{"city": "Paris",}\'',
     )
