@@ -28,13 +28,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.bfcl.commit import head_commit
 from bench.bfcl.data import DEV_CATEGORIES, refuse_held_out
 from bench.bfcl.models import models
 from bench.bfcl.report import render
@@ -106,23 +105,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _head() -> str:
-    """The commit under test: `$PARLAY_BENCH_COMMIT` (a run from an exported tree), else git's."""
-    if os.environ.get("PARLAY_BENCH_COMMIT"):
-        return os.environ["PARLAY_BENCH_COMMIT"]
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=Path(__file__).parent,
-        )
-    except OSError:
-        return "unknown"
-    return out.stdout.strip() or "unknown"
-
-
 def shown(path: Path) -> str:
     """A store's path as the page names it: from `bench/` on, wherever the run was."""
     parts = path.resolve().parts
@@ -152,7 +134,7 @@ async def run_model(args: argparse.Namespace, key: str, store: Store) -> None:
         questions = interleave([select(c, half, cap) for c in categories(args.categories)])
         print(f"{key}, {half} half: {len(questions)} questions x {len(systems)} systems")
         progress = await run(
-            key, systems, questions, store, commit=_head(), retry_errors=args.retry_errors
+            key, systems, questions, store, commit=head_commit(), retry_errors=args.retry_errors
         )
         print(f"  asked {progress.asked}, already done {progress.skipped}")
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -40,6 +39,7 @@ from typing import Any
 from attrs import frozen
 
 from bench.bfcl.checker import check
+from bench.bfcl.commit import head_commit
 from bench.bfcl.data import ABSTAIN_CATEGORIES, Question, load_category, sample
 from bench.bfcl.models import Model, models
 from parlay.backends.base import Backend, Capabilities
@@ -372,21 +372,6 @@ def write_markdown(path: Path, results: dict[str, Any], notes: str) -> None:
     path.write_text(text)
 
 
-def _head() -> str:
-    """The repository's commit, to tell which engine produced the outcomes."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=Path(__file__).parent,
-        )
-    except OSError:
-        return "unknown"
-    return out.stdout.strip() or "unknown"
-
-
 def interleave(groups: Sequence[Sequence[Question]]) -> list[Question]:
     """Round-robin over the categories, so a run cut short still covers all of them."""
     out: list[Question] = []
@@ -495,7 +480,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     if args.only:
         questions = only(questions, args.only.split(","))
     configs = configs_from(args.configs)
-    note_commit(results, [config.key for config in configs], _head())
+    note_commit(results, [config.key for config in configs], head_commit())
     notes = args.notes.read_text() if args.notes else ""
     for model in models(tuple(args.models.split(","))):
         server = LlamaServer(model.path, n_ctx=8192, threads=args.threads)
