@@ -98,6 +98,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--n-ctx", type=int, help="llama.cpp context (default: per model)")
     parser.add_argument("--tag", default="", help="a label in the config key: a new engine, afresh")
+    parser.add_argument(
+        "--baseline-tag",
+        default="stop13",
+        help="the baselines' label in the config key (they do not change with the engine)",
+    )
     parser.add_argument("--retry-errors", action="store_true", help="ask failed requests again")
     parser.add_argument("--store", type=Path, default=STORE)
     parser.add_argument("--page", type=Path, help="the markdown page (default: the store's .md)")
@@ -127,7 +132,7 @@ async def run_model(args: argparse.Namespace, key: str, store: Store) -> None:
     server = shared_server(model.path, n_ctx)  # the one the embedded LocalBackend finds
     base_url = await asyncio.to_thread(server.start)
     print(f"{model.label}: llama.cpp on {base_url}, {server.threads} threads, n_ctx {n_ctx}")
-    setup = Setup(model, base_url, n_ctx, args.max_tokens, args.tag)
+    setup = Setup(model, base_url, n_ctx, args.max_tokens, args.tag, args.baseline_tag)
     systems = build(args.systems.split(","), setup, variants(args.variant))
     cap = args.per_category or None
     for half in halves(args.half):

@@ -70,7 +70,10 @@ class Setup:
     n_ctx: int
     # The token budget of each baseline request (parlay keeps its shipped budget).
     max_tokens: int
+    # The engine's tag changes with the engine; the baselines do not, so theirs stays and
+    # their outcomes are reused across engine tags.
     tag: str = ""
+    baseline_tag: str = ""
 
     def config(self, kind: str, **more: Any) -> dict[str, Any]:
         return {
@@ -78,7 +81,7 @@ class Setup:
             "model_file": self.model.path.name,
             "n_ctx": self.n_ctx,
             "temperature": 0,
-            "tag": self.tag,
+            "tag": self.tag if kind == "parlay" else self.baseline_tag,
             **more,
         }
 

@@ -135,3 +135,14 @@ def test_a_variant_from_the_command_line_is_configure_keyword_arguments() -> Non
     assert system.backend.max_retries == 1  # type: ignore[attr-defined]
     with pytest.raises(SystemExit):
         variants(["loose=[1]"])
+
+
+def test_a_new_engine_tag_reuses_the_baselines_outcomes_but_not_the_engines() -> None:
+    names = ["parlay", "naive", "llama.cpp"]
+    old = build(names, Setup(QWEN, URL, 4096, 512, tag="stop13", baseline_tag="b"))
+    new = build(names, Setup(QWEN, URL, 4096, 512, tag="stop14", baseline_tag="b"))
+    keys = [(config_key(a.config), config_key(b.config)) for a, b in zip(old, new, strict=True)]
+    assert keys[0][0] != keys[0][1]
+    assert all(before == after for before, after in keys[1:])
+    rebased = build(["naive"], Setup(QWEN, URL, 4096, 512, tag="stop14", baseline_tag="c"))
+    assert config_key(rebased[0].config) != keys[1][0]
