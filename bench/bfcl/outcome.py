@@ -43,6 +43,8 @@ class Reply:
     # What the system noted on the way (retries of the engine, toolproxy's parse error).
     retries: tuple[str, ...] = field(default=(), converter=_tuple)
     notes: tuple[str, ...] = field(default=(), converter=_tuple)
+    # The engine's rules that acted on the reply (`Diagnostics.rules`); parlay only.
+    rules: tuple[str, ...] = field(default=(), converter=_tuple)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
 
@@ -94,6 +96,7 @@ def record(question: Question, reply: Reply, **keys: Any) -> dict[str, Any]:
         "text": reply.text[:TEXT_KEPT],
         "retries": list(reply.retries),
         "notes": list(reply.notes),
+        "rules": list(reply.rules),
         "prompt_tokens": reply.prompt_tokens,
         "completion_tokens": reply.completion_tokens,
         "seconds": round(reply.seconds, 2),

@@ -72,6 +72,7 @@ async def run(
                 config=where[4],
                 half=half_of(question.id),
                 commit=commit,
+                tag=system.config.get("tag", ""),
             )
             store.append(outcome)
             done[where] = outcome

@@ -115,6 +115,7 @@ async def stream_reply(backend: Backend, request: ChatRequest) -> Reply:
         seconds=time.perf_counter() - started,
         retries=[r.reason for r in diagnostics.retries] if diagnostics else [],
         notes=list(diagnostics.notes) if diagnostics else [],
+        rules=list(diagnostics.rules) if diagnostics else [],
         prompt_tokens=usage.prompt_tokens if usage else None,
         completion_tokens=usage.completion_tokens if usage else None,
     )

@@ -32,6 +32,8 @@ class Diagnostics:
     # What a reply kept repeating when the repetition guard stopped it
     # (`parlay.backends.bounds`); the reply then finished with reason "length".
     repetition: str | None = None
+    # The engine's rules that acted on this reply, in order (`parlay.contract.rules`).
+    rules: tuple[str, ...] = ()
 
     def _repr_html_(self) -> str:
         """A table of what happened, for notebooks (`parlay.display`)."""

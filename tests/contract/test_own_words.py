@@ -63,12 +63,31 @@ async def test_no_stand_in_reaches_the_user_after_a_tool_result(stand_in: str, s
 
 @pytest.mark.parametrize("stand_in", PLACEHOLDERS)
 async def test_a_stand_in_with_no_retry_left_is_dropped_not_shown(stand_in: str) -> None:
-    inner = ScriptedBackend([stand_in], capabilities=PLAIN, chunk_size=2)
+    inner = ScriptedBackend([stand_in, "2 + 3 is 5."], capabilities=PLAIN, chunk_size=2)
     backend = PromptedBackend(inner, max_retries=0)  # live: text would stream at once
     text, finish = await run(backend, ChatRequest(AFTER_RESULT, tools=TOOLS))
-    assert text == ""
+    # Dropped, then asked once more for words (tool_choice none), with nothing to repeat.
+    assert text == "2 + 3 is 5."
     assert finish.diagnostics is not None
     assert any("stand-in" in note for note in finish.diagnostics.notes)
+    assert finish.diagnostics.rules == ("echo_filter", "words_after_drop")
+    assert "must not call any tool" in inner.requests[1].messages[0].content
+
+
+async def test_a_stand_in_again_after_the_words_request_leaves_no_text_and_no_loop() -> None:
+    inner = ScriptedBackend(["your answer", "your answer"], capabilities=PLAIN)
+    backend = PromptedBackend(inner, max_retries=0)
+    text, finish = await run(backend, ChatRequest(AFTER_RESULT, tools=TOOLS))
+    assert text == "" and len(inner.requests) == 2
+    assert finish.diagnostics is not None
+    assert finish.diagnostics.rules == ("echo_filter", "words_after_drop")
+
+
+async def test_words_after_drop_off_leaves_the_dropped_reply_empty() -> None:
+    inner = ScriptedBackend(["your answer"], capabilities=PLAIN)
+    backend = PromptedBackend(inner, max_retries=0, rules_off={"words_after_drop"})
+    text, _ = await run(backend, ChatRequest(AFTER_RESULT, tools=TOOLS))
+    assert text == "" and len(inner.requests) == 1
 
 
 async def test_a_live_answer_that_only_starts_like_a_stand_in_streams_whole() -> None:

@@ -267,16 +267,28 @@ async def test_json_format_final_answer_is_visible_text() -> None:
     assert text_of(events) == "Paris is in France." and finish.reason == "stop"
 
 
-async def test_constraint_used_when_forced_and_available() -> None:
-    inner = scripted(json.dumps({"tool": "add", "parameters": {"a": 1, "b": 2}}), caps=PLAIN_SCHEMA)
-    backend = PromptedBackend(inner, action_format="fenced")
+async def test_listed_calls_admit_only_the_list_form_one_call_too() -> None:
+    reply = {"actions": [{"tool": "add", "parameters": {"a": 1, "b": 2}}]}
+    inner = scripted(json.dumps(reply), caps=PLAIN_SCHEMA)
+    backend = PromptedBackend(inner, action_format="fenced", listed_calls=True)
     events, finish = await run(backend, ask("1+2", ToolChoice("tool", "add")))
     assert calls_of(events) == [("add", {"a": 1, "b": 2})]
     assert finish.diagnostics.constrained
-    one, several = inner.requests[0].response_format.schema["anyOf"]
+    schema = inner.requests[0].response_format.schema
+    # Parallel calls allowed: only the list form, one call or more.
+    one = schema["properties"]["actions"]["items"]
+    assert schema["properties"]["actions"]["minItems"] == 1
     assert one["properties"]["tool"]["enum"] == ["add"]
     assert one["properties"]["parameters"] == ADD.parameters
-    assert several["properties"]["actions"]["items"] == one  # parallel calls allowed
+
+
+async def test_constraint_used_when_forced_and_available() -> None:
+    inner = scripted(json.dumps({"tool": "add", "parameters": {"a": 1, "b": 2}}), caps=PLAIN_SCHEMA)
+    backend = PromptedBackend(inner, action_format="fenced")
+    events, _ = await run(backend, ask("1+2", ToolChoice("tool", "add")))
+    assert calls_of(events) == [("add", {"a": 1, "b": 2})]
+    one, several = inner.requests[0].response_format.schema["anyOf"]
+    assert several["properties"]["actions"]["items"] == one
 
 
 async def test_by_default_a_backend_taking_schemas_gets_json_under_a_grammar() -> None:
@@ -518,10 +530,12 @@ async def test_a_value_copied_twice_leaves_only_an_answer_to_the_grammar() -> No
 
 async def test_a_reply_that_only_repeats_the_retry_message_is_dropped() -> None:
     # No earlier answer to fall back to: parlay's own instruction must not reach the user.
-    inner = scripted(block("add", a="many", b=2), "Write the corrected tool call now.")
+    inner = scripted(block("add", a="many", b=2), "Write the corrected tool call now.", "4.")
     events, finish = await run(PromptedBackend(inner, max_retries=1), ask("What is 2 plus 2?"))
-    assert calls_of(events) == [] and text_of(events) == ""
+    assert calls_of(events) == [] and text_of(events) == "4."
     assert "dropped a reply that only repeated the retry message" in finish.diagnostics.notes
+    # Then asked for words alone, with the retry message out of sight.
+    assert "Write the corrected" not in str(inner.requests[2].messages)
 
 
 async def test_a_real_answer_after_a_retry_is_shown() -> None:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
 from attrs import evolve
@@ -52,7 +52,13 @@ from parlay.contract.forced import NameChoice, name_choices
 from parlay.contract.grounding import copied_answer, echoes
 from parlay.contract.parser import ActionStreamParser, ParseResult
 from parlay.contract.placeholders import is_placeholder
-from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases, RefusalSignal, detect_refusal
+from parlay.contract.refusal import (
+    DEFAULT_REFUSALS,
+    RefusalPhrases,
+    RefusalSignal,
+    asks_user,
+    detect_refusal,
+)
 from parlay.contract.relevance import fitting_tool
 from parlay.contract.render import (
     DEFAULT_FORMAT,
@@ -63,6 +69,7 @@ from parlay.contract.render import (
     retry_instruction,
 )
 from parlay.contract.retry import RetryPolicy, Verdict
+from parlay.contract.rules import MISSED_CALL_RULES, VALUE_RULES, Rules
 from parlay.contract.state import has_tool_activity
 from parlay.diagnostics import Diagnostics, Retry
 from parlay.errors import BackendStatusError, ConfigurationError
@@ -83,7 +90,11 @@ ANSWER_ONLY = ResponseFormat(FINAL_SCHEMA, name="final", strict=True)
 # Retry reasons for a call carrying a value the conversation did not give.
 MADE_UP_VALUES = ("example_value", "invented_value", "same_value")
 # Earlier retries after which a made-up value means the turn has nothing real to call with.
-DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "pretended_call", "missed_tool", "forced_call")
+# Not a missed_tool nudge: the call it led to may take a value from what the model knows
+# ("Paris" for "the French capital"); asked about it, a model sure of it gives it again
+# and keeps its call (`kept_insisted_value`), where the answer-only grammar would have
+# turned a right call into "I cannot say."
+DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "pretended_call", "forced_call")
 # Alternatives per token asked of the inner backend for `forced.name_choices`.
 NAME_ALTERNATIVES = 5
 
@@ -104,6 +115,9 @@ class PromptedBackend:
     - `template_dir`: your folder of templates, searched before parlay's own.
     - `max_result_chars`: tool outputs longer than this are cut, with a marker.
     - `refusal_window`: characters of text held (under `auto`) before it streams.
+    - `listed_calls`: with parallel calls allowed, the json format (and any format under a
+      grammar) writes every call in the list form, `{"actions": [...]}`, one call too,
+      and the grammar admits only that form (default off; see `ContractOptions`).
     - `check_values`: retry calls whose values were copied from the examples or, under
       `auto`, given by no one, and answers quoting the examples' made-up result
       (`parlay.contract.grounding`). Default on.
@@ -119,6 +133,9 @@ class PromptedBackend:
       SmolLM2-135M runs at 0.1 (`parlay.start.default_backend`).
     - `max_tokens`: the token budget of each attempt when the request sets none (default
       2048; None: the inner backend's own limit). A caller's `max_tokens` wins.
+    - `rules_off`: names of the engine's rules to switch off (`parlay.contract.rules.RULES`
+      lists them and what each does); every reply names the rules that acted on it in
+      `Diagnostics.rules`.
     - `repetition`: stop an attempt that has fallen into a loop, repeating one line or
       sentence (`parlay.backends.bounds.RepetitionLimit`; None turns the guard off).
 
@@ -141,11 +158,13 @@ class PromptedBackend:
         thought_limit: int = 200,
         refusal_window: int = 200,
         max_examples: int = 4,
+        listed_calls: bool = False,
         check_values: bool = True,
         check_missed_calls: bool = True,
         min_offered_share: float = 0.5,
         max_tokens: int | None = ATTEMPT_MAX_TOKENS,
         repetition: RepetitionLimit | None = RepetitionLimit(),  # noqa: B008 (frozen)
+        rules_off: Iterable[str] = (),
     ) -> None:
         if constrained and not inner.capabilities.json_schema:
             raise ConfigurationError(
@@ -167,8 +186,15 @@ class PromptedBackend:
             max_result_chars=max_result_chars,
             thought_limit=thought_limit,
             template_dir=str(template_dir) if template_dir is not None else None,
+            listed_calls=listed_calls,
         )
-        self.policy = RetryPolicy(max_retries)
+        off = set(rules_off)
+        if not check_values:
+            off |= VALUE_RULES
+        if not check_missed_calls:
+            off |= MISSED_CALL_RULES
+        self.rules = Rules(frozenset(off))
+        self.policy = RetryPolicy(max_retries, self.rules)
         self.refusal_phrases = refusal_phrases
         self.refusal_window = refusal_window
         self.check_values = check_values
@@ -200,11 +226,13 @@ class PromptedBackend:
             "thought_limit": self.options.thought_limit,
             "refusal_window": self.refusal_window,
             "max_examples": self.options.max_examples,
+            "listed_calls": self.options.listed_calls,
             "check_values": self.check_values,
             "check_missed_calls": self.check_missed_calls,
             "min_offered_share": self.min_offered_share,
             "max_tokens": self.max_tokens,
             "repetition": self.repetition,
+            "rules_off": self.rules.off,
         }
         settings.update(changes)
         return PromptedBackend(self.inner, **settings)
@@ -263,6 +291,8 @@ class PromptedBackend:
         options = evolve(request.options, top_logprobs=NAME_ALTERNATIVES if read_names else None)
         messages = contract.messages
         retries: list[Retry] = []
+        fired: list[str] = []  # the rules that acted, in order (`Diagnostics.rules`)
+        dropped = False  # the last reply only repeated parlay's own words
         notes: list[str] = []
         usage: Usage | None = None
         refusal: RefusalSignal | None = None
@@ -349,6 +379,7 @@ class PromptedBackend:
                 elif attempt.finish.reason == "length":
                     notes.append("the reply was cut by the token limit")
             if self._words_wanted(choice, parsed, attempt_no):
+                fired.append("words_only")
                 # Under tool_choice="none" a reply that is only a call leaves the user
                 # nothing: ask again for words (a grammar, where there is one, prevents it).
                 retries.append(Retry("words_only", ", ".join(c.name for c in parsed.calls)))
@@ -359,6 +390,10 @@ class PromptedBackend:
                 messages = (*messages, reply, UserMessage(instruction))
                 continue
             signal = detect_refusal(parsed.text, self.refusal_phrases)
+            if signal is not None and signal.kind == "soft" and asks_user(parsed.text):
+                # "Which city? I can't check the weather without one." asks for what a
+                # tool needs: the right reply, not a claim that no tool could help.
+                signal = None
             refusal = refusal or signal
             verdict: Verdict | None = None
             if can_retry:
@@ -383,7 +418,12 @@ class PromptedBackend:
                 if verdict is not None and verdict.about_text and attempt.shown_text:
                     notes.append(f"not retried ({verdict.reason}): the text was already shown")
                     verdict = None
-            if verdict is not None and _insists(verdict, retries):
+            if (
+                verdict is not None
+                and self.rules.on("kept_insisted_value")
+                and _insists(verdict, retries)
+            ):
+                fired.append("kept_insisted_value")
                 # Asked where the value came from, the model gave the same call again: it
                 # may have worked the value out ("tomorrow" as a date), so the call stands.
                 notes.append(
@@ -392,7 +432,10 @@ class PromptedBackend:
                 )
                 verdict = None
             if verdict is not None:
+                fired.append(verdict.reason)
                 retries.append(Retry(verdict.reason, verdict.detail))
+                if self._falls_back_to_words(verdict, retries, choice):
+                    fired.append("words_fallback")
                 logger.info(
                     "retry %d/%d: %s %s",
                     len(retries),
@@ -408,7 +451,8 @@ class PromptedBackend:
                     first_answer = attempt
                 continue
             own_words = _own_words(attempt, parsed, instruction)
-            if own_words:
+            if own_words and self.rules.on("echo_filter"):
+                fired.append("echo_filter")
                 # Qwen and SmolLM2 answered retry messages with their own words ("The tool
                 # call, or your answer to the user.") and copied the format's stand-ins
                 # ("your answer"): that is no answer, and the user should not read
@@ -416,15 +460,30 @@ class PromptedBackend:
                 # stands instead.
                 if first_answer is None:
                     notes.append(f"dropped a reply that only repeated {own_words}")
+                    dropped = True
                     break
                 notes.append(f"the reply repeated {own_words}: the first answer stands")
                 attempt = first_answer
             elif not can_retry and read_names and parsed.calls:
                 attempt = self._last_forced(attempt, parsed.calls, contract, first_answer, notes)
+                if attempt is first_answer:
+                    fired.append("first_answer_stands")
             for out in attempt.release():
                 yield out
             emitted_calls = attempt.emitted_calls
             break
+        if dropped and choice.mode != "none" and self.rules.on("words_after_drop"):
+            # Nothing is left to show: ask once more, told to answer in words, with no
+            # retry message in sight to repeat (SmolLM2 ended a turn after a tool result
+            # with only the retry's words, and the user got an empty message).
+            fired.append("words_after_drop")
+            async for out in self.stream(request.replace(tool_choice=NONE)):
+                if not isinstance(out, Finish):
+                    yield out
+                    continue
+                last_finish = out
+                if out.usage is not None:
+                    usage = out.usage if usage is None else usage + out.usage
         reason: FinishReason = "tool_calls" if emitted_calls else "stop"
         if not emitted_calls and last_finish is not None and last_finish.reason != "tool_calls":
             reason = last_finish.reason
@@ -440,6 +499,7 @@ class PromptedBackend:
             tool_state=contract.state.value,
             streaming="/".join(modes),
             repetition=repetition,
+            rules=tuple(fired),
         )
         logger.debug("prompted reply: %s", diagnostics)
         yield Finish(
@@ -507,7 +567,11 @@ class PromptedBackend:
         forced = self._forced(attempt, calls, contract)
         if forced is None:
             return attempt
-        if first_answer is not None and not attempt.shown_text:
+        if (
+            first_answer is not None
+            and not attempt.shown_text
+            and self.rules.on("first_answer_stands")
+        ):
             notes.append(
                 f"the first answer stands: the call was the grammar's, {forced.describe()}"
             )
@@ -539,20 +603,7 @@ class PromptedBackend:
             # answer; its values are still checked. (Held to the call, it also called
             # where no tool fit.)
             response_format = self._grammar((verdict.tool,), request)
-        elif verdict.reason in ("forced_call", "placeholder_answer") or (
-            verdict.reason in MADE_UP_VALUES
-            and choice.mode == "auto"
-            and self.grammar_available
-            and any(r.reason in DOUBTFUL for r in retries[:-1])
-        ):
-            # A call the grammar forced on the model, or one with a value no one gave after
-            # an earlier doubt about this turn (a made-up value, a quoted made-up result,
-            # or a plain answer the engine pointed at a tool): the user most likely asked
-            # for something no tool does, or never gave the value. Asking again does not
-            # help a small model; a grammar for words does. The conversation goes as it
-            # was, rendered as under tool_choice="none", with no instruction added: under
-            # the grammar, both models answered with the instruction's own words ("Please
-            # provide the strings you need...").
+        elif self._falls_back_to_words(verdict, retries, choice):
             words = request.replace(tool_choice=NONE)
             messages = render_contract(words, plain, constrained=True).messages
             return messages, _words(request), ""
@@ -566,6 +617,7 @@ class PromptedBackend:
             verdict.tool,
             constrained=constrained,
             argument=verdict.argument,
+            parallel=request.parallel_tool_calls,
         )
         if verdict.reason not in (*MADE_UP_VALUES, "example_answer", "pretended_call"):
             reply = AssistantMessage("".join(attempt.raw))
@@ -576,6 +628,28 @@ class PromptedBackend:
         # about an invented value, answered with the examples' result instead.
         fresh = render_contract(request, plain, constrained=constrained).messages
         return (*fresh, UserMessage(instruction)), response_format, instruction
+
+    def _falls_back_to_words(
+        self, verdict: Verdict, retries: list[Retry], choice: ToolChoice
+    ) -> bool:
+        """Whether the retry after `verdict` goes under the answer-only grammar, with no
+        instruction: after a call the grammar forced on the model, a stand-in answer, or
+        a value no one gave after an earlier doubt about this turn (a made-up value, a
+        quoted made-up result, or a plain answer the engine pointed at a tool). The user
+        most likely asked for something no tool does, or never gave the value; asking
+        again does not help a small model, a grammar for words does. The conversation
+        goes as it was, rendered as under tool_choice="none": with an instruction
+        added, both models answered with its words ("Please provide the strings...")."""
+        if not self.rules.on("words_fallback"):
+            return False
+        if verdict.reason in ("forced_call", "placeholder_answer"):
+            return True
+        return (
+            verdict.reason in MADE_UP_VALUES
+            and choice.mode == "auto"
+            and self.grammar_available
+            and any(r.reason in DOUBTFUL for r in retries[:-1])
+        )
 
     def _away_from_repeats(
         self,
@@ -612,6 +686,7 @@ class PromptedBackend:
             self.options.action_format,
             answer=answer,
             parallel=request.parallel_tool_calls,
+            listed=self.options.listed_calls,
         )
 
 
@@ -640,7 +715,9 @@ def _named_tool(text: str, tools: Sequence[ToolSpec]) -> ToolSpec | None:
 
 
 def _insists(verdict: Verdict, retries: list[Retry]) -> bool:
-    """Whether the model gave, after being asked about it, the same invented value."""
+    """Whether the model gave, after being asked about it, the same invented value.
+    (A value of the examples given again is not kept: without the examples in sight,
+    SmolLM2 and Qwen still wrote the examples' city for "How is the weather?".)"""
     return verdict.reason == "invented_value" and any(
         r.reason == "invented_value" and r.detail == verdict.detail for r in retries
     )

@@ -76,6 +76,7 @@ def action_schema(
     answer: dict[str, Any] | None = None,
     *,
     parallel: bool = False,
+    listed: bool = False,
 ) -> dict[str, Any] | None:
     """The schema of a valid reply, or None when nothing should be constrained.
 
@@ -83,14 +84,18 @@ def action_schema(
     `{"final": {"content": ...}}`, or a JSON value of the `answer` schema when the caller
     asked for structured output (the parser reads such an object as the answer's text,
     which the caller then parses); `none` is never constrained. `parallel` also admits
-    several calls in one reply (`calls_schema`); without it, exactly one call.
+    several calls in one reply (`calls_schema`); without it, exactly one call. `listed`
+    (with `parallel`) admits only that list form, for one call too.
     """
     if choice.mode == "none" or not tools:
         return None
     allowed = [t for t in tools if choice.mode != "tool" or t.name == choice.name]
-    options = [call_schema(t, action_format) for t in allowed]
-    if parallel:
-        options.append(calls_schema(allowed, action_format))
+    if parallel and listed:
+        options = [calls_schema(allowed, action_format)]
+    else:
+        options = [call_schema(t, action_format) for t in allowed]
+        if parallel:
+            options.append(calls_schema(allowed, action_format))
     if choice.mode == "auto":
         options.append(_answer_first(answer) if answer is not None else FINAL_SCHEMA)
     return options[0] if len(options) == 1 else {"anyOf": options}
@@ -126,8 +131,9 @@ def action_response_format(
     *,
     answer: dict[str, Any] | None = None,
     parallel: bool = False,
+    listed: bool = False,
 ) -> ResponseFormat | None:
-    schema = action_schema(tools, choice, action_format, answer, parallel=parallel)
+    schema = action_schema(tools, choice, action_format, answer, parallel=parallel, listed=listed)
     if schema is None:
         return None
     return ResponseFormat(schema, name="action", strict=True)

@@ -18,8 +18,11 @@ policy can ask again:
   every intent list of a classification tool): the model did not choose where it goes.
 
 Words match loosely (`brownie` grounds `brownies`, `Italy` grounds `Italian`; a word with
-digits, like `string1`, only as itself), so the check errs towards letting a call
-through. Over every call of the recorded BFCL runs (bench/results/bfcl*.json) it flagged
+digits, like `string1`, only as itself; an abbreviation grounds its words and the words
+their abbreviation, `NYC` and "New York City"), so the check errs towards letting a call
+through. What only world knowledge grounds ("Paris" for "the French capital") is flagged;
+a model that gives the value again when asked keeps its call (`kept_insisted_value`).
+Over every call of the recorded BFCL runs (bench/results/bfcl*.json) it flagged
 none of the 295 right calls, and 25 of the 56 calls Qwen made where no tool fit. A
 conversation with letters outside the Latin script is not checked: a value may be a
 translation of the user's words, which word matching cannot see; digits read the same
@@ -57,6 +60,8 @@ _FILLER = frozenset(
 _MIN_STEM = 4
 # Squeezed characters a reply must have before it counts as repeating its instruction.
 _MIN_ECHO = 12
+# How many words an abbreviation stands for ("NYC": three).
+_ACRONYM_RUN = (2, 5)
 # Words (split at spaces, none with a digit) that make a string id a phrase, not an id.
 _PHRASE_WORDS = 3
 # How many arguments holding one text make a call that did not choose where it goes.
@@ -88,6 +93,15 @@ class Grounds:
         return frozenset(_WORD.findall(self._text.casefold())), _latin_only(self._text)
 
     @cached_property
+    def _acronyms(self) -> frozenset[str]:
+        """The initials of every run of two to five words the conversation writes, with
+        and without its filler words: `nyc` for "New York City", `usa` for "United States
+        of America"."""
+        words = _WORD.findall(self._text.casefold())
+        full = _initial_runs(words)
+        return full | _initial_runs([w for w in words if w not in _FILLER])
+
+    @cached_property
     def _numbers(self) -> frozenset[str]:
         return frozenset(_DIGITS.findall(self._text))
 
@@ -108,8 +122,15 @@ class Grounds:
         words, checkable = self._read
         if not tokens or not checkable:
             return True
-        known = sum(_known(token, words) for token in tokens)
+        if len(tokens) >= _ACRONYM_RUN[0] and "".join(t[0] for t in tokens) in words:
+            return True  # the user's abbreviation written out: "New York City" for "NYC"
+        known = sum(_known(token, words) or self._abbreviates(token) for token in tokens)
         return 2 * known >= len(tokens)
+
+    def _abbreviates(self, token: str) -> bool:
+        """`nyc` where the conversation writes "New York City"."""
+        # Three letters at least: any two words have initials that make a two-letter word.
+        return 3 <= len(token) <= _ACRONYM_RUN[1] and token in self._acronyms
 
 
 UNCHECKED = Grounds(None)
@@ -118,6 +139,15 @@ UNCHECKED = Grounds(None)
 def grounds_of(messages: Sequence[Message]) -> Grounds:
     """What the conversation says: every text the model reads, tool calls aside."""
     return Grounds(tuple(messages))
+
+
+def _initial_runs(words: Sequence[str]) -> frozenset[str]:
+    low, high = _ACRONYM_RUN
+    return frozenset(
+        "".join(w[0] for w in words[start : start + size])
+        for size in range(low, high + 1)
+        for start in range(len(words) - size + 1)
+    )
 
 
 def _said(message: Message) -> str:

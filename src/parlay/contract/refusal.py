@@ -126,3 +126,12 @@ def detect_refusal(text: str, phrases: RefusalPhrases = DEFAULT_REFUSALS) -> Ref
         if phrase in normal:
             return RefusalSignal("soft", phrase)
     return None
+
+
+_QUESTION = re.compile(r"\?(?:\s|$)|？")
+
+
+def asks_user(text: str) -> bool:
+    """Whether a reply asks the user something (a sentence ending in a question mark):
+    a question for a missing value, not a refusal, even when it says it "can't check"."""
+    return bool(_QUESTION.search(text))

@@ -63,6 +63,12 @@ class ContractOptions:
     # choice. Off: measured on SmolLM2 (required, constrained, 6 tool questions) it took
     # right calls from 5/6 to 3/6 (the model read the line as text to work on).
     reminder: bool = False
+    # With parallel calls allowed, the json and bare shapes show every call in the list
+    # form (`{"actions": [...]}`), one call too, and the grammar admits only that form.
+    # Opt-in: it did not help. On 15 BFCL tune-half questions asking for several calls,
+    # Qwen wrote one entry every time, as it wrote `{"action": ...}` without it (0/15
+    # right both ways; bench/bfcl/notes.md, "Several calls").
+    listed_calls: bool = False
 
 
 @frozen
@@ -130,10 +136,26 @@ def shape_of(options: ContractOptions, constrained: bool) -> str:
     return options.action_format
 
 
+LIST_SHAPES = ("json", "bare")
+
+
+def lists_calls(options: ContractOptions, shape: str, parallel: bool) -> bool:
+    """Whether every call is shown in the list form (see `ContractOptions.listed_calls`)."""
+    return options.listed_calls and parallel and shape in LIST_SHAPES
+
+
 def render_call(
-    call: ToolCall, options: ContractOptions, thought: str = "", *, shape: str | None = None
+    call: ToolCall,
+    options: ContractOptions,
+    thought: str = "",
+    *,
+    shape: str | None = None,
+    listed: bool = False,
 ) -> str:
-    """One call in the contract's action format (also used to project history)."""
+    """One call in the contract's action format (also used to project history);
+    `listed`: in the list form (`lists_calls`)."""
+    if listed:
+        return render_calls([call], options, thought, shape=shape, listed=True)
     folder = shape or options.action_format
     return _template(options, f"contract/formats/{folder}/call.j2", call=call, thought=thought)
 
@@ -144,10 +166,12 @@ def render_calls(
     thought: str = "",
     *,
     shape: str | None = None,
+    listed: bool = False,
 ) -> str:
-    """The calls of one reply in the contract's action format: the one call as it is,
-    several in the format's form for several (json: one `{"actions": [...]}` object)."""
-    if len(calls) == 1:
+    """The calls of one reply in the contract's action format: the one call as it is
+    (unless `listed`), several in the format's form for several (json: one
+    `{"actions": [...]}` object)."""
+    if len(calls) == 1 and not listed:
         return render_call(calls[0], options, thought, shape=shape)
     folder = shape or options.action_format
     path = f"contract/formats/{folder}/calls.j2"
@@ -202,6 +226,7 @@ def _few_shot(
     singles = [single_example(spec, i) for i, spec in enumerate(tools[: options.max_examples])]
     chain = chain_example(tools)
     pair = pair_example(tools) if parallel else None
+    listed = lists_calls(options, shape, parallel)
     shown = [example.call for example in singles]
     if pair is not None:
         shown.extend(pair.calls)
@@ -215,10 +240,10 @@ def _few_shot(
         chain=chain,
         pair=pair,
         render_call=lambda call, thought="": render_call(
-            call, options, "" if constrained else thought, shape=shape
+            call, options, "" if constrained else thought, shape=shape, listed=listed
         ),
         render_calls=lambda calls, thought="": render_calls(
-            calls, options, "" if constrained else thought, shape=shape
+            calls, options, "" if constrained else thought, shape=shape, listed=listed
         ),
         render_final=lambda content: render_final(content, options, shape=shape),
         render_results=lambda results: render_results(results, options),
@@ -271,10 +296,15 @@ def _tools_from_history(messages: Sequence[Message]) -> tuple[ToolSpec, ...]:
 
 
 def project_history(
-    messages: Sequence[Message], options: ContractOptions, *, constrained: bool = False
+    messages: Sequence[Message],
+    options: ContractOptions,
+    *,
+    constrained: bool = False,
+    parallel: bool = False,
 ) -> list[Message]:
     """Calls back into action text, results into continuation messages; no tool roles."""
     shape = shape_of(options, constrained)
+    listed = lists_calls(options, shape, parallel)
     out: list[Message] = []
     pending: list[ToolResult] = []
 
@@ -299,7 +329,8 @@ def project_history(
                 # One JSON object per reply: the text before the calls becomes its thought
                 # (dropped under a grammar, which has no room for it).
                 thought = "" if constrained else " ".join(parts)[: options.thought_limit]
-                out.append(AssistantMessage(render_calls(calls, options, thought, shape=shape)))
+                text = render_calls(calls, options, thought, shape=shape, listed=listed)
+                out.append(AssistantMessage(text))
             elif calls:
                 parts.append(render_calls(calls, options, shape=shape))
                 out.append(AssistantMessage("\n".join(parts)))
@@ -341,6 +372,7 @@ def render_contract(
         choice=request.tool_choice,
         thought_limit=options.thought_limit,
         parallel=request.parallel_tool_calls,
+        listed=lists_calls(options, shape, request.parallel_tool_calls),
     )
     out: list[Message] = [SystemMessage(system)]
     example_values: frozenset[str | int | float] = frozenset()
@@ -354,7 +386,14 @@ def render_contract(
         unseen = _unseen(example_values | EXAMPLE_ANSWERS, messages)
         example_answers = frozenset(str(v) for v in unseen & EXAMPLE_ANSWERS)
         example_values = unseen - EXAMPLE_ANSWERS
-    out.extend(project_history(messages[start:], options, constrained=constrained))
+    out.extend(
+        project_history(
+            messages[start:],
+            options,
+            constrained=constrained,
+            parallel=request.parallel_tool_calls,
+        )
+    )
     if options.reminder and request.tool_choice.mode != "auto" and isinstance(out[-1], UserMessage):
         reminder = _template(options, "contract/reminder.j2", choice=request.tool_choice)
         if reminder:
@@ -382,6 +421,7 @@ def retry_instruction(
     *,
     constrained: bool = False,
     argument: str = "",
+    parallel: bool = False,
 ) -> str:
     """The message that asks for a corrected reply; stricter from the second attempt on.
 
@@ -398,10 +438,12 @@ def retry_instruction(
     if target is not None:
         # Placeholders, not example values: a model told "in this shape" copies values.
         placeholders = {key: f"<{key}>" for key in example_arguments(target)}
+        shape = shape_of(options, constrained)
         skeleton = render_call(
             ToolCall(target.name, placeholders, "x"),
             options,
-            shape=shape_of(options, constrained),
+            shape=shape,
+            listed=lists_calls(options, shape, parallel),
         )
     return _template(
         options,

@@ -22,7 +22,7 @@ right abstentions into calls with made-up values).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from attrs import field, frozen
 
@@ -30,6 +30,7 @@ from parlay.context import ToolCall
 from parlay.contract.forced import NameChoice
 from parlay.contract.parser import ParseProblem
 from parlay.contract.refusal import RefusalSignal
+from parlay.contract.rules import Rules
 from parlay.request import ToolChoice, ToolSpec
 
 UNREADABLE = ("no_tool_name", "unreadable_arguments")
@@ -66,6 +67,7 @@ class Verdict:
 @frozen
 class RetryPolicy:
     max_retries: int = field(default=2)
+    rules: Rules = field(factory=Rules)
 
     def __attrs_post_init__(self) -> None:
         if self.max_retries < 0:
@@ -88,54 +90,83 @@ class RetryPolicy:
         forced: NameChoice | None = None,
         placeholder: bool = False,
     ) -> Verdict | None:
-        """Why this reply should be retried, or None when it is fine."""
+        """Why this reply should be retried, or None when it is fine: the first verdict,
+        in the order of `rules.VERDICT_RULES`, whose rule is on."""
         if choice.mode == "none":
             return None
-        for issue in issues:
-            if issue.kind == "unknown_tool":
-                return Verdict("unknown_tool", issue.call.name)
-        for issue in issues:
-            if issue.kind == "invalid_arguments":
-                return Verdict("invalid_arguments", issue.detail, issue.spec)
-        repeats = [i for i in issues if i.kind == "repeated_call"]
-        if repeats and len(repeats) == len(calls):
-            # Every call asks again for a result the history already holds.
-            return Verdict("repeated_call", ", ".join(i.call.name for i in repeats))
-        unreadable = [p for p in problems if p.kind in UNREADABLE]
-        if unreadable:
-            return Verdict("unreadable", "; ".join(p.detail for p in unreadable))
-        if forced is not None and choice.mode == "auto":
-            spec = next((t for t in tools if t.name == forced.call.name), None)
-            return Verdict("forced_call", forced.describe(), spec)
-        good = [c for c in calls if c.name in {t.name for t in tools}]
-        if choice.mode == "tool" and good and all(c.name != choice.name for c in good):
-            return Verdict("wrong_tool", ", ".join(c.name for c in good))
-        for issue in issues:
-            if issue.kind == "example_value":
-                return Verdict("example_value", issue.detail, issue.spec, argument=issue.argument)
-        if choice.mode == "auto":
-            # Under a forced choice the user asked for a call; under `auto` a made-up
-            # value most often means the request was not for this tool at all.
-            for kind in ("invented_value", "same_value"):
-                for issue in issues:
-                    if issue.kind == kind:
-                        return Verdict(kind, issue.detail, issue.spec, argument=issue.argument)
-        if choice.forces_call and not good:
-            if refusal is not None:
-                return Verdict("refusal", refusal.phrase, about_text=True)
-            return Verdict("no_call", "", about_text=True)
-        if placeholder and not calls:
-            return Verdict("placeholder_answer", "", about_text=True)
-        if copied_answer and not calls and pretended_tool is not None:
-            return Verdict("pretended_call", pretended_tool.name, pretended_tool, about_text=True)
-        if copied_answer and not calls:
-            return Verdict("example_answer", copied_answer, about_text=True)
-        if not calls and refusal is not None and refusal.kind == "soft":
-            return Verdict("refusal", refusal.phrase, about_text=True)
-        if choice.mode == "auto" and not calls and fitting_tool is not None:
-            return Verdict("missed_tool", fitting_tool.name, fitting_tool, about_text=True)
-        return None
+        reply = Reply(
+            calls, issues, problems, choice, refusal, tools, copied_answer, fitting_tool,
+            pretended_tool, forced, placeholder,
+        )  # fmt: skip
+        return next((v for v in _verdicts(reply) if self.rules.on(v.reason)), None)
 
     def allows(self, attempt: int) -> bool:
         """May attempt number `attempt` (0-based) be followed by another?"""
         return attempt < self.max_retries
+
+
+@frozen
+class Reply:
+    """What the policy judges of one reply (see `RetryPolicy.judge`)."""
+
+    calls: Sequence[ToolCall]
+    issues: Sequence[CallIssue]
+    problems: Sequence[ParseProblem]
+    choice: ToolChoice
+    refusal: RefusalSignal | None
+    tools: Sequence[ToolSpec]
+    copied_answer: str
+    fitting_tool: ToolSpec | None
+    pretended_tool: ToolSpec | None
+    forced: NameChoice | None
+    placeholder: bool
+
+
+def _verdicts(reply: Reply) -> Iterator[Verdict]:
+    """Every verdict that holds for the reply, most important first."""
+    calls, issues, choice, tools = reply.calls, reply.issues, reply.choice, reply.tools
+    yield from (Verdict("unknown_tool", i.call.name) for i in _of(issues, "unknown_tool"))
+    for issue in _of(issues, "invalid_arguments"):
+        yield Verdict("invalid_arguments", issue.detail, issue.spec)
+    repeats = _of(issues, "repeated_call")
+    if repeats and len(repeats) == len(calls):
+        # Every call asks again for a result the history already holds.
+        yield Verdict("repeated_call", ", ".join(i.call.name for i in repeats))
+    unreadable = [p for p in reply.problems if p.kind in UNREADABLE]
+    if unreadable:
+        yield Verdict("unreadable", "; ".join(p.detail for p in unreadable))
+    if reply.forced is not None and choice.mode == "auto":
+        spec = next((t for t in tools if t.name == reply.forced.call.name), None)
+        yield Verdict("forced_call", reply.forced.describe(), spec)
+    good = [c for c in calls if c.name in {t.name for t in tools}]
+    if choice.mode == "tool" and good and all(c.name != choice.name for c in good):
+        yield Verdict("wrong_tool", ", ".join(c.name for c in good))
+    for issue in _of(issues, "example_value"):
+        yield Verdict("example_value", issue.detail, issue.spec, argument=issue.argument)
+    if choice.mode == "auto":
+        # Under a forced choice the user asked for a call; under `auto` a made-up
+        # value most often means the request was not for this tool at all.
+        for kind in ("invented_value", "same_value"):
+            for issue in _of(issues, kind):
+                yield Verdict(kind, issue.detail, issue.spec, argument=issue.argument)
+    if choice.forces_call and not good:
+        if reply.refusal is not None:
+            yield Verdict("refusal", reply.refusal.phrase, about_text=True)
+        yield Verdict("no_call", "", about_text=True)
+    if calls:
+        return
+    if reply.placeholder:
+        yield Verdict("placeholder_answer", "", about_text=True)
+    pretended = reply.pretended_tool
+    if reply.copied_answer and pretended is not None:
+        yield Verdict("pretended_call", pretended.name, pretended, about_text=True)
+    if reply.copied_answer:
+        yield Verdict("example_answer", reply.copied_answer, about_text=True)
+    if reply.refusal is not None and reply.refusal.kind == "soft":
+        yield Verdict("refusal", reply.refusal.phrase, about_text=True)
+    if choice.mode == "auto" and reply.fitting_tool is not None:
+        yield Verdict("missed_tool", reply.fitting_tool.name, reply.fitting_tool, about_text=True)
+
+
+def _of(issues: Sequence[CallIssue], kind: str) -> list[CallIssue]:
+    return [i for i in issues if i.kind == kind]

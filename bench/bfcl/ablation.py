@@ -1,0 +1,189 @@
+"""The engine with one rule switched off at a time, on the questions the rule acted on.
+
+Decoding is greedy, so the engine's path through a question is fixed by what the model
+writes and by the rules that act on it. A rule that did not act on a question (it is not
+in the outcome's `rules`, `Diagnostics.rules`) cannot change that question when it is
+switched off: the outcome is the shipped engine's own, copied with `"derived": true`.
+Only the questions the rule acted on are asked again, with `rules_off=[rule]`. A run
+reads the shipped engine's outcomes of the same tag from the dev store (`bench.bfcl.dev`
+writes them) and writes its own to `bench/results/bfcl-ablation.jsonl`.
+
+The shortcut rests on greedy decoding being repeatable; `--verify N` asks N questions
+again of the shipped engine and counts the replies that came out the same (the page
+shows it).
+
+    flock /tmp/parlay-model.lock nice -n 5 python -m bench.bfcl.ablation \\
+        --models qwen --half validate --per-category 40 --tag stop14 --verify 10
+    python -m bench.bfcl.ablation --report   # bench/results/bfcl-ablation.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.bfcl.ablation_report import render_ablation
+from bench.bfcl.commit import head_commit
+from bench.bfcl.data import Question
+from bench.bfcl.dev import N_CTX, STORE, categories, halves
+from bench.bfcl.models import models
+from bench.bfcl.outcome import record
+from bench.bfcl.runner import answer, key
+from bench.bfcl.split import half_of, interleave, select
+from bench.bfcl.store import Store
+from bench.bfcl.systems import BackendSystem, Setup, parlay_system
+from parlay.backends.local import shared_server
+from parlay.contract.rules import RULES
+
+ABLATION_STORE = STORE.with_name("bfcl-ablation.jsonl")
+
+
+def ablated(setup: Setup, rule: str) -> BackendSystem:
+    return parlay_system(setup, f"no-{rule}", {"rules_off": [rule]})
+
+
+def derived(default: Mapping[str, Any], system: BackendSystem, config: str) -> dict[str, Any]:
+    """The shipped engine's outcome, as the ablated engine's: the rule never acted."""
+    return {**default, "system": system.name, "config": config, "derived": True}
+
+
+async def ablate_rule(
+    model: str,
+    setup: Setup,
+    rule: str,
+    questions: Sequence[Question],
+    stores: tuple[Store, Store],
+) -> tuple[int, int, int]:
+    """Outcomes of the engine without `rule`: (asked, derived, missing a default).
+    `stores`: the dev store (read) and the ablation store (written)."""
+    shipped = key(model, parlay_system(setup), questions[0])[4] if questions else ""
+    system = ablated(setup, rule)
+    defaults, store = stores[0].load(), stores[1]
+    done = store.load()
+    asked = copied = missing = 0
+    for question in questions:
+        where = key(model, system, question)
+        if where in done:
+            continue
+        default = defaults.get((model, "parlay", question.category, question.id, shipped))
+        if default is None or "rules" not in default:
+            missing += 1
+            continue
+        if rule not in default["rules"]:
+            outcome = derived(default, system, where[4])
+            copied += 1
+        else:
+            reply = await answer(system, question)
+            outcome = record(
+                question,
+                reply,
+                model=model,
+                system=system.name,
+                config=where[4],
+                half=half_of(question.id),
+                commit=head_commit(),
+                tag=setup.tag,
+            )
+            asked += 1
+            mark = "ok" if outcome["right"] else "--"
+            print(f"  [{model} / {system.name}] {mark} {question.id} {reply.seconds:.1f}s")
+        store.append(outcome)
+    return asked, copied, missing
+
+
+async def verify(
+    model: str,
+    setup: Setup,
+    questions: Sequence[Question],
+    stores: tuple[Store, Store],
+    count: int,
+) -> None:
+    """Ask `count` questions again of the shipped engine; store them as `parlay:again`."""
+    again = parlay_system(setup, "again", {})
+    shipped = key(model, parlay_system(setup), questions[0])[4] if questions else ""
+    defaults, store = stores[0].load(), stores[1]
+    done = store.load()
+    for question in questions[:count]:
+        where = (model, "parlay:again", question.category, question.id, shipped)
+        if where in done or (model, "parlay", *where[2:]) not in defaults:
+            continue
+        reply = await answer(again, question)
+        outcome = record(
+            question,
+            reply,
+            model=model,
+            system="parlay:again",
+            config=shipped,
+            half=half_of(question.id),
+            commit=head_commit(),
+            tag=setup.tag,
+        )
+        store.append(outcome)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", default="qwen", help="comma-separated: smollm2,qwen")
+    parser.add_argument("--half", default="validate", help="tune, validate or both")
+    parser.add_argument("--categories", default="all")
+    parser.add_argument("--rules", default="all", help="comma-separated rule names, or all")
+    parser.add_argument("--per-category", type=int, default=40)
+    parser.add_argument("--n-ctx", type=int, default=0)
+    parser.add_argument("--tag", default="", help="the shipped engine's tag (bench.bfcl.dev)")
+    parser.add_argument("--verify", type=int, default=0, help="questions asked again")
+    parser.add_argument("--defaults", type=Path, default=STORE, help="the dev store (read)")
+    parser.add_argument("--store", type=Path, default=ABLATION_STORE)
+    parser.add_argument("--report", action="store_true", help="rebuild the page, run nothing")
+    return parser.parse_args(argv)
+
+
+def rule_names(spec: str) -> list[str]:
+    names = list(RULES) if spec == "all" else [r.strip() for r in spec.split(",") if r.strip()]
+    unknown = [r for r in names if r not in RULES]
+    if unknown:
+        raise SystemExit(f"unknown rule(s) {', '.join(unknown)}; known: {', '.join(RULES)}")
+    return names
+
+
+async def run_model(args: argparse.Namespace, name: str, stores: tuple[Store, Store]) -> None:
+    [model] = models((name,))
+    n_ctx = args.n_ctx or N_CTX[name]
+    server = shared_server(model.path, n_ctx)
+    base_url = await asyncio.to_thread(server.start)
+    setup = Setup(model, base_url, n_ctx, 512, args.tag)
+    cap = args.per_category or None
+    for half in halves(args.half):
+        questions = interleave([select(c, half, cap) for c in categories(args.categories)])
+        if args.verify:
+            await verify(name, setup, questions, stores, args.verify)
+        for rule in rule_names(args.rules):
+            asked, copied, missing = await ablate_rule(name, setup, rule, questions, stores)
+            print(f"{name} {half} no-{rule}: asked {asked}, derived {copied}, no default {missing}")
+
+
+def write_page(stores: tuple[Store, Store], page: Path, tag: str) -> str:
+    defaults = [o for o in stores[0].load().values() if o["system"] == "parlay"]
+    text = render_ablation(defaults + list(stores[1].load().values()), tag)
+    page.write_text(text)
+    return text
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    categories(args.categories)
+    rule_names(args.rules)
+    stores = (Store(args.defaults), Store(args.store))
+    if not args.report:
+        for name in args.models.split(","):
+            asyncio.run(run_model(args, name.strip(), stores))
+    page = args.store.with_suffix(".md")
+    print(write_page(stores, page, args.tag))
+    print(f"page: {page}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""The engine's rules by name: each check, retry trigger and fallback can be switched off.
+
+A rule acts on a reply the model wrote: it asks again (a retry trigger, named after the
+`Verdict` it gives), holds something back, or changes what is released. Every rule that
+acted on a reply is named in `Diagnostics.rules`, so a run shows what the engine did, and
+a benchmark can tell which questions a rule could change at all (`bench/bfcl/ablation.py`).
+
+`PromptedBackend(inner, rules_off={"missed_tool"})` switches rules off one by one; the
+retry triggers are judged in the order listed here, the first that holds wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from attrs import field, frozen
+
+from parlay.errors import ConfigurationError
+
+# Retry triggers, in the order the policy judges them (`parlay.contract.retry`).
+VERDICT_RULES: dict[str, str] = {
+    "unknown_tool": "a call names a tool that does not exist",
+    "invalid_arguments": "a call's arguments do not fit its tool's schema, even repaired",
+    "repeated_call": "every call of the reply repeats one the history already answered",
+    "unreadable": "an action was written but cannot be read",
+    "forced_call": "under auto, the grammar forced a call on a model leaning elsewhere",
+    "wrong_tool": "a named tool_choice answered with a call to another tool",
+    "example_value": "an argument copies a value only the few-shot examples show",
+    "invented_value": "under auto, a required value no one in the conversation gave",
+    "same_value": "under auto, one text poured into three or more arguments",
+    "no_call": "a forced tool_choice answered without a call (or with a refusal)",
+    "placeholder_answer": "a plain answer that is only a stand-in of the instructions",
+    "pretended_call": "a plain answer quoting the examples' made-up result as a tool's",
+    "example_answer": "a plain answer quoting the examples' made-up result",
+    "refusal": "a soft refusal ('I can't access real-time data') where a tool could help",
+    "missed_tool": "under auto, a first plain answer to a request naming what a tool does",
+}
+# What the engine does besides asking again.
+OTHER_RULES: dict[str, str] = {
+    "words_fallback": (
+        "after a doubt about the turn, a forced call or a made-up value is asked again "
+        "under the answer-only grammar, without an instruction"
+    ),
+    "kept_insisted_value": "a call whose questioned value the model gave again stands",
+    "echo_filter": (
+        "a plain reply that only repeats a retry message or a stand-in is dropped "
+        "(an answer held back for a missed_tool retry stands instead)"
+    ),
+    "first_answer_stands": (
+        "with no retry left, a call the grammar forced after a missed_tool nudge gives "
+        "way to the plain answer the nudge held back"
+    ),
+    "words_only": "under tool_choice none, a reply that is only a call is asked again in words",
+    "words_after_drop": (
+        "when the last reply was dropped by the echo filter, one more reply is asked for "
+        "under tool_choice none, with no retry message to repeat"
+    ),
+}
+RULES: dict[str, str] = {**VERDICT_RULES, **OTHER_RULES}
+# The rules that keep a failure from reaching the user whatever a benchmark scores: a
+# call to a tool that does not exist or with arguments its schema refuses, a loop, a
+# forced tool_choice left without its call, parlay's own instructions or stand-ins shown
+# as the answer, an empty message under tool_choice none. They stay on by default; the
+# others must earn their place on the benchmark (`bench/results/bfcl-ablation.md`).
+GUARDS = frozenset(
+    {
+        "unknown_tool",
+        "invalid_arguments",
+        "repeated_call",
+        "unreadable",
+        "wrong_tool",
+        "no_call",
+        "placeholder_answer",
+        "echo_filter",
+        "words_only",
+        "words_after_drop",
+    }
+)
+# The rules `check_values=False` and `check_missed_calls=False` switch off.
+VALUE_RULES = frozenset(
+    {"example_value", "invented_value", "same_value", "example_answer", "pretended_call"}
+)
+MISSED_CALL_RULES = frozenset({"missed_tool"})
+
+
+def _names(names: Iterable[str]) -> frozenset[str]:
+    return frozenset(names)
+
+
+def _known(_: object, __: object, value: frozenset[str]) -> None:
+    unknown = sorted(value - RULES.keys())
+    if unknown:
+        raise ConfigurationError(
+            f"unknown rule(s) {', '.join(unknown)}; the rules: {', '.join(RULES)}"
+        )
+
+
+@frozen
+class Rules:
+    """Which rules are switched off (all are on by default)."""
+
+    off: frozenset[str] = field(default=frozenset(), converter=_names, validator=_known)
+
+    @classmethod
+    def without(cls, names: Iterable[str]) -> Rules:
+        return cls(_names(names))
+
+    def on(self, name: str) -> bool:
+        return name not in self.off

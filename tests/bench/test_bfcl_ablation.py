@@ -1,0 +1,103 @@
+"""The ablation asks again only the questions a rule acted on, and its page pairs the
+shipped engine with the ablated one question by question."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bench.bfcl import ablation
+from bench.bfcl.ablation_report import interval, render_ablation
+from bench.bfcl.data import Question
+from bench.bfcl.models import Model
+from bench.bfcl.outcome import Reply
+from bench.bfcl.runner import key
+from bench.bfcl.store import Store
+from bench.bfcl.systems import Setup, parlay_system
+
+from parlay.context import UserMessage
+
+CIRCLE = {
+    "name": "circle_area",
+    "parameters": {"type": "dict", "properties": {"radius": {"type": "integer"}}},
+}
+
+
+def question(qid: str) -> Question:
+    truth = ({"circle_area": {"radius": [3]}},)
+    return Question(qid, "multiple", (UserMessage("area for radius 3?"),), (CIRCLE,), truth)
+
+
+QWEN = Model("qwen", "Qwen", Path("qwen.gguf"))
+SETUP = Setup(QWEN, "http://127.0.0.1:9/v1", 4096, 512, tag="t1")
+
+
+def shipped_outcome(qid: str, rules: list[str], right: bool) -> dict[str, object]:
+    q = question(qid)
+    return {
+        "model": "qwen",
+        "system": "parlay",
+        "config": key("qwen", parlay_system(SETUP), q)[4],
+        "tag": "t1",
+        "half": "validate",
+        "category": q.category,
+        "question": qid,
+        "right": right,
+        "calls": [],
+        "text": "",
+        "rules": rules,
+    }
+
+
+async def test_only_the_questions_the_rule_acted_on_are_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dev, out = Store(tmp_path / "dev.jsonl"), Store(tmp_path / "ablation.jsonl")
+    dev.append(shipped_outcome("multiple_1", ["missed_tool"], right=True))
+    dev.append(shipped_outcome("multiple_2", [], right=True))
+    asked: list[str] = []
+
+    async def answer(system: object, q: object) -> Reply:
+        asked.append(q.id)  # type: ignore[attr-defined]
+        return Reply(text="no call", seconds=1.0)
+
+    monkeypatch.setattr(ablation, "answer", answer)
+    # multiple_3: a shipped outcome from before the rules were recorded; multiple_4: none.
+    old = shipped_outcome("multiple_3", [], right=True)
+    del old["rules"]
+    dev.append(old)
+    questions = [question(f"multiple_{n}") for n in (1, 2, 3, 4)]
+    counts = await ablation.ablate_rule("qwen", SETUP, "missed_tool", questions, (dev, out))
+    assert asked == ["multiple_1"]
+    assert counts == (1, 1, 2)  # asked, derived, no shipped outcome to start from
+    stored = {o["question"]: o for o in out.load().values()}
+    assert stored["multiple_2"]["derived"] is True and stored["multiple_2"]["right"] is True
+    assert stored["multiple_1"]["right"] is False and "derived" not in stored["multiple_1"]
+    assert stored["multiple_1"]["system"] == "parlay:no-missed_tool"
+    # A rerun has nothing left to do.
+    assert await ablation.ablate_rule("qwen", SETUP, "missed_tool", questions, (dev, out)) == (
+        0,
+        0,
+        2,
+    )
+
+
+def test_the_gain_of_a_rule_is_paired_and_its_interval_can_exclude_zero() -> None:
+    kept = [(True, False)] * 12 + [(True, True)] * 28
+    assert interval(kept, [])[0] > 0
+    even = [(True, False)] * 3 + [(False, True)] * 3 + [(True, True)] * 34
+    low, high = interval(even, [])
+    assert low < 0 < high
+
+
+def test_the_page_names_each_ablated_rule_with_its_verdict() -> None:
+    outcomes = []
+    for number in range(30):
+        qid = f"multiple_{number}"
+        base = shipped_outcome(qid, ["missed_tool"] if number < 10 else [], right=True)
+        off = {**base, "system": "parlay:no-missed_tool", "right": number >= 10}
+        outcomes += [base, off]
+    page = render_ablation(outcomes, "t1")
+    row = next(line for line in page.splitlines() if line.startswith("| missed_tool"))
+    assert "earns its place" in row and "| 30 |" in row and "10 / 0" in row
+    assert render_ablation(outcomes, "other").count("| missed_tool") == 0

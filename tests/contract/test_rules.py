@@ -1,0 +1,131 @@
+"""Each rule of the engine can be switched off on its own, and every reply names the
+rules that acted on it (what the ablation benchmark reads)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from parlay.backends.prompted import PromptedBackend
+from parlay.context import ToolCall
+from parlay.contract.retry import CallIssue, RetryPolicy
+from parlay.contract.rules import VALUE_RULES, VERDICT_RULES, Rules
+from parlay.errors import ConfigurationError
+from parlay.request import ToolChoice
+
+from .conftest import WEATHER
+from .test_prompted import PLAIN_SCHEMA, ask, block, calls_of, run, scripted, text_of
+
+
+def final(text: str) -> str:
+    return json.dumps({"final": {"content": text}})
+
+
+def test_an_unknown_rule_name_is_refused_naming_the_known_ones() -> None:
+    with pytest.raises(ConfigurationError, match=r"unknown rule.*missed_tol.*missed_tool"):
+        Rules(frozenset({"missed_tol"}))
+    with pytest.raises(ConfigurationError, match="unknown rule"):
+        PromptedBackend(scripted(caps=PLAIN_SCHEMA), rules_off=["no_such_rule"])
+
+
+def test_every_verdict_the_policy_can_give_has_a_rule_of_its_name() -> None:
+    import ast
+    import inspect
+
+    from parlay.contract import retry
+
+    tree = ast.parse(inspect.getsource(retry))
+    reasons = {
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", "") == "Verdict"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    }
+    kinds = {"invented_value", "same_value"}  # given through a loop over issue kinds
+    assert reasons | kinds == set(VERDICT_RULES)
+
+
+def test_with_a_verdict_rule_off_the_next_verdict_in_order_is_given() -> None:
+    call = ToolCall("nope", {}, "c1")
+    issues = [
+        CallIssue(call, "unknown_tool", "nope"),
+        CallIssue(call, "invalid_arguments", "bad", WEATHER),
+    ]
+
+    def judge(policy: RetryPolicy) -> str | None:
+        verdict = policy.judge(
+            calls=[call],
+            issues=issues,
+            problems=[],
+            choice=ToolChoice("auto"),
+            refusal=None,
+            tools=[WEATHER],
+        )
+        return verdict.reason if verdict else None
+
+    assert judge(RetryPolicy()) == "unknown_tool"
+    assert judge(RetryPolicy(rules=Rules(frozenset({"unknown_tool"})))) == "invalid_arguments"
+    both = Rules(frozenset({"unknown_tool", "invalid_arguments"}))
+    assert judge(RetryPolicy(rules=both)) is None
+
+
+async def test_the_rules_that_acted_are_named_in_the_diagnostics() -> None:
+    inner = scripted(final("Sunny, I think."), final("Sunny in Rome."), caps=PLAIN_SCHEMA)
+    events, finish = await run(PromptedBackend(inner), ask("What's the current weather in Rome?"))
+    assert text_of(events) == "Sunny in Rome."
+    assert finish.diagnostics.rules == ("missed_tool",)
+
+
+async def test_a_reply_no_rule_acted_on_names_none() -> None:
+    inner = scripted(block("get_weather", city="Rome"), caps=PLAIN_SCHEMA)
+    events, finish = await run(PromptedBackend(inner), ask("Weather in Rome?"))
+    assert calls_of(events) == [("get_weather", {"city": "Rome"})]
+    assert finish.diagnostics.rules == ()
+
+
+async def test_missed_tool_off_lets_the_first_plain_answer_stand() -> None:
+    inner = scripted(final("Sunny, I think."), final("Sunny in Rome."), caps=PLAIN_SCHEMA)
+    backend = PromptedBackend(inner, rules_off={"missed_tool"})
+    events, finish = await run(backend, ask("What's the current weather in Rome?"))
+    assert text_of(events) == "Sunny, I think." and finish.diagnostics.rules == ()
+    assert len(inner.requests) == 1
+
+
+async def test_words_fallback_off_asks_again_with_the_instruction_and_the_action_grammar() -> None:
+    replies = [block("get_weather", city=c) for c in ("Springfield", "Shelbyville")]
+    inner = scripted(*replies, final("Which city?"), caps=PLAIN_SCHEMA)
+    backend = PromptedBackend(inner, rules_off={"words_fallback"})
+    _, finish = await run(backend, ask("Do a web search"))
+    assert [r.response_format.name for r in inner.requests] == ["action"] * 3
+    assert "words_fallback" not in finish.diagnostics.rules
+    on = scripted(*replies, final("Which city?"), caps=PLAIN_SCHEMA)
+    _, finish = await run(PromptedBackend(on), ask("Do a web search"))
+    assert finish.diagnostics.rules == ("invented_value", "invented_value", "words_fallback")
+
+
+async def test_kept_insisted_value_off_asks_about_the_value_again() -> None:
+    from parlay.request import ToolSpec
+
+    date = ToolSpec(
+        "book",
+        "Book a table.",
+        {"type": "object", "properties": {"day": {"type": "string"}}, "required": ["day"]},
+    )
+    reply = block("book", day="2026-11-23")
+    inner = scripted(reply, reply, reply)
+    backend = PromptedBackend(inner, rules_off={"kept_insisted_value"})
+    _, finish = await run(backend, ask("A table for tomorrow", tools=(date,)))
+    assert [r.reason for r in finish.diagnostics.retries] == ["invented_value"] * 2
+    _, kept = await run(PromptedBackend(scripted(reply, reply)), ask("A table", tools=(date,)))
+    assert kept.diagnostics.rules == ("invented_value", "kept_insisted_value")
+
+
+def test_check_values_false_is_the_value_rules_switched_off() -> None:
+    backend = PromptedBackend(scripted(caps=PLAIN_SCHEMA), check_values=False)
+    assert backend.rules.off >= VALUE_RULES
+    assert backend.configure(max_retries=1).rules.off == backend.rules.off
+    missed = PromptedBackend(scripted(caps=PLAIN_SCHEMA), check_missed_calls=False)
+    assert missed.rules.off == {"missed_tool"}
