@@ -1,0 +1,116 @@
+"""Exploratory probe (issue 15, "Several calls"): parlay's contract for Qwen on the first
+5 tune-half questions of each parallel category, with its reply shape varied.
+
+    python -m bench.bfcl.probes.shapes_parlay listed|rule|rule-noshot|plan|count|noform
+
+`listed`: the shipped contract with `listed_calls` (every call in `{"actions": [...]}`);
+`rule`: plus a rule line asking for one call per thing asked; `rule-noshot`: that without
+the few-shot turns; `plan`: a `requests` list before the actions; `count`: a `calls` count
+before them (templates in `templates_count/`); `noform`: no grammar. Figures in
+bench/results/parallel-probe.md. Run under the model lock; tune half only.
+"""
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import httpx
+
+from bench.bfcl.checker import check
+from bench.bfcl.models import models
+from bench.bfcl.split import select
+from bench.bfcl.systems import Setup, shipped_engine
+from parlay.backends.local import shared_server
+from parlay.contract.render import render_contract
+from parlay.request import ChatRequest
+from parlay.wire.openai_client import encode_request
+
+[model] = models(("qwen",))
+server = shared_server(model.path, 8192)
+url = server.start()
+qs = [
+    q
+    for c in ("parallel_multiple", "live_parallel", "live_parallel_multiple")
+    for q in select(c, "tune", 5)
+]
+which = sys.argv[1]
+
+
+async def main():
+    engine = shipped_engine(Setup(model, url, 8192, 512))
+    if which == "count":
+        engine = engine.configure(template_dir=str(Path(__file__).with_name("templates_count")))
+    async with httpx.AsyncClient(timeout=300) as client:
+        wins = 0
+        for q in qs:
+            req = ChatRequest(q.messages, tools=q.offered_tools, parallel_tool_calls=True)
+            contract = render_contract(req, engine.options, constrained=True)
+            msgs = list(contract.messages)
+            fmt = engine._grammar(contract.tools, req)
+            body = encode_request(
+                req.replace(messages=tuple(msgs), tools=(), response_format=fmt),
+                model="m",
+                stream=False,
+            )
+            body.update(temperature=0, max_tokens=400, seed=0)
+            if which == "plan":
+                # a plan field first: the requests the user made, then the actions
+                sch = body["response_format"]["json_schema"]["schema"]
+                for opt in sch.get("anyOf", [sch]):
+                    if "actions" in opt.get("properties", {}):
+                        opt["properties"] = {
+                            "requests": {
+                                "type": "array",
+                                "items": {"type": "string"},
+                                "minItems": 1,
+                            },
+                            **opt["properties"],
+                        }
+                        opt["required"] = ["requests", "actions"]
+                body["messages"][0]["content"] += (
+                    '\n\nWhen you call tools, first list in "requests" each separate thing the user asked for, then write one action for each.'
+                )
+            if which.startswith("rule"):
+                body["messages"][0]["content"] = body["messages"][0]["content"].replace(
+                    "Rules:\n",
+                    'Rules:\n- When the user asks for several things, or for one thing several times, make one call for each, all in one reply: several entries in "actions".\n',
+                )
+            if which == "rule-noshot":
+                body["messages"] = [
+                    body["messages"][0],
+                    *[m for m in body["messages"][1:]][-len(q.messages) :],
+                ]
+            if which == "count":
+                sch = body["response_format"]["json_schema"]["schema"]
+                for opt in sch.get("anyOf", [sch]):
+                    if "actions" in opt.get("properties", {}):
+                        opt["properties"] = {
+                            "calls": {"type": "integer", "minimum": 1, "maximum": 9},
+                            **opt["properties"],
+                        }
+                        opt["required"] = ["calls", "actions"]
+            if which == "noform":
+                body.pop("response_format", None)
+            r = await client.post(url + "/chat/completions", json=body)
+            text = r.json()["choices"][0]["message"]["content"]
+            try:
+                obj = json.loads(text)
+                acts = obj.get("actions") or ([obj["action"]] if "action" in obj else [])
+                calls = [(a["tool"], a.get("args", {})) for a in acts]
+            except Exception:
+                calls = []
+            v = check(q.category, q.functions, calls, q.ground_truth)
+            wins += v.valid
+            print(
+                q.id,
+                len(calls),
+                "expected",
+                len(q.ground_truth),
+                v.valid,
+                text[:300].replace("\n", " "),
+            )
+        print("right", wins, "of", len(qs))
+
+
+asyncio.run(main())

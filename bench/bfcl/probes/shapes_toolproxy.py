@@ -1,0 +1,143 @@
+"""Exploratory probe (issue 15, "Several calls"): toolproxy 0.6's emulated system prompt
+(its text, tools listed with their JSON schemas, no few-shot turns) sent straight to
+Qwen on the same questions as `shapes_parlay`, free or held to a grammar of its three
+formats (`"type"` first: tool_call, tool_calls or final).
+
+    python -m bench.bfcl.probes.shapes_toolproxy free|grammar
+"""
+
+import asyncio
+import json
+import sys
+
+import httpx
+
+from bench.bfcl.checker import check
+from bench.bfcl.models import models
+from bench.bfcl.split import select
+from parlay.backends.local import shared_server
+
+[model] = models(("qwen",))
+url = shared_server(model.path, 8192).start()
+half = sys.argv[2] if len(sys.argv) > 2 else "tune"
+qs = [
+    q
+    for c in ("parallel_multiple", "live_parallel", "live_parallel_multiple")
+    for q in select(c, half, 5)
+]
+which = sys.argv[1]
+
+TP = """You are a helpful AI assistant with access to the following tools:
+
+{tools}
+
+## CRITICAL INSTRUCTIONS
+
+You MUST respond with ONLY a valid JSON object. No other text, no markdown, no explanation.
+
+Your response must match EXACTLY one of these formats:
+
+FORMAT 1 - When you need to use ONE tool:
+{{"type": "tool_call", "tool": {{"tool_name": "<name>", "arguments": {{<key>: <value>}}}}}}
+
+FORMAT 2 - When you need to use MULTIPLE tools in parallel (more efficient):
+{{"type": "tool_calls", "tools": [{{"tool_name": "<name>", "arguments": {{...}}}}, {{"tool_name": "<name2>", "arguments": {{...}}}}]}}
+
+FORMAT 3 - When you have a final answer:
+{{"type": "final", "content": "<your answer here>"}}
+
+Rules:
+- Respond ONLY with raw JSON, nothing else.
+- Always choose the correct tool from the list above.
+- Arguments must match the tool's parameter types exactly.
+- Use FORMAT 2 when multiple independent tools can run simultaneously.
+- When you have enough information to answer, use FORMAT 3.
+"""
+
+
+def tools_text(q):
+    return "\n".join(
+        f"- {t.name}: {t.description}\n  Parameters: {json.dumps(t.parameters)}"
+        for t in q.offered_tools
+    )
+
+
+def grammar(q):
+    call = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"tool_name": {"const": t.name}, "arguments": t.parameters},
+                "required": ["tool_name", "arguments"],
+            }
+            for t in q.offered_tools
+        ]
+    }
+    return {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"type": {"const": "tool_call"}, "tool": call},
+                "required": ["type", "tool"],
+            },
+            {
+                "type": "object",
+                "properties": {
+                    "type": {"const": "tool_calls"},
+                    "tools": {"type": "array", "items": call, "minItems": 1},
+                },
+                "required": ["type", "tools"],
+            },
+            {
+                "type": "object",
+                "properties": {"type": {"const": "final"}, "content": {"type": "string"}},
+                "required": ["type", "content"],
+            },
+        ]
+    }
+
+
+async def main():
+    wins = multi = 0
+    async with httpx.AsyncClient(timeout=300) as client:
+        for q in qs:
+            msgs = [{"role": "system", "content": TP.format(tools=tools_text(q))}]
+            msgs += [
+                {
+                    "role": m.role
+                    if hasattr(m, "role")
+                    else type(m).__name__.replace("Message", "").lower(),
+                    "content": m.content,
+                }
+                for m in q.messages
+                if type(m).__name__ != "SystemMessage"
+            ]
+            body = {"model": "m", "messages": msgs, "temperature": 0, "seed": 0, "max_tokens": 512}
+            if which == "grammar":
+                body["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "a", "schema": grammar(q), "strict": True},
+                }
+            r = await client.post(url + "/chat/completions", json=body)
+            text = r.json()["choices"][0]["message"]["content"]
+            try:
+                obj = json.loads(text[text.find("{") : text.rfind("}") + 1])
+                acts = obj.get("tools") or ([obj["tool"]] if "tool" in obj else [])
+                calls = [(a["tool_name"], a.get("arguments", {})) for a in acts]
+            except Exception:
+                calls = []
+            v = check(q.category, q.functions, calls, q.ground_truth)
+            wins += v.valid
+            multi += len(calls) > 1
+            print(
+                q.id,
+                len(calls),
+                "expected",
+                len(q.ground_truth),
+                v.valid,
+                text[:160].replace("\n", " "),
+            )
+        print(which, "right", wins, "several", multi, "of", len(qs))
+
+
+asyncio.run(main())
