@@ -379,7 +379,7 @@ async def test_a_pretended_call_with_made_up_values_gives_way_to_an_answer() -> 
 
 
 def test_a_tool_name_inside_another_word_is_no_pretended_call() -> None:
-    from parlay.backends.prompted import _named_tool
+    from parlay.backends._judging import named_tool as _named_tool
 
     assert _named_tool("math.add returned 3", TOOLS) is None
     assert _named_tool("add_more returned 3", TOOLS) is None

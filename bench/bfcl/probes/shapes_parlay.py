@@ -21,6 +21,7 @@ from bench.bfcl.checker import check
 from bench.bfcl.models import models
 from bench.bfcl.split import select
 from bench.bfcl.systems import Setup, shipped_engine
+from parlay.backends._next_attempt import grammar_for
 from parlay.backends.local import shared_server
 from parlay.contract.render import render_contract
 from parlay.request import ChatRequest
@@ -37,7 +38,7 @@ qs = [
 which = sys.argv[1]
 
 
-async def main():
+async def main() -> None:
     engine = shipped_engine(Setup(model, url, 8192, 512))
     if which == "count":
         engine = engine.configure(template_dir=str(Path(__file__).with_name("templates_count")))
@@ -47,7 +48,7 @@ async def main():
             req = ChatRequest(q.messages, tools=q.offered_tools, parallel_tool_calls=True)
             contract = render_contract(req, engine.options, constrained=True)
             msgs = list(contract.messages)
-            fmt = engine._grammar(contract.tools, req)
+            fmt = grammar_for(engine, contract.tools, req)
             body = encode_request(
                 req.replace(messages=tuple(msgs), tools=(), response_format=fmt),
                 model="m",

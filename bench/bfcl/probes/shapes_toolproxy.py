@@ -9,17 +9,19 @@ formats (`"type"` first: tool_call, tool_calls or final).
 import asyncio
 import json
 import sys
+from typing import Any
 
 import httpx
 
 from bench.bfcl.checker import check
+from bench.bfcl.data import Question
 from bench.bfcl.models import models
-from bench.bfcl.split import select
+from bench.bfcl.split import Half, select
 from parlay.backends.local import shared_server
 
 [model] = models(("qwen",))
 url = shared_server(model.path, 8192).start()
-half = sys.argv[2] if len(sys.argv) > 2 else "tune"
+half: Half = "validate" if sys.argv[2:] == ["validate"] else "tune"
 qs = [
     q
     for c in ("parallel_multiple", "live_parallel", "live_parallel_multiple")
@@ -55,14 +57,14 @@ Rules:
 """
 
 
-def tools_text(q):
+def tools_text(q: Question) -> str:
     return "\n".join(
         f"- {t.name}: {t.description}\n  Parameters: {json.dumps(t.parameters)}"
         for t in q.offered_tools
     )
 
 
-def grammar(q):
+def grammar(q: Question) -> dict[str, Any]:
     call = {
         "anyOf": [
             {
@@ -97,7 +99,7 @@ def grammar(q):
     }
 
 
-async def main():
+async def main() -> None:
     wins = multi = 0
     async with httpx.AsyncClient(timeout=300) as client:
         for q in qs:

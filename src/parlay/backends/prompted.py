@@ -30,14 +30,22 @@ carries the repaired ones.
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from attrs import evolve
 
 from parlay.backends._attempt import Attempt
 from parlay.backends._http import schema_rejected
+from parlay.backends._judging import to_release, verdict_on
+from parlay.backends._next_attempt import (
+    ANSWER_ONLY,
+    ask_for_words,
+    grammar_for,
+    retry,
+    wants_words,
+)
+from parlay.backends._turn import Turn
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.bounds import (
     ATTEMPT_MAX_TOKENS,
@@ -45,56 +53,26 @@ from parlay.backends.bounds import (
     guarded,
     with_max_tokens,
 )
-from parlay.context import AssistantMessage, Message, ToolCall, UserMessage
+from parlay.context import ToolCall
 from parlay.contract.checks import CheckedCall, answered_calls, check_call
-from parlay.contract.constrain import FINAL_SCHEMA, action_response_format
-from parlay.contract.forced import NameChoice, name_choices
-from parlay.contract.grounding import copied_answer, echoes
-from parlay.contract.parser import ActionStreamParser, ParseResult
-from parlay.contract.placeholders import is_placeholder
-from parlay.contract.refusal import (
-    DEFAULT_REFUSALS,
-    RefusalPhrases,
-    RefusalSignal,
-    asks_user,
-    detect_refusal,
-)
-from parlay.contract.relevance import fitting_tool
+from parlay.contract.parser import ActionStreamParser
+from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases
 from parlay.contract.render import (
     DEFAULT_FORMAT,
     DEFAULT_MAX_RESULT_CHARS,
-    Contract,
     ContractOptions,
     render_contract,
-    retry_instruction,
 )
-from parlay.contract.retry import RetryPolicy, Verdict
+from parlay.contract.retry import RetryPolicy
 from parlay.contract.rules import MISSED_CALL_RULES, VALUE_RULES, Rules
 from parlay.contract.state import has_tool_activity
-from parlay.diagnostics import Diagnostics, Retry
 from parlay.errors import BackendStatusError, ConfigurationError
-from parlay.events import (
-    Event,
-    Finish,
-    FinishReason,
-    ScoredTextDelta,
-    TextDelta,
-    Usage,
-)
-from parlay.request import AUTO, NONE, ChatRequest, ResponseFormat, ToolChoice, ToolSpec
+from parlay.events import Event, Finish, ScoredTextDelta, TextDelta
+from parlay.request import AUTO, NONE, ChatRequest
 
 logger = logging.getLogger("parlay.prompted")
 
-# The grammar of a reply that may only answer in words.
-ANSWER_ONLY = ResponseFormat(FINAL_SCHEMA, name="final", strict=True)
-# Retry reasons for a call carrying a value the conversation did not give.
-MADE_UP_VALUES = ("example_value", "invented_value", "same_value")
-# Earlier retries after which a made-up value means the turn has nothing real to call with.
-# Not a missed_tool nudge: the call it led to may take a value from what the model knows
-# ("Paris" for "the French capital"); asked about it, a model sure of it gives it again
-# and keeps its call (`kept_insisted_value`), where the answer-only grammar would have
-# turned a right call into "I cannot say."
-DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "pretended_call", "forced_call")
+__all__ = ["ANSWER_ONLY", "NAME_ALTERNATIVES", "PromptedBackend"]
 # Alternatives per token asked of the inner backend for `forced.name_choices`.
 NAME_ALTERNATIVES = 5
 
@@ -260,464 +238,144 @@ class PromptedBackend:
             async for event in self.inner.stream(request):
                 yield event
             return
-        constrained = self.uses_constraint(request)
-        choice = request.tool_choice
-        # Under tool_choice="none" a reply must be words. Not held to the answer grammar:
-        # under it SmolLM2 answered "What is the weather in Paris?" with "Paris"; a reply
-        # that is only an action is asked again in words instead (`_words_wanted`).
-        contract = render_contract(request, self.options, constrained=constrained)
-        specs = {spec.name: spec for spec in contract.tools}
-        response_format = request.response_format
-        if constrained:
-            response_format = self._grammar(contract.tools, request)
-        logger.debug(
-            "contract injected: format=%s tools=%s choice=%s state=%s constrained=%s",
-            self.options.action_format,
-            list(specs),
-            choice.mode,
-            contract.state.value,
-            constrained,
-        )
-        answered = answered_calls(request.messages)
-
-        def check(call: ToolCall) -> CheckedCall:
-            return check_call(call, specs, contract, answered, check_values=self.check_values)
-
-        # The model's own choice of tool names is only hidden when a grammar picks them.
-        read_names = constrained and choice.mode == "auto" and self.min_offered_share > 0
-        # Alternatives only for the engine's own reading: the text it hands on is parsed
-        # out of the model's actions, so a caller's log-probabilities would not fit it
-        # and asking the server for them would be wasted.
-        options = evolve(request.options, top_logprobs=NAME_ALTERNATIVES if read_names else None)
-        messages = contract.messages
-        retries: list[Retry] = []
-        fired: list[str] = []  # the rules that acted, in order (`Diagnostics.rules`)
-        dropped = False  # the last reply only repeated parlay's own words
-        notes: list[str] = []
-        usage: Usage | None = None
-        refusal: RefusalSignal | None = None
-        emitted_calls = 0
-        shown_text = False
-        modes: list[str] = []
-        first_answer: Attempt | None = None  # a plain answer held back by a missed_tool retry
-        instruction = ""  # the message the last retry added
-        last_finish: Finish | None = None
-        repetition: str | None = None  # what a looping attempt repeated
-        yielded = 0
+        turn = self._begin(request)
         for attempt_no in range(self.policy.max_retries + 1):
-            can_retry = choice.mode != "none" and self.policy.allows(attempt_no)
-            if can_retry:
-                mode = "buffered" if choice.forces_call else "hybrid"
-            else:
-                mode = "hybrid" if retries and choice.mode == "auto" else "live"
-            modes.append(mode)
-            attempt = Attempt(
-                mode,
-                check=check,
-                choice_mode=choice.mode,
-                refusal_phrases=self.refusal_phrases,
-                refusal_window=self.refusal_window,
-                suppress_text=shown_text,
-                parallel=request.parallel_tool_calls,
-            )
-            parser = ActionStreamParser(specs, thought_limit=self.options.thought_limit)
-            inner_request = request.replace(
-                messages=messages,
-                tools=(),
-                tool_choice=AUTO,
-                response_format=response_format,
-                options=options,
-            )
-            inner_request = with_max_tokens(inner_request, self.max_tokens)
+            can_retry = turn.choice.mode != "none" and self.policy.allows(attempt_no)
+            attempt = self._attempt(turn, can_retry)
+            parser = ActionStreamParser(turn.specs, thought_limit=self.options.thought_limit)
             try:
-                async for event in guarded(self.inner.stream(inner_request), self.repetition):
-                    if isinstance(event, Finish):
-                        attempt.finish = event
-                        continue
-                    if isinstance(event, TextDelta):
-                        attempt.raw.append(event.text)
-                        if isinstance(event, ScoredTextDelta):
-                            attempt.tokens.extend(event.tokens)
-                        produced = parser.feed(event.text)
-                    else:  # a native call from the inner backend: take it as it is
-                        produced = [event]
-                    for out in attempt.route(produced):
-                        yielded += 1
-                        yield out
+                async for out in self._run(turn, attempt, parser):
+                    yield out
             except BackendStatusError as exc:
-                # Only a refusal of the schema itself (400/422 naming it): a 5xx, 429 or 401
-                # is no reason to send the request again.
-                if not constrained or yielded or self.constrained or not schema_rejected(exc):
+                # Only a refusal of the schema itself (400/422 naming it): a 5xx, 429 or
+                # 401 is no reason to send the request again, nor is anything shown.
+                if not turn.constrained or turn.yielded or self.constrained:
                     raise
-                # The server could not turn the action schema into a grammar (some reject
-                # parts of JSON schema): nothing was shown yet, so go on without it.
-                note = (
-                    f"the backend rejected the action schema (HTTP {exc.status_code}); "
-                    "ran unconstrained"
-                )
-                logger.warning("%s", note)
-                async for out in self.configure(constrained=False).stream(request):
-                    if isinstance(out, Finish) and out.diagnostics is not None:
-                        notes_after = (note, *out.diagnostics.notes)
-                        out = evolve(out, diagnostics=evolve(out.diagnostics, notes=notes_after))
+                if not schema_rejected(exc):
+                    raise
+                async for out in self._unconstrained(request, exc.status_code):
                     yield out
                 return
-            for out in attempt.route(parser.finish()):
-                yielded += 1
-                yield out
             parsed = parser.result()
-            notes.extend(attempt.notes)
-            notes.extend(f"{p.kind}: {p.detail}" for p in parsed.problems)
-            if attempt.finish is not None:
-                last_finish = attempt.finish
-                if attempt.finish.usage is not None:
-                    usage = attempt.finish.usage if usage is None else usage + attempt.finish.usage
-                looped = attempt.finish.diagnostics and attempt.finish.diagnostics.repetition
-                if looped:
-                    repetition = looped
-                    notes.extend(attempt.finish.diagnostics.notes)  # type: ignore[union-attr]
-                elif attempt.finish.reason == "length":
-                    notes.append("the reply was cut by the token limit")
-            if self._words_wanted(choice, parsed, attempt_no):
-                fired.append("words_only")
-                # Under tool_choice="none" a reply that is only a call leaves the user
-                # nothing: ask again for words (a grammar, where there is one, prevents it).
-                retries.append(Retry("words_only", ", ".join(c.name for c in parsed.calls)))
-                instruction = retry_instruction(
-                    "words_only", "", len(retries), contract.tools, choice, self.options
-                )
-                reply = AssistantMessage("".join(attempt.raw))
-                messages = (*messages, reply, UserMessage(instruction))
+            turn.record(attempt, parsed)
+            if wants_words(self, turn, parsed, attempt_no):
+                ask_for_words(self, turn, attempt, parsed)
                 continue
-            signal = detect_refusal(parsed.text, self.refusal_phrases)
-            if signal is not None and signal.kind == "soft" and asks_user(parsed.text):
-                # "Which city? I can't check the weather without one." asks for what a
-                # tool needs: the right reply, not a claim that no tool could help.
-                signal = None
-            refusal = refusal or signal
-            verdict: Verdict | None = None
-            if can_retry:
-                copied = (
-                    copied_answer(parsed.text, contract.example_answers)
-                    if self.check_values
-                    else ""
-                )
-                verdict = self.policy.judge(
-                    calls=parsed.calls,
-                    issues=attempt.issues,
-                    problems=parsed.problems,
-                    choice=choice,
-                    refusal=signal,
-                    tools=contract.tools,
-                    copied_answer=copied,
-                    pretended_tool=_named_tool(parsed.text, contract.tools) if copied else None,
-                    fitting_tool=self._fitting_tool(request, contract, parsed.calls, retries),
-                    forced=self._forced(attempt, parsed.calls, contract) if read_names else None,
-                    placeholder=is_placeholder(parsed.text),
-                )
-                if verdict is not None and verdict.about_text and attempt.shown_text:
-                    notes.append(f"not retried ({verdict.reason}): the text was already shown")
-                    verdict = None
-            if (
-                verdict is not None
-                and self.rules.on("kept_insisted_value")
-                and _insists(verdict, retries)
-            ):
-                fired.append("kept_insisted_value")
-                # Asked where the value came from, the model gave the same call again: it
-                # may have worked the value out ("tomorrow" as a date), so the call stands.
-                notes.append(
-                    f"kept {verdict.tool.name if verdict.tool else 'a'} call: "
-                    f"its {verdict.argument} is not in the conversation"
-                )
-                verdict = None
+            verdict = verdict_on(self, turn, attempt, parsed, can_retry)
             if verdict is not None:
-                fired.append(verdict.reason)
-                retries.append(Retry(verdict.reason, verdict.detail))
-                if self._falls_back_to_words(verdict, retries, choice):
-                    fired.append("words_fallback")
-                logger.info(
-                    "retry %d/%d: %s %s",
-                    len(retries),
-                    self.policy.max_retries,
-                    verdict.reason,
-                    verdict.detail,
-                )
-                messages, response_format, instruction = self._retry_request(
-                    request, verdict, retries, attempt, contract, messages, response_format
-                )
-                shown_text = shown_text or attempt.shown_text
-                if verdict.reason == "missed_tool" and not attempt.shown_text:
-                    first_answer = attempt
+                retry(self, turn, verdict, attempt)
                 continue
-            own_words = _own_words(attempt, parsed, instruction)
-            if own_words and self.rules.on("echo_filter"):
-                fired.append("echo_filter")
-                # Qwen and SmolLM2 answered retry messages with their own words ("The tool
-                # call, or your answer to the user.") and copied the format's stand-ins
-                # ("your answer"): that is no answer, and the user should not read
-                # parlay's instructions. An answer held back for a missed_tool retry
-                # stands instead.
-                if first_answer is None:
-                    notes.append(f"dropped a reply that only repeated {own_words}")
-                    dropped = True
-                    break
-                notes.append(f"the reply repeated {own_words}: the first answer stands")
-                attempt = first_answer
-            elif not can_retry and read_names and parsed.calls:
-                attempt = self._last_forced(attempt, parsed.calls, contract, first_answer, notes)
-                if attempt is first_answer:
-                    fired.append("first_answer_stands")
-            for out in attempt.release():
-                yield out
-            emitted_calls = attempt.emitted_calls
+            released = to_release(self, turn, attempt, parsed, can_retry)
+            if released is not None:
+                for out in released.release():
+                    yield out
+                turn.emitted_calls = released.emitted_calls
             break
-        if dropped and choice.mode != "none" and self.rules.on("words_after_drop"):
+        if turn.dropped and turn.choice.mode != "none" and self.rules.on("words_after_drop"):
             # Nothing is left to show: ask once more, told to answer in words, with no
             # retry message in sight to repeat (SmolLM2 ended a turn after a tool result
             # with only the retry's words, and the user got an empty message).
-            fired.append("words_after_drop")
+            turn.fired.append("words_after_drop")
             async for out in self.stream(request.replace(tool_choice=NONE)):
-                if not isinstance(out, Finish):
+                if isinstance(out, Finish):
+                    turn.add_usage(out)
+                else:
                     yield out
-                    continue
-                last_finish = out
-                if out.usage is not None:
-                    usage = out.usage if usage is None else usage + out.usage
-        reason: FinishReason = "tool_calls" if emitted_calls else "stop"
-        if not emitted_calls and last_finish is not None and last_finish.reason != "tool_calls":
-            reason = last_finish.reason
-        diagnostics = Diagnostics(
-            contract_injected=True,
-            action_format=self.options.action_format,
-            tool_history_detected=contract.tool_history,
-            calls_parsed=emitted_calls,
-            retries=tuple(retries),
-            refusal=f"{refusal.kind}: {refusal.phrase}" if refusal else None,
-            constrained=constrained,
-            notes=tuple(notes),
-            tool_state=contract.state.value,
-            streaming="/".join(modes),
-            repetition=repetition,
-            rules=tuple(fired),
-        )
-        logger.debug("prompted reply: %s", diagnostics)
-        yield Finish(
-            reason,
-            usage,
-            raw=last_finish.raw if last_finish else None,
-            diagnostics=diagnostics,
-            model=last_finish.model if last_finish else None,
-        )
+        finish = turn.finish(self.options.action_format)
+        logger.debug("prompted reply: %s", finish.diagnostics)
+        yield finish
 
-    def _words_wanted(self, choice: ToolChoice, parsed: ParseResult, attempt_no: int) -> bool:
-        """Under tool_choice="none", whether a reply left no text but (ignored) calls."""
-        return (
-            choice.mode == "none"
-            and bool(parsed.calls)
-            and not parsed.text.strip()
-            and self.policy.allows(attempt_no)
-        )
-
-    def _fitting_tool(
-        self,
-        request: ChatRequest,
-        contract: Contract,
-        calls: Sequence[ToolCall],
-        retries: list[Retry],
-    ) -> ToolSpec | None:
-        """The tool a plain answer should perhaps have called (see `relevance`).
-
-        Looked for only when the reply has no call: reading every tool's description
-        against the request is not worth it on the replies that call.
-        """
-        if not self.check_missed_calls or request.tool_choice.mode != "auto" or calls:
-            return None
-        # The first reply only: a plain answer after a retry is the one the retry asked
-        # for (a missing value asked of the user, an answer instead of a forced call),
-        # and after this nudge it is the model's considered one.
-        if retries:
-            return None
-        return fitting_tool(request.messages, contract.tools)
-
-    def _forced(
-        self, attempt: Attempt, calls: Sequence[ToolCall], contract: Contract
-    ) -> NameChoice | None:
-        """The first call, when every call of the reply was forced on the model by the
-        grammar (see `forced`); a reply that also makes a call of its own choosing stands."""
-        names = [spec.name for spec in contract.tools]
-        choices = name_choices(attempt.tokens, calls, names)
-        if not calls or len(choices) != len(calls):
-            return None
-        if all(choice.share < self.min_offered_share for choice in choices):
-            return choices[0]
-        return None
-
-    def _last_forced(
-        self,
-        attempt: Attempt,
-        calls: Sequence[ToolCall],
-        contract: Contract,
-        first_answer: Attempt | None,
-        notes: list[str],
-    ) -> Attempt:
-        """The attempt to release when no retry is left: a call the grammar forced after a
-        missed_tool nudge gives way to the plain answer the nudge held back (the model's
-        own reply before the engine pointed it at a tool); any other stands, noted."""
-        forced = self._forced(attempt, calls, contract)
-        if forced is None:
-            return attempt
-        if (
-            first_answer is not None
-            and not attempt.shown_text
-            and self.rules.on("first_answer_stands")
-        ):
-            notes.append(
-                f"the first answer stands: the call was the grammar's, {forced.describe()}"
-            )
-            return first_answer
-        notes.append(f"kept a call the grammar forced (no retry left): {forced.describe()}")
-        return attempt
-
-    def _retry_request(
-        self,
-        request: ChatRequest,
-        verdict: Verdict,
-        retries: list[Retry],
-        attempt: Attempt,
-        contract: Contract,
-        messages: tuple[Message, ...],
-        response_format: ResponseFormat | None,
-    ) -> tuple[tuple[Message, ...], ResponseFormat | None, str]:
-        """The messages and grammar of the next attempt after `verdict`, and the
-        instruction added for it ("" when none is)."""
-        choice = request.tool_choice
+    def _begin(self, request: ChatRequest) -> Turn:
+        """The contract rendered, the first grammar, and what the attempts share."""
         constrained = self.uses_constraint(request)
-        plain = evolve(self.options, few_shot=False)
-        if verdict.reason == "repeated_call":
-            response_format = self._away_from_repeats(attempt, contract, request, response_format)
-        elif verdict.reason == "pretended_call" and verdict.tool is not None and constrained:
-            # "get_crime_rate returned {"status": "done"}": after a nudge towards a tool,
-            # Qwen wrote the examples' made-up result as that tool's instead of calling
-            # it. Asked again (without the examples, below), it may call that tool or
-            # answer; its values are still checked. (Held to the call, it also called
-            # where no tool fit.)
-            response_format = self._grammar((verdict.tool,), request)
-        elif self._falls_back_to_words(verdict, retries, choice):
-            words = request.replace(tool_choice=NONE)
-            messages = render_contract(words, plain, constrained=True).messages
-            return messages, _words(request), ""
-        instruction = retry_instruction(
-            verdict.reason,
-            verdict.detail,
-            len(retries),
-            contract.tools,
-            choice,
-            self.options,
-            verdict.tool,
-            constrained=constrained,
-            argument=verdict.argument,
-            parallel=request.parallel_tool_calls,
-        )
-        if verdict.reason not in (*MADE_UP_VALUES, "example_answer", "pretended_call"):
-            reply = AssistantMessage("".join(attempt.raw))
-            return (*messages, reply, UserMessage(instruction)), response_format, instruction
-        # The examples taught the model to fill values in (and to quote their made-up
-        # result): ask again without them and without the reply, so nothing is left to
-        # copy. With either in sight SmolLM2 wrote the same value again, and Qwen, asked
-        # about an invented value, answered with the examples' result instead.
-        fresh = render_contract(request, plain, constrained=constrained).messages
-        return (*fresh, UserMessage(instruction)), response_format, instruction
-
-    def _falls_back_to_words(
-        self, verdict: Verdict, retries: list[Retry], choice: ToolChoice
-    ) -> bool:
-        """Whether the retry after `verdict` goes under the answer-only grammar, with no
-        instruction: after a call the grammar forced on the model, a stand-in answer, or
-        a value no one gave after an earlier doubt about this turn (a made-up value, a
-        quoted made-up result, or a plain answer the engine pointed at a tool). The user
-        most likely asked for something no tool does, or never gave the value; asking
-        again does not help a small model, a grammar for words does. The conversation
-        goes as it was, rendered as under tool_choice="none": with an instruction
-        added, both models answered with its words ("Please provide the strings...")."""
-        if not self.rules.on("words_fallback"):
-            return False
-        if verdict.reason in ("forced_call", "placeholder_answer"):
-            return True
-        return (
-            verdict.reason in MADE_UP_VALUES
-            and choice.mode == "auto"
-            and self.grammar_available
-            and any(r.reason in DOUBTFUL for r in retries[:-1])
-        )
-
-    def _away_from_repeats(
-        self,
-        attempt: Attempt,
-        contract: Contract,
-        request: ChatRequest,
-        current: ResponseFormat | None,
-    ) -> ResponseFormat | None:
-        """A grammar for the retry that leaves out the tools the model keeps repeating.
-
-        Small models loop on a call whose result they already have; asking again rarely
-        helps, a grammar does. With no other tool left under `auto`, only a final answer
-        is allowed. Used whenever the inner backend takes JSON schemas, unless
-        `constrained=False`.
-        """
-        choice = request.tool_choice
-        if not self.grammar_available or choice.mode == "tool":
-            return current
-        repeated = {i.call.name for i in attempt.issues if i.kind == "repeated_call"}
-        others = tuple(t for t in contract.tools if t.name not in repeated)
-        if others:
-            return self._grammar(others, request)
-        if choice.mode == "auto":
-            return _words(request)
-        return current
-
-    def _grammar(self, tools: tuple[ToolSpec, ...], request: ChatRequest) -> ResponseFormat | None:
-        """The grammar of a reply calling one of `tools` or, under `auto`, answering: in the
-        caller's own format (`response_format`) when the request has one."""
-        answer = request.response_format.schema if request.response_format else None
-        return action_response_format(
-            tools,
-            request.tool_choice,
+        # Under tool_choice="none" a reply must be words. Not held to the answer grammar:
+        # under it SmolLM2 answered "What is the weather in Paris?" with "Paris"; a reply
+        # that is only an action is asked again in words instead (`wants_words`).
+        contract = render_contract(request, self.options, constrained=constrained)
+        response_format = request.response_format
+        if constrained:
+            response_format = grammar_for(self, contract.tools, request)
+        # The model's own choice of tool names is only hidden when a grammar picks them.
+        auto = request.tool_choice.mode == "auto"
+        read_names = constrained and auto and self.min_offered_share > 0
+        # Alternatives only for the engine's own reading: the text it hands on is parsed
+        # out of the model's actions, so a caller's log-probabilities would not fit it
+        # and asking the server for them would be wasted.
+        alternatives = NAME_ALTERNATIVES if read_names else None
+        options = evolve(request.options, top_logprobs=alternatives)
+        logger.debug(
+            "contract injected: format=%s tools=%s choice=%s state=%s constrained=%s",
             self.options.action_format,
-            answer=answer,
-            parallel=request.parallel_tool_calls,
-            listed=self.options.listed_calls,
+            [spec.name for spec in contract.tools],
+            request.tool_choice.mode,
+            contract.state.value,
+            constrained,
+        )
+        return Turn(
+            request, contract, constrained, read_names, contract.messages, response_format, options
         )
 
+    def _attempt(self, turn: Turn, can_retry: bool) -> Attempt:
+        """A new attempt, streaming in the mode its place in the turn allows."""
+        choice = turn.choice
+        if can_retry:
+            mode = "buffered" if choice.forces_call else "hybrid"
+        else:
+            mode = "hybrid" if turn.retries and choice.mode == "auto" else "live"
+        turn.modes.append(mode)
+        specs = turn.specs
+        answered = answered_calls(turn.request.messages)
 
-def _words(request: ChatRequest) -> ResponseFormat:
-    """The grammar of an answer in words: the caller's format if any, else plain text."""
-    return request.response_format or ANSWER_ONLY
+        def check(call: ToolCall) -> CheckedCall:
+            return check_call(call, specs, turn.contract, answered, check_values=self.check_values)
 
+        return Attempt(
+            mode,
+            check=check,
+            choice_mode=choice.mode,
+            refusal_phrases=self.refusal_phrases,
+            refusal_window=self.refusal_window,
+            suppress_text=turn.shown_text,
+            parallel=turn.request.parallel_tool_calls,
+        )
 
-def _own_words(attempt: Attempt, parsed: ParseResult, instruction: str) -> str:
-    """What of parlay's own a plain reply, not yet shown, only repeats ("" if nothing):
-    a stand-in of the format instructions, or the retry message it answers."""
-    if parsed.calls or attempt.shown_text:
-        return ""
-    if is_placeholder(parsed.text):
-        return "a stand-in of the format instructions"
-    if instruction and echoes(parsed.text, instruction):
-        return "the retry message"
-    return ""
+    async def _run(
+        self, turn: Turn, attempt: Attempt, parser: ActionStreamParser
+    ) -> AsyncIterator[Event]:
+        """One attempt: the inner model's reply through the parser, events as they go."""
+        inner_request = turn.request.replace(
+            messages=turn.messages,
+            tools=(),
+            tool_choice=AUTO,
+            response_format=turn.response_format,
+            options=turn.options,
+        )
+        inner_request = with_max_tokens(inner_request, self.max_tokens)
+        async for event in guarded(self.inner.stream(inner_request), self.repetition):
+            if isinstance(event, Finish):
+                attempt.finish = event
+                continue
+            if isinstance(event, TextDelta):
+                attempt.raw.append(event.text)
+                if isinstance(event, ScoredTextDelta):
+                    attempt.tokens.extend(event.tokens)
+                produced = parser.feed(event.text)
+            else:  # a native call from the inner backend: take it as it is
+                produced = [event]
+            for out in attempt.route(produced):
+                turn.yielded += 1
+                yield out
+        for out in attempt.route(parser.finish()):
+            turn.yielded += 1
+            yield out
 
-
-def _named_tool(text: str, tools: Sequence[ToolSpec]) -> ToolSpec | None:
-    """The first tool whose name a plain reply writes (as a word of its own)."""
-    return next(
-        (t for t in tools if re.search(rf"(?<![\w.]){re.escape(t.name)}(?![\w])", text)), None
-    )
-
-
-def _insists(verdict: Verdict, retries: list[Retry]) -> bool:
-    """Whether the model gave, after being asked about it, the same invented value.
-    (A value of the examples given again is not kept: without the examples in sight,
-    SmolLM2 and Qwen still wrote the examples' city for "How is the weather?".)"""
-    return verdict.reason == "invented_value" and any(
-        r.reason == "invented_value" and r.detail == verdict.detail for r in retries
-    )
+    async def _unconstrained(self, request: ChatRequest, status: int) -> AsyncIterator[Event]:
+        """The server could not turn the action schema into a grammar (some reject parts
+        of JSON schema) and nothing was shown yet: the request again, without it."""
+        note = f"the backend rejected the action schema (HTTP {status}); ran unconstrained"
+        logger.warning("%s", note)
+        async for out in self.configure(constrained=False).stream(request):
+            if isinstance(out, Finish) and out.diagnostics is not None:
+                notes_after = (note, *out.diagnostics.notes)
+                out = evolve(out, diagnostics=evolve(out.diagnostics, notes=notes_after))
+            yield out

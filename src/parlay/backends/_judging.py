@@ -1,0 +1,178 @@
+"""How the prompted engine judges an attempt: whether to ask again, and what to release.
+
+The retry policy (`parlay.contract.retry`) gives the verdict; this module gathers what
+it judges (a refusal, a copied answer, the tool a plain answer missed, a call the
+grammar forced) and applies the rules that act after it: a value given again stands
+(`kept_insisted_value`), a reply repeating parlay's own words is dropped
+(`echo_filter`), a forced call gives way to the first answer (`first_answer_stands`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from parlay.backends._attempt import Attempt
+from parlay.backends._turn import Turn
+from parlay.context import ToolCall
+from parlay.contract.forced import NameChoice, name_choices
+from parlay.contract.grounding import copied_answer, echoes
+from parlay.contract.parser import ParseResult
+from parlay.contract.placeholders import is_placeholder
+from parlay.contract.refusal import RefusalSignal, asks_user, detect_refusal
+from parlay.contract.relevance import fitting_tool
+from parlay.contract.retry import Verdict
+from parlay.diagnostics import Retry
+from parlay.request import ToolSpec
+
+if TYPE_CHECKING:
+    from parlay.backends.prompted import PromptedBackend
+
+
+def refusal_in(engine: PromptedBackend, text: str) -> RefusalSignal | None:
+    signal = detect_refusal(text, engine.refusal_phrases)
+    if signal is not None and signal.kind == "soft" and asks_user(text):
+        # "Which city? I can't check the weather without one." asks for what a tool
+        # needs: the right reply, not a claim that no tool could help.
+        return None
+    return signal
+
+
+def verdict_on(
+    engine: PromptedBackend, turn: Turn, attempt: Attempt, parsed: ParseResult, can_retry: bool
+) -> Verdict | None:
+    """Why the attempt should be retried, or None: it is released."""
+    signal = refusal_in(engine, parsed.text)
+    turn.refusal = turn.refusal or signal
+    verdict: Verdict | None = None
+    if can_retry:
+        contract = turn.contract
+        copied = copied_answer(parsed.text, contract.example_answers) if engine.check_values else ""
+        verdict = engine.policy.judge(
+            calls=parsed.calls,
+            issues=attempt.issues,
+            problems=parsed.problems,
+            choice=turn.choice,
+            refusal=signal,
+            tools=contract.tools,
+            copied_answer=copied,
+            pretended_tool=named_tool(parsed.text, contract.tools) if copied else None,
+            fitting_tool=missed_tool(engine, turn, parsed.calls),
+            forced=forced_choice(engine, attempt, parsed.calls, turn) if turn.read_names else None,
+            placeholder=is_placeholder(parsed.text),
+        )
+        if verdict is not None and verdict.about_text and attempt.shown_text:
+            turn.notes.append(f"not retried ({verdict.reason}): the text was already shown")
+            verdict = None
+    kept = engine.rules.on("kept_insisted_value")
+    if verdict is not None and kept and insists(verdict, turn.retries):
+        turn.fired.append("kept_insisted_value")
+        # Asked where the value came from, the model gave the same call again: it may
+        # have worked the value out ("tomorrow" as a date), so the call stands.
+        turn.notes.append(
+            f"kept {verdict.tool.name if verdict.tool else 'a'} call: "
+            f"its {verdict.argument} is not in the conversation"
+        )
+        return None
+    return verdict
+
+
+def to_release(
+    engine: PromptedBackend, turn: Turn, attempt: Attempt, parsed: ParseResult, can_retry: bool
+) -> Attempt | None:
+    """The attempt whose events go out (None: nothing does, the reply was dropped)."""
+    repeated = own_words(attempt, parsed, turn.instruction)
+    if repeated and engine.rules.on("echo_filter"):
+        turn.fired.append("echo_filter")
+        # Qwen and SmolLM2 answered retry messages with their own words ("The tool call,
+        # or your answer to the user.") and copied the format's stand-ins ("your
+        # answer"): that is no answer, and the user should not read parlay's
+        # instructions. An answer held back for a missed_tool retry stands instead.
+        if turn.first_answer is None:
+            turn.notes.append(f"dropped a reply that only repeated {repeated}")
+            turn.dropped = True
+            return None
+        turn.notes.append(f"the reply repeated {repeated}: the first answer stands")
+        return turn.first_answer
+    if not can_retry and turn.read_names and parsed.calls:
+        released = last_forced(engine, turn, attempt, parsed.calls)
+        if released is turn.first_answer:
+            turn.fired.append("first_answer_stands")
+        return released
+    return attempt
+
+
+def missed_tool(engine: PromptedBackend, turn: Turn, calls: Sequence[ToolCall]) -> ToolSpec | None:
+    """The tool a plain answer should perhaps have called (see `relevance`).
+
+    Looked for only when the reply has no call: reading every tool's description against
+    the request is not worth it on the replies that call. The first reply only: a plain
+    answer after a retry is the one the retry asked for (a missing value asked of the
+    user, an answer instead of a forced call), and after this nudge it is the model's
+    considered one.
+    """
+    if not engine.check_missed_calls or turn.choice.mode != "auto" or calls or turn.retries:
+        return None
+    return fitting_tool(turn.request.messages, turn.contract.tools)
+
+
+def forced_choice(
+    engine: PromptedBackend, attempt: Attempt, calls: Sequence[ToolCall], turn: Turn
+) -> NameChoice | None:
+    """The first call, when every call of the reply was forced on the model by the
+    grammar (see `forced`); a reply that also makes a call of its own choosing stands."""
+    names = [spec.name for spec in turn.contract.tools]
+    choices = name_choices(attempt.tokens, calls, names)
+    if not calls or len(choices) != len(calls):
+        return None
+    if all(choice.share < engine.min_offered_share for choice in choices):
+        return choices[0]
+    return None
+
+
+def last_forced(
+    engine: PromptedBackend, turn: Turn, attempt: Attempt, calls: Sequence[ToolCall]
+) -> Attempt:
+    """The attempt to release when no retry is left: a call the grammar forced after a
+    missed_tool nudge gives way to the plain answer the nudge held back (the model's own
+    reply before the engine pointed it at a tool); any other stands, noted."""
+    forced = forced_choice(engine, attempt, calls, turn)
+    if forced is None:
+        return attempt
+    first = turn.first_answer
+    if first is not None and not attempt.shown_text and engine.rules.on("first_answer_stands"):
+        turn.notes.append(
+            f"the first answer stands: the call was the grammar's, {forced.describe()}"
+        )
+        return first
+    turn.notes.append(f"kept a call the grammar forced (no retry left): {forced.describe()}")
+    return attempt
+
+
+def own_words(attempt: Attempt, parsed: ParseResult, instruction: str) -> str:
+    """What of parlay's own a plain reply, not yet shown, only repeats ("" if nothing):
+    a stand-in of the format instructions, or the retry message it answers."""
+    if parsed.calls or attempt.shown_text:
+        return ""
+    if is_placeholder(parsed.text):
+        return "a stand-in of the format instructions"
+    if instruction and echoes(parsed.text, instruction):
+        return "the retry message"
+    return ""
+
+
+def named_tool(text: str, tools: Sequence[ToolSpec]) -> ToolSpec | None:
+    """The first tool whose name a plain reply writes (as a word of its own)."""
+    return next(
+        (t for t in tools if re.search(rf"(?<![\w.]){re.escape(t.name)}(?![\w])", text)), None
+    )
+
+
+def insists(verdict: Verdict, retries: list[Retry]) -> bool:
+    """Whether the model gave, after being asked about it, the same invented value.
+    (A value of the examples given again is not kept: without the examples in sight,
+    SmolLM2 and Qwen still wrote the examples' city for "How is the weather?".)"""
+    return verdict.reason == "invented_value" and any(
+        r.reason == "invented_value" and r.detail == verdict.detail for r in retries
+    )

@@ -1,0 +1,191 @@
+"""What the prompted engine sends next after a verdict: the messages and the grammar.
+
+Most retries add the reply and an instruction naming what was wrong. Some change more:
+a made-up value or a quoted made-up result is asked again without the few-shot examples
+(they taught it); a call repeating an answered one is held to the other tools; and after
+a doubt about the turn, the answer-only grammar takes over (`words_fallback`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from attrs import evolve
+
+from parlay.backends._attempt import Attempt
+from parlay.backends._turn import Turn
+from parlay.context import AssistantMessage, UserMessage
+from parlay.contract.constrain import FINAL_SCHEMA, action_response_format
+from parlay.contract.parser import ParseResult
+from parlay.contract.render import render_contract, retry_instruction
+from parlay.contract.retry import Verdict
+from parlay.diagnostics import Retry
+from parlay.request import NONE, ChatRequest, ResponseFormat, ToolSpec
+
+if TYPE_CHECKING:
+    from parlay.backends.prompted import PromptedBackend
+
+logger = logging.getLogger("parlay.prompted")
+
+# The grammar of a reply that may only answer in words.
+ANSWER_ONLY = ResponseFormat(FINAL_SCHEMA, name="final", strict=True)
+# Retry reasons for a call carrying a value the conversation did not give.
+MADE_UP_VALUES = ("example_value", "invented_value", "same_value")
+# Earlier retries after which a made-up value means the turn has nothing real to call with.
+# Not a missed_tool nudge: the call it led to may take a value from what the model knows
+# ("Tokyo" for "the capital of Japan"); asked about it, a model sure of it gives it again
+# and keeps its call (`kept_insisted_value`), where the answer-only grammar would have
+# turned a right call into "I cannot say."
+DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "pretended_call", "forced_call")
+
+
+def words_format(request: ChatRequest) -> ResponseFormat:
+    """The grammar of an answer in words: the caller's format if any, else plain text."""
+    return request.response_format or ANSWER_ONLY
+
+
+def grammar_for(
+    engine: PromptedBackend, tools: tuple[ToolSpec, ...], request: ChatRequest
+) -> ResponseFormat | None:
+    """The grammar of a reply calling one of `tools` or, under `auto`, answering: in the
+    caller's own format (`response_format`) when the request has one."""
+    answer = request.response_format.schema if request.response_format else None
+    return action_response_format(
+        tools,
+        request.tool_choice,
+        engine.options.action_format,
+        answer=answer,
+        parallel=request.parallel_tool_calls,
+        listed=engine.options.listed_calls,
+    )
+
+
+def wants_words(engine: PromptedBackend, turn: Turn, parsed: ParseResult, attempt_no: int) -> bool:
+    """Under tool_choice="none", whether a reply left no text but (ignored) calls."""
+    return (
+        turn.choice.mode == "none"
+        and bool(parsed.calls)
+        and not parsed.text.strip()
+        and engine.policy.allows(attempt_no)
+    )
+
+
+def ask_for_words(
+    engine: PromptedBackend, turn: Turn, attempt: Attempt, parsed: ParseResult
+) -> None:
+    """Under tool_choice="none" a reply that is only a call leaves the user nothing: ask
+    again for words (a grammar, where there is one, would prevent it)."""
+    turn.fired.append("words_only")
+    turn.retries.append(Retry("words_only", ", ".join(c.name for c in parsed.calls)))
+    turn.instruction = retry_instruction(
+        "words_only", "", len(turn.retries), turn.contract.tools, turn.choice, engine.options
+    )
+    reply = AssistantMessage("".join(attempt.raw))
+    turn.messages = (*turn.messages, reply, UserMessage(turn.instruction))
+
+
+def retry(engine: PromptedBackend, turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
+    """Set the turn up for the attempt after `verdict`."""
+    turn.fired.append(verdict.reason)
+    turn.retries.append(Retry(verdict.reason, verdict.detail))
+    to_words = falls_back_to_words(engine, turn, verdict)
+    if to_words:
+        turn.fired.append("words_fallback")
+    logger.info(
+        "retry %d/%d: %s %s",
+        len(turn.retries),
+        engine.policy.max_retries,
+        verdict.reason,
+        verdict.detail,
+    )
+    if to_words:
+        # The conversation as it was, rendered as under tool_choice="none", with no
+        # instruction added (see `falls_back_to_words`).
+        words = turn.request.replace(tool_choice=NONE)
+        plain = evolve(engine.options, few_shot=False)
+        turn.messages = render_contract(words, plain, constrained=True).messages
+        turn.response_format = words_format(turn.request)
+        turn.instruction = ""
+    else:
+        _ask_again(engine, turn, verdict, attempt)
+    turn.shown_text = turn.shown_text or attempt.shown_text
+    if verdict.reason == "missed_tool" and not attempt.shown_text:
+        turn.first_answer = attempt
+
+
+def _ask_again(engine: PromptedBackend, turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
+    request = turn.request
+    if verdict.reason == "repeated_call":
+        turn.response_format = away_from_repeats(engine, turn, attempt)
+    elif verdict.reason == "pretended_call" and verdict.tool is not None and turn.constrained:
+        # "get_crime_rate returned {"status": "done"}": after a nudge towards a tool, Qwen
+        # wrote the examples' made-up result as that tool's instead of calling it. Asked
+        # again (without the examples, below), it may call that tool or answer; its
+        # values are still checked. (Held to the call, it also called where no tool fit.)
+        turn.response_format = grammar_for(engine, (verdict.tool,), request)
+    turn.instruction = retry_instruction(
+        verdict.reason,
+        verdict.detail,
+        len(turn.retries),
+        turn.contract.tools,
+        turn.choice,
+        engine.options,
+        verdict.tool,
+        constrained=turn.constrained,
+        argument=verdict.argument,
+        parallel=request.parallel_tool_calls,
+    )
+    if verdict.reason not in (*MADE_UP_VALUES, "example_answer", "pretended_call"):
+        reply = AssistantMessage("".join(attempt.raw))
+        turn.messages = (*turn.messages, reply, UserMessage(turn.instruction))
+        return
+    # The examples taught the model to fill values in (and to quote their made-up result):
+    # ask again without them and without the reply, so nothing is left to copy. With
+    # either in sight SmolLM2 wrote the same value again, and Qwen, asked about an
+    # invented value, answered with the examples' result instead.
+    plain = evolve(engine.options, few_shot=False)
+    fresh = render_contract(request, plain, constrained=turn.constrained).messages
+    turn.messages = (*fresh, UserMessage(turn.instruction))
+
+
+def falls_back_to_words(engine: PromptedBackend, turn: Turn, verdict: Verdict) -> bool:
+    """Whether the retry after `verdict` goes under the answer-only grammar, with no
+    instruction: after a call the grammar forced on the model, a stand-in answer, or a
+    value no one gave after an earlier doubt about this turn (a made-up value, a quoted
+    made-up result, a forced call). The user most likely asked for something no tool
+    does, or never gave the value; asking again does not help a small model, a grammar
+    for words does. With an instruction added, both models answered with its words
+    ("Please provide the strings..."). `turn.retries` ends with this verdict's retry."""
+    if not engine.rules.on("words_fallback"):
+        return False
+    if verdict.reason in ("forced_call", "placeholder_answer"):
+        return True
+    return (
+        verdict.reason in MADE_UP_VALUES
+        and turn.choice.mode == "auto"
+        and engine.grammar_available
+        and any(r.reason in DOUBTFUL for r in turn.retries[:-1])
+    )
+
+
+def away_from_repeats(
+    engine: PromptedBackend, turn: Turn, attempt: Attempt
+) -> ResponseFormat | None:
+    """A grammar for the retry that leaves out the tools the model keeps repeating.
+
+    Small models loop on a call whose result they already have; asking again rarely
+    helps, a grammar does. With no other tool left under `auto`, only a final answer is
+    allowed. Used whenever the inner backend takes JSON schemas, unless
+    `constrained=False`.
+    """
+    current = turn.response_format
+    if not engine.grammar_available or turn.choice.mode == "tool":
+        return current
+    repeated = {i.call.name for i in attempt.issues if i.kind == "repeated_call"}
+    others = tuple(t for t in turn.contract.tools if t.name not in repeated)
+    if others:
+        return grammar_for(engine, others, turn.request)
+    if turn.choice.mode == "auto":
+        return words_format(turn.request)
+    return current

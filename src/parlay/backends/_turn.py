@@ -1,0 +1,105 @@
+"""One request through the prompted engine: what its attempts found and did so far.
+
+The engine (`parlay.backends.prompted`) asks the inner model up to `max_retries + 1`
+times for one request; a `Turn` carries what passes from one attempt to the next (the
+messages and grammar of the next one, the retries, the rules that acted, the notes) and
+makes the closing `Finish` with its `Diagnostics`.
+"""
+
+from __future__ import annotations
+
+from attrs import Factory, define
+
+from parlay.backends._attempt import Attempt
+from parlay.context import Message
+from parlay.contract.parser import ParseResult
+from parlay.contract.refusal import RefusalSignal
+from parlay.contract.render import Contract
+from parlay.diagnostics import Diagnostics, Retry
+from parlay.events import Finish, FinishReason, Usage
+from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice, ToolSpec
+
+
+@define
+class Turn:
+    """The state of one request while the engine works on it."""
+
+    request: ChatRequest
+    contract: Contract
+    constrained: bool
+    # Whether the engine reads the model's choice of tool names (`parlay.contract.forced`).
+    read_names: bool
+    # What the next attempt sends: the messages, the grammar, the options.
+    messages: tuple[Message, ...]
+    response_format: ResponseFormat | None
+    options: GenerationOptions
+    retries: list[Retry] = Factory(list)
+    fired: list[str] = Factory(list)  # the rules that acted, in order (`Diagnostics.rules`)
+    notes: list[str] = Factory(list)
+    modes: list[str] = Factory(list)
+    usage: Usage | None = None
+    refusal: RefusalSignal | None = None
+    emitted_calls: int = 0
+    yielded: int = 0
+    shown_text: bool = False
+    first_answer: Attempt | None = None  # a plain answer held back by a missed_tool retry
+    instruction: str = ""  # the message the last retry added
+    last_finish: Finish | None = None
+    repetition: str | None = None  # what a looping attempt repeated
+    dropped: bool = False  # the last reply only repeated parlay's own words
+
+    @property
+    def choice(self) -> ToolChoice:
+        return self.request.tool_choice
+
+    @property
+    def specs(self) -> dict[str, ToolSpec]:
+        return {spec.name: spec for spec in self.contract.tools}
+
+    def add_usage(self, finish: Finish) -> None:
+        self.last_finish = finish
+        if finish.usage is not None:
+            self.usage = finish.usage if self.usage is None else self.usage + finish.usage
+
+    def record(self, attempt: Attempt, parsed: ParseResult) -> None:
+        """What an attempt noted, what it cost, and how it ended."""
+        self.notes.extend(attempt.notes)
+        self.notes.extend(f"{p.kind}: {p.detail}" for p in parsed.problems)
+        finish = attempt.finish
+        if finish is None:
+            return
+        self.add_usage(finish)
+        looped = finish.diagnostics.repetition if finish.diagnostics else None
+        if looped and finish.diagnostics is not None:
+            self.repetition = looped
+            self.notes.extend(finish.diagnostics.notes)
+        elif finish.reason == "length":
+            self.notes.append("the reply was cut by the token limit")
+
+    def finish(self, action_format: str) -> Finish:
+        """The closing event: why the reply ended, its usage, and what the engine did."""
+        reason: FinishReason = "tool_calls" if self.emitted_calls else "stop"
+        last = self.last_finish
+        if not self.emitted_calls and last is not None and last.reason != "tool_calls":
+            reason = last.reason
+        diagnostics = Diagnostics(
+            contract_injected=True,
+            action_format=action_format,
+            tool_history_detected=self.contract.tool_history,
+            calls_parsed=self.emitted_calls,
+            retries=tuple(self.retries),
+            refusal=f"{self.refusal.kind}: {self.refusal.phrase}" if self.refusal else None,
+            constrained=self.constrained,
+            notes=tuple(self.notes),
+            tool_state=self.contract.state.value,
+            streaming="/".join(self.modes),
+            repetition=self.repetition,
+            rules=tuple(self.fired),
+        )
+        return Finish(
+            reason,
+            self.usage,
+            raw=last.raw if last else None,
+            diagnostics=diagnostics,
+            model=last.model if last else None,
+        )
