@@ -10,8 +10,8 @@ from parlay.contract.render import (
     ContractOptions,
     render_contract,
     render_results,
-    retry_instruction,
 )
+from parlay.contract.retry_message import retry_instruction
 from parlay.contract.state import ToolState
 from parlay.request import ChatRequest, ToolChoice
 

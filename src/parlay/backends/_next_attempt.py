@@ -18,8 +18,9 @@ from parlay.backends._turn import Turn
 from parlay.context import AssistantMessage, UserMessage
 from parlay.contract.constrain import FINAL_SCHEMA, action_response_format
 from parlay.contract.parser import ParseResult
-from parlay.contract.render import render_contract, retry_instruction
+from parlay.contract.render import render_contract
 from parlay.contract.retry import Verdict
+from parlay.contract.retry_message import retry_instruction
 from parlay.diagnostics import Retry
 from parlay.request import NONE, ChatRequest, ResponseFormat, ToolSpec
 

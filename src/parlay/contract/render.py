@@ -7,7 +7,6 @@ Rendering is pure: same request, same options, same messages.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,8 +30,9 @@ from parlay.contract.examples import (
 )
 from parlay.contract.grounding import UNCHECKED, Grounds, grounds_of
 from parlay.contract.state import ToolState, has_tool_activity, tool_state
+from parlay.contract.tool_view import tool_view
 from parlay.errors import ConfigurationError
-from parlay.request import ChatRequest, ToolChoice, ToolSpec
+from parlay.request import ChatRequest, ToolSpec
 from parlay.templating import environment
 
 # What the format instructions write where a call's tool name goes. Models copy it when
@@ -94,32 +94,6 @@ def _template(options: ContractOptions, name: str, **variables: Any) -> str:
     env = environment(options.template_dir)
     variables.setdefault("name_placeholder", NAME_PLACEHOLDER)
     return env.get_template(name).render(**variables).strip()
-
-
-def schema_summary(spec: ToolSpec) -> str:
-    """`city (string, required): The city; unit (one of "c", "f")` — short, for a prompt."""
-    if "properties" not in spec.parameters:
-        return ""  # schema unknown (a tool seen only in the history)
-    properties = spec.parameters.get("properties") or {}
-    required = set(spec.parameters.get("required") or ())
-    parts = []
-    for key, sub in properties.items():
-        sub = sub if isinstance(sub, dict) else {}
-        if isinstance(sub.get("enum"), list):
-            kind = "one of " + ", ".join(json.dumps(v, ensure_ascii=False) for v in sub["enum"])
-        else:
-            raw = sub.get("type", "any")
-            kind = "/".join(raw) if isinstance(raw, list) else str(raw)
-            if kind == "array" and isinstance(sub.get("items"), dict):
-                kind = f"array of {sub['items'].get('type', 'any')}"
-        flags = kind + (", required" if key in required else "")
-        description = str(sub.get("description") or "").strip().split("\n")[0]
-        parts.append(f"{key} ({flags})" + (f": {description}" if description else ""))
-    return "; ".join(parts) or "none"
-
-
-def _tool_view(spec: ToolSpec) -> dict[str, Any]:
-    return {"name": spec.name, "description": spec.description, "summary": schema_summary(spec)}
 
 
 def shape_of(options: ContractOptions, constrained: bool) -> str:
@@ -357,24 +331,8 @@ def render_contract(
     from_history = False
     if not tools and history:
         tools, from_history = _tools_from_history(messages), True
-    lead: list[str] = []
-    start = 0
-    while start < len(messages) and isinstance(messages[start], SystemMessage):
-        lead.append(messages[start].content)
-        start += 1
-    system = _template(
-        options,
-        "contract/system.j2",
-        user_system="\n\n".join(lead).strip(),
-        tools=[_tool_view(t) for t in tools],
-        shape=shape,
-        constrained=constrained,
-        choice=request.tool_choice,
-        thought_limit=options.thought_limit,
-        parallel=request.parallel_tool_calls,
-        listed=lists_calls(options, shape, request.parallel_tool_calls),
-    )
-    out: list[Message] = [SystemMessage(system)]
+    system, start = _system_message(request, options, tools, shape, constrained)
+    out: list[Message] = [system]
     example_values: frozenset[str | int | float] = frozenset()
     example_answers: frozenset[str] = frozenset()
     if options.few_shot and tools and not from_history and request.tool_choice.mode != "none":
@@ -386,74 +344,44 @@ def render_contract(
         unseen = _unseen(example_values | EXAMPLE_ANSWERS, messages)
         example_answers = frozenset(str(v) for v in unseen & EXAMPLE_ANSWERS)
         example_values = unseen - EXAMPLE_ANSWERS
+    parallel = request.parallel_tool_calls
     out.extend(
-        project_history(
-            messages[start:],
-            options,
-            constrained=constrained,
-            parallel=request.parallel_tool_calls,
-        )
+        project_history(messages[start:], options, constrained=constrained, parallel=parallel)
     )
     if options.reminder and request.tool_choice.mode != "auto" and isinstance(out[-1], UserMessage):
         reminder = _template(options, "contract/reminder.j2", choice=request.tool_choice)
         if reminder:
             out[-1] = UserMessage(f"{out[-1].content}\n\n{reminder}")
+    state = tool_state(messages)
+    grounds = grounds_of(messages)
     return Contract(
-        tuple(out),
-        tools,
-        tool_state(messages),
-        history,
-        from_history,
-        example_values,
-        example_answers,
-        grounds_of(messages),
+        tuple(out), tools, state, history, from_history, example_values, example_answers, grounds
     )
 
 
-def retry_instruction(
-    reason: str,
-    detail: str,
-    attempt: int,
-    tools: tuple[ToolSpec, ...],
-    choice: ToolChoice,
+def _system_message(
+    request: ChatRequest,
     options: ContractOptions,
-    tool: ToolSpec | None = None,
-    *,
-    constrained: bool = False,
-    argument: str = "",
-    parallel: bool = False,
-) -> str:
-    """The message that asks for a corrected reply; stricter from the second attempt on.
-
-    `argument` names the argument at fault, without its value: a model shown the value
-    it copied or invented writes it again."""
-    from parlay.contract.examples import example_arguments
-
-    target = tool
-    if target is None and choice.mode == "tool":
-        target = next((t for t in tools if t.name == choice.name), None)
-    if target is None and tools:
-        target = tools[0]
-    skeleton = ""
-    if target is not None:
-        # Placeholders, not example values: a model told "in this shape" copies values.
-        placeholders = {key: f"<{key}>" for key in example_arguments(target)}
-        shape = shape_of(options, constrained)
-        skeleton = render_call(
-            ToolCall(target.name, placeholders, "x"),
-            options,
-            shape=shape,
-            listed=lists_calls(options, shape, parallel),
-        )
-    return _template(
+    tools: tuple[ToolSpec, ...],
+    shape: str,
+    constrained: bool,
+) -> tuple[SystemMessage, int]:
+    """The contract's system message (the caller's own system text first), and where the
+    conversation starts after the caller's system messages."""
+    messages = request.messages
+    start = 0
+    while start < len(messages) and isinstance(messages[start], SystemMessage):
+        start += 1
+    system = _template(
         options,
-        "contract/retry.j2",
-        reason=reason,
-        detail=detail,
-        argument=argument,
-        attempt=attempt,
-        names=[t.name for t in tools],
-        choice=choice,
-        tool=_tool_view(tool) if tool is not None else None,
-        skeleton=skeleton,
+        "contract/system.j2",
+        user_system="\n\n".join(m.content for m in messages[:start]).strip(),
+        tools=[tool_view(t) for t in tools],
+        shape=shape,
+        constrained=constrained,
+        choice=request.tool_choice,
+        thought_limit=options.thought_limit,
+        parallel=request.parallel_tool_calls,
+        listed=lists_calls(options, shape, request.parallel_tool_calls),
     )
+    return SystemMessage(system), start

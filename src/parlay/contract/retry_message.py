@@ -1,0 +1,64 @@
+"""The message that asks the model for a corrected reply, rendered from
+`templates/contract/retry.j2`: what was wrong, and what to write instead (stricter from
+the second attempt on)."""
+
+from __future__ import annotations
+
+from parlay.context import ToolCall
+from parlay.contract.examples import example_arguments
+from parlay.contract.render import (
+    ContractOptions,
+    _template,
+    lists_calls,
+    render_call,
+    shape_of,
+)
+from parlay.contract.tool_view import tool_view
+from parlay.request import ToolChoice, ToolSpec
+
+
+def retry_instruction(
+    reason: str,
+    detail: str,
+    attempt: int,
+    tools: tuple[ToolSpec, ...],
+    choice: ToolChoice,
+    options: ContractOptions,
+    tool: ToolSpec | None = None,
+    *,
+    constrained: bool = False,
+    argument: str = "",
+    parallel: bool = False,
+) -> str:
+    """The message that asks for a corrected reply; stricter from the second attempt on.
+
+    `argument` names the argument at fault, without its value: a model shown the value
+    it copied or invented writes it again."""
+    target = tool
+    if target is None and choice.mode == "tool":
+        target = next((t for t in tools if t.name == choice.name), None)
+    if target is None and tools:
+        target = tools[0]
+    skeleton = ""
+    if target is not None:
+        # Placeholders, not example values: a model told "in this shape" copies values.
+        placeholders = {key: f"<{key}>" for key in example_arguments(target)}
+        shape = shape_of(options, constrained)
+        skeleton = render_call(
+            ToolCall(target.name, placeholders, "x"),
+            options,
+            shape=shape,
+            listed=lists_calls(options, shape, parallel),
+        )
+    return _template(
+        options,
+        "contract/retry.j2",
+        reason=reason,
+        detail=detail,
+        argument=argument,
+        attempt=attempt,
+        names=[t.name for t in tools],
+        choice=choice,
+        tool=tool_view(tool) if tool is not None else None,
+        skeleton=skeleton,
+    )
