@@ -14,6 +14,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -38,10 +39,41 @@ qs = [
 which = sys.argv[1]
 
 
+def typed_grammar(tools: Any) -> dict[str, Any]:
+    """toolproxy's three formats, `"type"` first."""
+    call = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"tool_name": {"const": t.name}, "arguments": t.parameters},
+                "required": ["tool_name", "arguments"],
+            }
+            for t in tools
+        ]
+    }
+    one = {"type": {"const": "tool_call"}, "tool": call}
+    several = {
+        "type": {"const": "tool_calls"},
+        "tools": {"type": "array", "items": call, "minItems": 1},
+    }
+    final = {"type": {"const": "final"}, "content": {"type": "string"}}
+    return {
+        "anyOf": [
+            {"type": "object", "properties": p, "required": list(p)} for p in (one, several, final)
+        ]
+    }
+
+
 async def main() -> None:
     engine = shipped_engine(Setup(model, url, 8192, 512))
     if which == "count":
         engine = engine.configure(template_dir=str(Path(__file__).with_name("templates_count")))
+    if which.startswith("templates="):  # any template folder of your own
+        engine = engine.configure(template_dir=which.removeprefix("templates="))
+    if "noshot" in sys.argv[2:]:
+        engine = engine.configure(few_shot=False)
+    if "listed" in sys.argv[2:]:
+        engine = engine.configure(listed_calls=True)
     async with httpx.AsyncClient(timeout=300) as client:
         wins = 0
         for q in qs:
@@ -91,14 +123,20 @@ async def main() -> None:
                             **opt["properties"],
                         }
                         opt["required"] = ["calls", "actions"]
+            if "typed" in sys.argv[2:]:  # the grammar of the type-first shape
+                body["response_format"]["json_schema"]["schema"] = typed_grammar(contract.tools)
             if which == "noform":
                 body.pop("response_format", None)
             r = await client.post(url + "/chat/completions", json=body)
             text = r.json()["choices"][0]["message"]["content"]
             try:
                 obj = json.loads(text)
-                acts = obj.get("actions") or ([obj["action"]] if "action" in obj else [])
-                calls = [(a["tool"], a.get("args", {})) for a in acts]
+                if "type" in obj:
+                    acts = obj.get("tools") or ([obj["tool"]] if "tool" in obj else [])
+                    calls = [(a["tool_name"], a.get("arguments", {})) for a in acts]
+                else:
+                    acts = obj.get("actions") or ([obj["action"]] if "action" in obj else [])
+                    calls = [(a["tool"], a.get("args", {})) for a in acts]
             except Exception:
                 calls = []
             v = check(q.category, q.functions, calls, q.ground_truth)
