@@ -50,10 +50,12 @@ def test_diagnostics_list_retries_with_their_reasons() -> None:
         action_format="json",
         retries=(Retry("missed_tool", "the request names what get_weather does"),),
         notes=("kept a call",),
+        rules=("missed_tool", "kept_insisted_value"),
     )
     html = diagnostics._repr_html_()
     assert "retry 1" in html and "missed_tool: the request names what get_weather does" in html
     assert "kept a call" in html
+    assert "rules that acted" in html and "missed_tool, kept_insisted_value" in html
 
 
 def test_what_a_model_or_user_wrote_is_escaped() -> None:

@@ -87,6 +87,8 @@ def diagnostics_html(diagnostics: Diagnostics) -> str:
         rows.append(
             (f"retry {n}", f"{retry.reason}: {retry.detail}" if retry.detail else retry.reason)
         )
+    if diagnostics.rules:
+        rows.append(("rules that acted", ", ".join(diagnostics.rules)))
     if diagnostics.refusal:
         rows.append(("refusal", diagnostics.refusal))
     if diagnostics.repetition:
