@@ -37,13 +37,23 @@ from bench.bfcl.split import half_of, interleave, select
 from bench.bfcl.store import Store
 from bench.bfcl.systems import BackendSystem, Setup, parlay_system
 from parlay.backends.local import shared_server
-from parlay.contract.rules import RULES
+from parlay.contract.rules import GUARDS, RULES
 
 ABLATION_STORE = STORE.with_name("bfcl-ablation.jsonl")
+# Every rule that is not a guard, switched off at once: what the heuristics add together.
+HEURISTICS = "heuristics"
 
 
 def ablated(setup: Setup, rule: str) -> BackendSystem:
-    return parlay_system(setup, f"no-{rule}", {"rules_off": [rule]})
+    """The engine without `rule`: one name, or several joined by `+`, or `heuristics`
+    (every rule but the guards)."""
+    return parlay_system(setup, f"no-{rule}", {"rules_off": sorted(members(rule))})
+
+
+def members(rule: str) -> set[str]:
+    if rule == HEURISTICS:
+        return set(RULES) - GUARDS
+    return set(rule.split("+"))
 
 
 def derived(default: Mapping[str, Any], system: BackendSystem, config: str) -> dict[str, Any]:
@@ -73,7 +83,7 @@ async def ablate_rule(
         if default is None or "rules" not in default:
             missing += 1
             continue
-        if rule not in default["rules"]:
+        if not members(rule) & set(default["rules"]):
             outcome = derived(default, system, where[4])
             copied += 1
         else:
@@ -142,8 +152,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def rule_names(spec: str) -> list[str]:
-    names = list(RULES) if spec == "all" else [r.strip() for r in spec.split(",") if r.strip()]
-    unknown = [r for r in names if r not in RULES]
+    """`all`: each rule on its own, then every heuristic at once; or named ones, each
+    alone or several at once joined by `+`."""
+    if spec == "all":
+        return [*RULES, HEURISTICS]
+    names = [r.strip() for r in spec.split(",") if r.strip()]
+    unknown = [m for r in names if r != HEURISTICS for m in r.split("+") if m not in RULES]
     if unknown:
         raise SystemExit(f"unknown rule(s) {', '.join(unknown)}; known: {', '.join(RULES)}")
     return names

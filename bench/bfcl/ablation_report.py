@@ -94,10 +94,12 @@ def section(outcomes: Sequence[Outcome]) -> list[str]:
     for o in outcomes:
         by_system[o["system"]][o["question"]] = o
     shipped = by_system.get("parlay", {})
+    ablated = sorted(
+        (name.removeprefix("parlay:no-") for name in by_system if name.startswith("parlay:no-")),
+        key=lambda rule: (list(RULES).index(rule) if rule in RULES else len(RULES), rule),
+    )
     rows: list[list[object]] = [
-        rule_row(rule, shipped, by_system[f"parlay:no-{rule}"])
-        for rule in RULES
-        if by_system.get(f"parlay:no-{rule}")
+        rule_row(rule, shipped, by_system[f"parlay:no-{rule}"]) for rule in ablated
     ]
     lines = [
         markdown_table(

@@ -101,3 +101,33 @@ def test_the_page_names_each_ablated_rule_with_its_verdict() -> None:
     row = next(line for line in page.splitlines() if line.startswith("| missed_tool"))
     assert "earns its place" in row and "| 30 |" in row and "10 / 0" in row
     assert render_ablation(outcomes, "other").count("| missed_tool") == 0
+
+
+async def test_the_heuristics_together_are_asked_again_where_any_of_them_acted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dev, out = Store(tmp_path / "dev.jsonl"), Store(tmp_path / "ablation.jsonl")
+    dev.append(shipped_outcome("multiple_1", ["invented_value", "words_fallback"], right=True))
+    dev.append(shipped_outcome("multiple_2", ["echo_filter"], right=True))  # a guard only
+    asked: list[str] = []
+
+    async def answer(system: object, q: object) -> Reply:
+        asked.append(q.id)  # type: ignore[attr-defined]
+        return Reply(text="no call")
+
+    monkeypatch.setattr(ablation, "answer", answer)
+    questions = [question("multiple_1"), question("multiple_2")]
+    assert await ablation.ablate_rule("qwen", SETUP, "heuristics", questions, (dev, out)) == (
+        1,
+        1,
+        0,
+    )
+    assert asked == ["multiple_1"]
+    off = ablation.ablated(SETUP, "heuristics").config["configure"]["rules_off"]
+    assert "invented_value" in off and "echo_filter" not in off
+    assert ablation.rule_names("missed_tool+refusal,heuristics") == [
+        "missed_tool+refusal",
+        "heuristics",
+    ]
+    with pytest.raises(SystemExit, match="unknown rule"):
+        ablation.rule_names("missed_tool+nonsense")
