@@ -52,9 +52,11 @@ def same_reply(a: Outcome, b: Outcome) -> bool:
     return a["calls"] == b["calls"] and a["text"] == b["text"]
 
 
-def verdict(rule: str, low: float, high: float) -> str:
+def verdict(rule: str, acted: int, low: float, high: float) -> str:
     if rule in GUARDS:
         return "guard: on"
+    if not acted:
+        return "did not act"
     if low > 0:
         return "earns its place"
     if high < 0:
@@ -85,7 +87,7 @@ def rule_row(rule: str, shipped: Mapping[str, Outcome], off: Mapping[str, Outcom
         str(acted),
         f"{won} / {lost}",
         f"{points:+.1f} ({100 * low:+.1f} to {100 * high:+.1f})",
-        verdict(rule, low, high),
+        verdict(rule, acted, low, high),
     ]
 
 
