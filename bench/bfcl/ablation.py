@@ -31,9 +31,8 @@ from bench.bfcl.commit import head_commit
 from bench.bfcl.data import Question
 from bench.bfcl.dev import N_CTX, STORE, categories, halves
 from bench.bfcl.models import models
-from bench.bfcl.outcome import record
-from bench.bfcl.runner import answer, key
-from bench.bfcl.split import half_of, interleave, select
+from bench.bfcl.runner import answer, key, outcome_of
+from bench.bfcl.split import interleave, select
 from bench.bfcl.store import Store
 from bench.bfcl.systems import BackendSystem, Setup, parlay_system
 from parlay.backends.local import shared_server
@@ -88,16 +87,7 @@ async def ablate_rule(
             copied += 1
         else:
             reply = await answer(system, question)
-            outcome = record(
-                question,
-                reply,
-                model=model,
-                system=system.name,
-                config=where[4],
-                half=half_of(question.id),
-                commit=head_commit(),
-                tag=setup.tag,
-            )
+            outcome = outcome_of(question, reply, where, commit=head_commit(), tag=setup.tag)
             asked += 1
             mark = "ok" if outcome["right"] else "--"
             print(f"  [{model} / {system.name}] {mark} {question.id} {reply.seconds:.1f}s")
@@ -122,17 +112,7 @@ async def verify(
         if where in done or (model, "parlay", *where[2:]) not in defaults:
             continue
         reply = await answer(again, question)
-        outcome = record(
-            question,
-            reply,
-            model=model,
-            system="parlay:again",
-            config=shipped,
-            half=half_of(question.id),
-            commit=head_commit(),
-            tag=setup.tag,
-        )
-        store.append(outcome)
+        store.append(outcome_of(question, reply, where, commit=head_commit(), tag=setup.tag))
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

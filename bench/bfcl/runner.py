@@ -36,6 +36,16 @@ def is_done(outcome: dict[str, Any] | None, retry_errors: bool) -> bool:
     return not (retry_errors and outcome.get("error_type") == REQUEST_ERROR)
 
 
+def outcome_of(
+    question: Question, reply: Reply, where: Key, *, commit: str, tag: str
+) -> dict[str, Any]:
+    """The stored outcome of `reply`, under its store key `where`."""
+    model, system, _, _, config = where
+    half = half_of(question.id)
+    keys = {"model": model, "system": system, "config": config, "half": half}
+    return record(question, reply, **keys, commit=commit, tag=tag)
+
+
 async def answer(system: System, question: Question) -> Reply:
     """The system's reply; an exception escaping it is a failed request, kept as such."""
     try:
@@ -64,16 +74,8 @@ async def run(
                 progress.skipped += 1
                 continue
             reply = await answer(system, question)
-            outcome = record(
-                question,
-                reply,
-                model=model,
-                system=system.name,
-                config=where[4],
-                half=half_of(question.id),
-                commit=commit,
-                tag=system.config.get("tag", ""),
-            )
+            tag = system.config.get("tag", "")
+            outcome = outcome_of(question, reply, where, commit=commit, tag=tag)
             store.append(outcome)
             done[where] = outcome
             progress.asked += 1

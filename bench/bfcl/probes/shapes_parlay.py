@@ -11,15 +11,13 @@ bench/results/parallel-probe.md. Run under the model lock; tune half only.
 """
 
 import asyncio
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import httpx
 
-from bench.bfcl.checker import check
 from bench.bfcl.models import models
+from bench.bfcl.probes.shapes import scored, typed_grammar
 from bench.bfcl.split import select
 from bench.bfcl.systems import Setup, shipped_engine
 from parlay.backends._next_attempt import grammar_for
@@ -37,31 +35,6 @@ qs = [
     for q in select(c, "tune", 5)
 ]
 which = sys.argv[1]
-
-
-def typed_grammar(tools: Any) -> dict[str, Any]:
-    """toolproxy's three formats, `"type"` first."""
-    call = {
-        "anyOf": [
-            {
-                "type": "object",
-                "properties": {"tool_name": {"const": t.name}, "arguments": t.parameters},
-                "required": ["tool_name", "arguments"],
-            }
-            for t in tools
-        ]
-    }
-    one = {"type": {"const": "tool_call"}, "tool": call}
-    several = {
-        "type": {"const": "tool_calls"},
-        "tools": {"type": "array", "items": call, "minItems": 1},
-    }
-    final = {"type": {"const": "final"}, "content": {"type": "string"}}
-    return {
-        "anyOf": [
-            {"type": "object", "properties": p, "required": list(p)} for p in (one, several, final)
-        ]
-    }
 
 
 async def main() -> None:
@@ -129,26 +102,8 @@ async def main() -> None:
                 body.pop("response_format", None)
             r = await client.post(url + "/chat/completions", json=body)
             text = r.json()["choices"][0]["message"]["content"]
-            try:
-                obj = json.loads(text)
-                if "type" in obj:
-                    acts = obj.get("tools") or ([obj["tool"]] if "tool" in obj else [])
-                    calls = [(a["tool_name"], a.get("arguments", {})) for a in acts]
-                else:
-                    acts = obj.get("actions") or ([obj["action"]] if "action" in obj else [])
-                    calls = [(a["tool"], a.get("args", {})) for a in acts]
-            except Exception:
-                calls = []
-            v = check(q.category, q.functions, calls, q.ground_truth)
-            wins += v.valid
-            print(
-                q.id,
-                len(calls),
-                "expected",
-                len(q.ground_truth),
-                v.valid,
-                text[:300].replace("\n", " "),
-            )
+            valid, _ = scored(q, text)
+            wins += valid
         print("right", wins, "of", len(qs))
 
 

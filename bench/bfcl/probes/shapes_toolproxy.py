@@ -13,9 +13,9 @@ from typing import Any
 
 import httpx
 
-from bench.bfcl.checker import check
 from bench.bfcl.data import Question
 from bench.bfcl.models import models
+from bench.bfcl.probes.shapes import scored, typed_grammar
 from bench.bfcl.split import Half, select
 from parlay.backends.local import shared_server
 
@@ -65,38 +65,7 @@ def tools_text(q: Question) -> str:
 
 
 def grammar(q: Question) -> dict[str, Any]:
-    call = {
-        "anyOf": [
-            {
-                "type": "object",
-                "properties": {"tool_name": {"const": t.name}, "arguments": t.parameters},
-                "required": ["tool_name", "arguments"],
-            }
-            for t in q.offered_tools
-        ]
-    }
-    return {
-        "anyOf": [
-            {
-                "type": "object",
-                "properties": {"type": {"const": "tool_call"}, "tool": call},
-                "required": ["type", "tool"],
-            },
-            {
-                "type": "object",
-                "properties": {
-                    "type": {"const": "tool_calls"},
-                    "tools": {"type": "array", "items": call, "minItems": 1},
-                },
-                "required": ["type", "tools"],
-            },
-            {
-                "type": "object",
-                "properties": {"type": {"const": "final"}, "content": {"type": "string"}},
-                "required": ["type", "content"],
-            },
-        ]
-    }
+    return typed_grammar(q.offered_tools)
 
 
 async def main() -> None:
@@ -122,23 +91,9 @@ async def main() -> None:
                 }
             r = await client.post(url + "/chat/completions", json=body)
             text = r.json()["choices"][0]["message"]["content"]
-            try:
-                obj = json.loads(text[text.find("{") : text.rfind("}") + 1])
-                acts = obj.get("tools") or ([obj["tool"]] if "tool" in obj else [])
-                calls = [(a["tool_name"], a.get("arguments", {})) for a in acts]
-            except Exception:
-                calls = []
-            v = check(q.category, q.functions, calls, q.ground_truth)
-            wins += v.valid
-            multi += len(calls) > 1
-            print(
-                q.id,
-                len(calls),
-                "expected",
-                len(q.ground_truth),
-                v.valid,
-                text[:160].replace("\n", " "),
-            )
+            valid, count = scored(q, text)
+            wins += valid
+            multi += count > 1
         print(which, "right", wins, "several", multi, "of", len(qs))
 
 
