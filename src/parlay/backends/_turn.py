@@ -33,6 +33,8 @@ class Turn:
     messages: tuple[Message, ...]
     response_format: ResponseFormat | None
     options: GenerationOptions
+    # Calls the history already answered (`checks.answered_calls`), read once.
+    answered: frozenset[tuple[str, str]] = frozenset()
     retries: list[Retry] = Factory(list)
     fired: list[str] = Factory(list)  # the rules that acted, in order (`Diagnostics.rules`)
     notes: list[str] = Factory(list)

@@ -311,8 +311,16 @@ class PromptedBackend:
             contract.state.value,
             constrained,
         )
+        answered = answered_calls(request.messages)
         return Turn(
-            request, contract, constrained, read_names, contract.messages, response_format, options
+            request,
+            contract,
+            constrained,
+            read_names,
+            contract.messages,
+            response_format,
+            options,
+            answered,
         )
 
     def _attempt(self, turn: Turn, can_retry: bool) -> Attempt:
@@ -323,11 +331,10 @@ class PromptedBackend:
         else:
             mode = "hybrid" if turn.retries and choice.mode == "auto" else "live"
         turn.modes.append(mode)
-        specs = turn.specs
-        answered = answered_calls(turn.request.messages)
+        specs, contract, answered = turn.specs, turn.contract, turn.answered
 
         def check(call: ToolCall) -> CheckedCall:
-            return check_call(call, specs, turn.contract, answered, check_values=self.check_values)
+            return check_call(call, specs, contract, answered, check_values=self.check_values)
 
         return Attempt(
             mode,
