@@ -97,7 +97,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--max-tokens", type=int, default=512, help="each baseline request's token budget"
     )
     parser.add_argument("--n-ctx", type=int, help="llama.cpp context (default: per model)")
-    parser.add_argument("--tag", default="", help="a label in the config key: a new engine, afresh")
+    parser.add_argument(
+        "--tag",
+        default="",
+        help="a label in the config key: a new engine, afresh (with --report: the page "
+        "shows that engine only)",
+    )
     parser.add_argument(
         "--baseline-tag",
         default="stop13",
@@ -119,8 +124,16 @@ def shown(path: Path) -> str:
     return str(path)
 
 
-def write_page(store: Store, page: Path) -> str:
-    text = render(list(store.load().values()), store=shown(store.path))
+def current(outcomes: Sequence[dict[str, Any]], tag: str) -> list[dict[str, Any]]:
+    """With an engine tag, the engine's outcomes of that tag only (older engines' would
+    shrink every comparison to the questions they too answered); the baselines' all."""
+    if not tag:
+        return list(outcomes)
+    return [o for o in outcomes if not o["system"].startswith("parlay") or o.get("tag") == tag]
+
+
+def write_page(store: Store, page: Path, tag: str = "") -> str:
+    text = render(current(list(store.load().values()), tag), store=shown(store.path))
     page.parent.mkdir(parents=True, exist_ok=True)
     page.write_text(text)
     return text
@@ -152,8 +165,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args.report:
         for key in args.models.split(","):
             asyncio.run(run_model(args, key.strip(), store))
-            write_page(store, page)
-    print(write_page(store, page))
+            write_page(store, page, args.tag)
+    print(write_page(store, page, args.tag))
     print(f"page: {page}", file=sys.stderr)
 
 
