@@ -146,3 +146,18 @@ def test_a_new_engine_tag_reuses_the_baselines_outcomes_but_not_the_engines() ->
     assert all(before == after for before, after in keys[1:])
     rebased = build(["naive"], Setup(QWEN, URL, 4096, 512, tag="stop14", baseline_tag="c"))
     assert config_key(rebased[0].config) != keys[1][0]
+
+
+def test_the_page_of_one_engine_tag_keeps_every_baseline_outcome() -> None:
+    from bench.bfcl.dev import current
+
+    outcomes = [
+        {"system": "parlay", "tag": "stop13"},
+        {"system": "parlay", "tag": "stop14"},
+        {"system": "parlay:no-missed_tool", "tag": "stop13"},
+        {"system": "naive"},  # recorded before outcomes carried their tag
+        {"system": "toolproxy", "tag": "stop13"},
+    ]
+    kept = current(outcomes, "stop14")
+    assert [o["system"] for o in kept] == ["parlay", "naive", "toolproxy"]
+    assert current(outcomes, "") == outcomes
