@@ -251,6 +251,19 @@ def _failure(mode: str, body: dict[str, Any]) -> bytes | None:
     return None
 
 
+# The tool the stub calls, as an OpenAI client offers it (shared by the proxy tests).
+WEATHER_TOOL: Any = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
 RESULT = "sunny, 21 C"
 ANSWER = "It is sunny in Paris."
 

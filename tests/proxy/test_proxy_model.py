@@ -16,6 +16,7 @@ import anthropic
 import openai
 import pytest
 from proxy_harness import RunningServer, running
+from proxy_stub import WEATHER_TOOL
 
 from parlay import Capabilities, OpenAIBackend
 from parlay.backends.local import LlamaServer
@@ -29,18 +30,7 @@ pytestmark = pytest.mark.model
 MAX = 48
 # The Anthropic SDK has no `temperature` argument any more; the field still goes on the wire.
 GREEDY: Any = {"temperature": 0}
-WEATHER_OA: Any = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather for a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
+WEATHER_OA: Any = WEATHER_TOOL
 TIME_OA: Any = {
     "type": "function",
     "function": {

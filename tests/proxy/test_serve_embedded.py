@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from proxy_stub import WEATHER_TOOL
 from serve_process import parlay_serve
 from typer.testing import CliRunner
 
@@ -16,18 +17,7 @@ from parlay.cli.app import app
 from parlay.server.config import ServerConfig, build_backend
 from parlay.server.embedded import Greedy
 
-WEATHER: Any = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather for a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
+WEATHER: Any = WEATHER_TOOL
 
 
 def test_no_upstream_serves_the_embedded_model_and_says_so() -> None:
