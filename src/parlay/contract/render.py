@@ -90,7 +90,7 @@ class Contract:
     grounds: Grounds = UNCHECKED
 
 
-def _template(options: ContractOptions, name: str, **variables: Any) -> str:
+def render_template(options: ContractOptions, name: str, **variables: Any) -> str:
     env = environment(options.template_dir)
     variables.setdefault("name_placeholder", NAME_PLACEHOLDER)
     return env.get_template(name).render(**variables).strip()
@@ -131,7 +131,8 @@ def render_call(
     if listed:
         return render_calls([call], options, thought, shape=shape, listed=True)
     folder = shape or options.action_format
-    return _template(options, f"contract/formats/{folder}/call.j2", call=call, thought=thought)
+    path = f"contract/formats/{folder}/call.j2"
+    return render_template(options, path, call=call, thought=thought)
 
 
 def render_calls(
@@ -149,13 +150,13 @@ def render_calls(
         return render_call(calls[0], options, thought, shape=shape)
     folder = shape or options.action_format
     path = f"contract/formats/{folder}/calls.j2"
-    return _template(options, path, calls=list(calls), thought=thought).strip()
+    return render_template(options, path, calls=list(calls), thought=thought).strip()
 
 
 def render_final(content: str, options: ContractOptions, *, shape: str | None = None) -> str:
     """A plain answer in the reply shape (the json and bare shapes wrap it in `final`)."""
     folder = shape or options.action_format
-    return _template(options, f"contract/formats/{folder}/final.j2", content=content)
+    return render_template(options, f"contract/formats/{folder}/final.j2", content=content)
 
 
 def render_results(
@@ -185,7 +186,7 @@ def render_results(
                 "truncated": cut,
             }
         )
-    return _template(options, "contract/continuation.j2", results=views, waiting=waiting)
+    return render_template(options, "contract/continuation.j2", results=views, waiting=waiting)
 
 
 def _few_shot(
@@ -206,7 +207,7 @@ def _few_shot(
         shown.extend(pair.calls)
     if chain is not None:
         shown.extend(call for call in (chain.first, chain.second) if call is not None)
-    text = _template(
+    text = render_template(
         options,
         "contract/fewshot.j2",
         singles=singles,
@@ -349,7 +350,7 @@ def render_contract(
         project_history(messages[start:], options, constrained=constrained, parallel=parallel)
     )
     if options.reminder and request.tool_choice.mode != "auto" and isinstance(out[-1], UserMessage):
-        reminder = _template(options, "contract/reminder.j2", choice=request.tool_choice)
+        reminder = render_template(options, "contract/reminder.j2", choice=request.tool_choice)
         if reminder:
             out[-1] = UserMessage(f"{out[-1].content}\n\n{reminder}")
     state = tool_state(messages)
@@ -372,7 +373,7 @@ def _system_message(
     start = 0
     while start < len(messages) and isinstance(messages[start], SystemMessage):
         start += 1
-    system = _template(
+    system = render_template(
         options,
         "contract/system.j2",
         user_system="\n\n".join(m.content for m in messages[:start]).strip(),

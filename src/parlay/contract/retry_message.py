@@ -8,9 +8,9 @@ from parlay.context import ToolCall
 from parlay.contract.examples import example_arguments
 from parlay.contract.render import (
     ContractOptions,
-    _template,
     lists_calls,
     render_call,
+    render_template,
     shape_of,
 )
 from parlay.contract.tool_view import tool_view
@@ -50,7 +50,7 @@ def retry_instruction(
             shape=shape,
             listed=lists_calls(options, shape, parallel),
         )
-    return _template(
+    return render_template(
         options,
         "contract/retry.j2",
         reason=reason,
