@@ -46,6 +46,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no-missed-calls": {"check_missed_calls": False},
     "no-forced-share": {"min_offered_share": 0.0},
     "no-retries": {"max_retries": 0},
+    # The typed reply shape (`{"type": "tool_call" | "tool_calls" | "final", ...}`).
+    "typed": {"action_format": "typed"},
 }
 NATIVE = Capabilities(native_tools=True, json_schema=True)
 PLAIN_CHAT = Capabilities(native_tools=False, json_schema=True)

@@ -10,8 +10,9 @@ from bench.bfcl.checker import check
 from bench.bfcl.data import Question
 
 
-def typed_grammar(tools: Any) -> dict[str, Any]:
-    """toolproxy's three formats, `"type"` first."""
+def typed_grammar(tools: Any, min_several: int = 1) -> dict[str, Any]:
+    """toolproxy's three formats, `"type"` first; `min_several`: entries the plural form
+    must hold."""
     call = {
         "anyOf": [
             {
@@ -25,7 +26,7 @@ def typed_grammar(tools: Any) -> dict[str, Any]:
     one = {"type": {"const": "tool_call"}, "tool": call}
     several = {
         "type": {"const": "tool_calls"},
-        "tools": {"type": "array", "items": call, "minItems": 1},
+        "tools": {"type": "array", "items": call, "minItems": min_several},
     }
     final = {"type": {"const": "final"}, "content": {"type": "string"}}
     return {
@@ -39,6 +40,9 @@ def calls_in(text: str) -> list[tuple[str, Any]]:
     """The calls of a reply in parlay's json shape or toolproxy's type-first one."""
     try:
         obj = json.loads(text[text.find("{") : text.rfind("}") + 1])
+        if "tool_call" in obj or "tool_calls" in obj:
+            acts = obj.get("tool_calls") or [obj["tool_call"]]
+            return [(a["tool_name"], a.get("arguments", {})) for a in acts]
         if "type" in obj:
             acts = obj.get("tools") or ([obj["tool"]] if "tool" in obj else [])
             return [(a["tool_name"], a.get("arguments", {})) for a in acts]
@@ -55,3 +59,14 @@ def scored(q: Question, text: str) -> tuple[bool, int]:
     shown = text[:300].replace("\n", " ")
     print(q.id, len(calls), "expected", len(q.ground_truth), valid, shown)
     return valid, len(calls)
+
+
+def keyed_grammar(tools: Any, min_several: int = 1) -> dict[str, Any]:
+    """The same three formats decided by the first key: `tool_call`, `tool_calls`, `final`."""
+    call = typed_grammar(tools)["anyOf"][0]["properties"]["tool"]
+    shapes = (
+        {"tool_call": call},
+        {"tool_calls": {"type": "array", "items": call, "minItems": min_several}},
+        {"final": {"type": "string"}},
+    )
+    return {"anyOf": [{"type": "object", "properties": p, "required": list(p)} for p in shapes]}

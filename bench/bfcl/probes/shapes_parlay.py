@@ -11,13 +11,14 @@ bench/results/parallel-probe.md. Run under the model lock; tune half only.
 """
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
 import httpx
 
 from bench.bfcl.models import models
-from bench.bfcl.probes.shapes import scored, typed_grammar
+from bench.bfcl.probes.shapes import keyed_grammar, scored, typed_grammar
 from bench.bfcl.split import select
 from bench.bfcl.systems import Setup, shipped_engine
 from parlay.backends._next_attempt import grammar_for
@@ -31,7 +32,9 @@ server = shared_server(model.path, 8192)
 url = server.start()
 qs = [
     q
-    for c in ("parallel_multiple", "live_parallel", "live_parallel_multiple")
+    for c in os.environ.get(
+        "PROBE_CATS", "parallel_multiple,live_parallel,live_parallel_multiple"
+    ).split(",")
     for q in select(c, "tune", 5)
 ]
 which = sys.argv[1]
@@ -97,7 +100,18 @@ async def main() -> None:
                         }
                         opt["required"] = ["calls", "actions"]
             if "typed" in sys.argv[2:]:  # the grammar of the type-first shape
-                body["response_format"]["json_schema"]["schema"] = typed_grammar(contract.tools)
+                body["response_format"]["json_schema"]["schema"] = typed_grammar(
+                    contract.tools, min_several=2 if "min2" in sys.argv[2:] else 1
+                )
+            if "keyed" in sys.argv[2:]:  # the grammar of the first-key shape
+                body["response_format"]["json_schema"]["schema"] = keyed_grammar(
+                    contract.tools, min_several=2 if "min2" in sys.argv[2:] else 1
+                )
+            if "min2" in sys.argv[2:] and "typed" not in sys.argv[2:]:
+                sch = body["response_format"]["json_schema"]["schema"]
+                for opt in sch.get("anyOf", [sch]):
+                    if "actions" in opt.get("properties", {}):
+                        opt["properties"]["actions"]["minItems"] = 2
             if which == "noform":
                 body.pop("response_format", None)
             r = await client.post(url + "/chat/completions", json=body)

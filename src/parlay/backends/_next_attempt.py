@@ -16,7 +16,7 @@ from attrs import evolve
 from parlay.backends._attempt import Attempt
 from parlay.backends._turn import Turn
 from parlay.context import AssistantMessage, UserMessage
-from parlay.contract.constrain import FINAL_SCHEMA, action_response_format
+from parlay.contract.constrain import FINAL_SCHEMA, TYPED_FINAL_SCHEMA, action_response_format
 from parlay.contract.parser import ParseResult
 from parlay.contract.render import render_contract
 from parlay.contract.retry import Verdict
@@ -31,6 +31,7 @@ logger = logging.getLogger("parlay.prompted")
 
 # The grammar of a reply that may only answer in words.
 ANSWER_ONLY = ResponseFormat(FINAL_SCHEMA, name="final", strict=True)
+TYPED_ANSWER_ONLY = ResponseFormat(TYPED_FINAL_SCHEMA, name="final", strict=True)
 # Retry reasons for a call carrying a value the conversation did not give.
 MADE_UP_VALUES = ("example_value", "invented_value", "same_value")
 # Earlier retries after which a made-up value means the turn has nothing real to call with.
@@ -41,9 +42,11 @@ MADE_UP_VALUES = ("example_value", "invented_value", "same_value")
 DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "pretended_call", "forced_call")
 
 
-def words_format(request: ChatRequest) -> ResponseFormat:
-    """The grammar of an answer in words: the caller's format if any, else plain text."""
-    return request.response_format or ANSWER_ONLY
+def words_format(request: ChatRequest, action_format: str) -> ResponseFormat:
+    """The grammar of an answer in words: the caller's format if any, else plain text in
+    the format's answer shape."""
+    only = TYPED_ANSWER_ONLY if action_format == "typed" else ANSWER_ONLY
+    return request.response_format or only
 
 
 def grammar_for(
@@ -106,7 +109,7 @@ def retry(engine: PromptedBackend, turn: Turn, verdict: Verdict, attempt: Attemp
         words = turn.request.replace(tool_choice=NONE)
         plain = evolve(engine.options, few_shot=False)
         turn.messages = render_contract(words, plain, constrained=True).messages
-        turn.response_format = words_format(turn.request)
+        turn.response_format = words_format(turn.request, engine.options.action_format)
         turn.instruction = ""
     else:
         _ask_again(engine, turn, verdict, attempt)
@@ -188,5 +191,5 @@ def away_from_repeats(
     if others:
         return grammar_for(engine, others, turn.request)
     if turn.choice.mode == "auto":
-        return words_format(turn.request)
+        return words_format(turn.request, engine.options.action_format)
     return current

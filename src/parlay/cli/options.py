@@ -78,7 +78,7 @@ PromptedOpt = Annotated[
     typer.Option("--prompted", help="Use prompted tool calling (for models without native tools)."),
 ]
 # parlay.contract.render.FORMATS as a type, so typer offers (and checks) the three choices.
-ActionFormat = Literal["fenced", "json", "command"]
+ActionFormat = Literal["fenced", "json", "command", "typed"]
 ActionFormatOpt = Annotated[
     ActionFormat | None,
     typer.Option(

@@ -35,6 +35,37 @@ def _parameters(spec: ToolSpec) -> dict[str, Any]:
     return schema
 
 
+TYPED_FINAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"type": {"const": "final"}, "content": {"type": "string"}},
+    "required": ["type", "content"],
+}
+# The typed format's form for several calls holds two or more: its kind is the model's
+# choice of one call or several, and with one entry allowed Qwen2.5-Coder chose
+# "tool_calls" on 14 of 15 questions asking for several, then wrote one entry every time
+# (bench/results/parallel-probe.md).
+TYPED_MIN_SEVERAL = 2
+
+
+def _typed_entry(spec: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "tool_name": {"type": "string", "enum": [spec.name]},
+            "arguments": _parameters(spec),
+        },
+        "required": ["tool_name", "arguments"],
+    }
+
+
+def _typed_schema(kind: str, key: str, value: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"type": {"const": kind}, key: value},
+        "required": ["type", key],
+    }
+
+
 def _named_call(spec: ToolSpec, action_format: str) -> dict[str, Any]:
     """One call object: the tool's name and its arguments (`args` in the json format)."""
     key = "args" if action_format == "json" else "parameters"
@@ -47,6 +78,8 @@ def _named_call(spec: ToolSpec, action_format: str) -> dict[str, Any]:
 
 def call_schema(spec: ToolSpec, action_format: str) -> dict[str, Any]:
     """A reply making one call of `spec`."""
+    if action_format == "typed":
+        return _typed_schema("tool_call", "tool", _typed_entry(spec))
     inner = _named_call(spec, action_format)
     if action_format == "json":
         return {"type": "object", "properties": {"action": inner}, "required": ["action"]}
@@ -54,7 +87,16 @@ def call_schema(spec: ToolSpec, action_format: str) -> dict[str, Any]:
 
 
 def calls_schema(tools: list[ToolSpec], action_format: str) -> dict[str, Any]:
-    """A reply making one or more calls at once: `{"actions": [call, ...]}`."""
+    """A reply making one or more calls at once: `{"actions": [call, ...]}` (typed:
+    `{"type": "tool_calls", "tools": [...]}`, two or more)."""
+    if action_format == "typed":
+        entries = [_typed_entry(spec) for spec in tools]
+        several = {
+            "type": "array",
+            "items": entries[0] if len(entries) == 1 else {"anyOf": entries},
+            "minItems": TYPED_MIN_SEVERAL,
+        }
+        return _typed_schema("tool_calls", "tools", several)
     items = [_named_call(spec, action_format) for spec in tools]
     return {
         "type": "object",
@@ -97,7 +139,8 @@ def action_schema(
         if parallel:
             options.append(calls_schema(allowed, action_format))
     if choice.mode == "auto":
-        options.append(_answer_first(answer) if answer is not None else FINAL_SCHEMA)
+        final = TYPED_FINAL_SCHEMA if action_format == "typed" else FINAL_SCHEMA
+        options.append(_answer_first(answer) if answer is not None else final)
     return options[0] if len(options) == 1 else {"anyOf": options}
 
 

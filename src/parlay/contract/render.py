@@ -39,7 +39,10 @@ from parlay.templating import environment
 # unsure which tool to name (`parlay.contract.forced` reads that as no choice at all).
 NAME_PLACEHOLDER = "TOOL_NAME"
 
-FORMATS = ("fenced", "json", "command")
+FORMATS = ("fenced", "json", "command", "typed")
+# Formats whose reply is one JSON object in any case (the others are held to the bare
+# shape under a grammar).
+OBJECT_FORMATS = ("json", "typed")
 DEFAULT_FORMAT = "fenced"
 DEFAULT_MAX_RESULT_CHARS = 4000
 
@@ -105,7 +108,7 @@ def shape_of(options: ContractOptions, constrained: bool) -> str:
     fences but held to JSON picks the answer branch every time (measured on SmolLM2:
     0/6 calls).
     """
-    if constrained and options.action_format != "json":
+    if constrained and options.action_format not in OBJECT_FORMATS:
         return "bare"
     return options.action_format
 
@@ -300,7 +303,7 @@ def project_history(
         if isinstance(message, AssistantMessage):
             parts = [message.content.strip()] if message.content.strip() else []
             calls = message.tool_calls
-            if calls and shape in ("json", "bare"):
+            if calls and shape in ("json", "bare", "typed"):
                 # One JSON object per reply: the text before the calls becomes its thought
                 # (dropped under a grammar, which has no room for it).
                 thought = "" if constrained else " ".join(parts)[: options.thought_limit]

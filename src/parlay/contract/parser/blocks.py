@@ -42,6 +42,7 @@ class BlockReader(JsonScanner):
         self._str_fence = False
         self._atom = []
         self._line_start_in_block = False
+        self._typed_final = False
         if at is not None:
             self._pos = at
 

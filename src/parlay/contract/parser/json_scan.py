@@ -18,6 +18,7 @@ from parlay.contract.parser.vocabulary import (
     ATOM_CHARS,
     CONTENT_KEYS,
     FINAL_KEYS,
+    KIND_KEY,
     LIST_KEYS,
     LITERALS,
     NAME_KEYS,
@@ -109,6 +110,10 @@ class JsonScanner(StringReader):
                 return "call_list"
             if top.role == "root" and key in THOUGHT_KEYS:
                 return "thought"
+            if top.role == "root" and key == KIND_KEY:
+                return "kind"
+            if top.role == "root" and self._typed_final and key in CONTENT_KEYS:
+                return "final"
             return "skip"
         if top.role == "final" and key in CONTENT_KEYS:
             return "content"
@@ -198,7 +203,7 @@ class JsonScanner(StringReader):
             self._norm_member('"')
         elif role == "final":
             self._str_role = "content"
-        elif role in ("name", "thought", "content"):
+        elif role in ("name", "thought", "content", "kind"):
             self._str_role = role
         else:
             self._str_role = "skip"

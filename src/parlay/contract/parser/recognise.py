@@ -10,7 +10,15 @@ from __future__ import annotations
 import re
 
 from parlay.contract.parser.blocks import BlockReader
-from parlay.contract.parser.vocabulary import ACTION_FENCES, BLOCK_KEYS, JSON_FENCES, QUOTES
+from parlay.contract.parser.vocabulary import (
+    ACTION_FENCES,
+    ACTION_KINDS,
+    BLOCK_KEYS,
+    FINAL_KINDS,
+    JSON_FENCES,
+    KIND_KEY,
+    QUOTES,
+)
 
 # How far a `{` line, a fence info string, the blank lines between a ```` ```json ```` fence
 # and its `{`, and the name after `@tool` are read before each is settled (as prose, code
@@ -35,6 +43,24 @@ def _after_space(text: str, start: int, end: int) -> int:
     match = _SPACE.match(text, start, max(start, end))
     assert match is not None  # `[ \t\r\n]*` matches anywhere
     return match.end()
+
+
+def _names_a_kind(buf: str, i: int, end: int, final: bool) -> bool | None:
+    """Whether the value after a first key `"type"` (from `i`, its colon next) is a kind
+    of reply the typed format writes. None: cannot tell yet."""
+    undecided = None if not final and end == len(buf) else False
+    i = _after_space(buf, i, end)
+    if i < end and buf[i] == ":":
+        i = _after_space(buf, i + 1, end)
+    if i >= end:
+        return undecided
+    close = QUOTES.get(buf[i])
+    if close is None:
+        return False
+    stop = buf.find(close, i + 1, end)
+    if stop < 0:
+        return undecided
+    return buf[i + 1 : stop].strip().lower() in ACTION_KINDS | FINAL_KINDS
 
 
 class TextReader(BlockReader):
@@ -139,6 +165,8 @@ class TextReader(BlockReader):
         key = buf[start:i]
         if close is not None and buf[i] != close:
             return False
+        if key == KIND_KEY:
+            return _names_a_kind(buf, i + (close is not None), end, final)
         return key in BLOCK_KEYS
 
     # -- fences ---------------------------------------------------------------------------

@@ -169,6 +169,7 @@ class ParserState:
         "_thought_limit",
         "_thoughts",
         "_tools",
+        "_typed_final",
     )
 
     def __init__(
@@ -220,6 +221,8 @@ class ParserState:
         self._atom_role = ""
         self._line_start_in_block = True
         self._final = False
+        # The block's `"type"` said it is a final answer: its `"content"` is the answer.
+        self._typed_final = False
 
     # -- output ---------------------------------------------------------------------------
     def _take(self) -> list[Event]:

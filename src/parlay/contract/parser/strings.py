@@ -28,7 +28,7 @@ import re
 from json.encoder import encode_basestring  # json.dumps(s, ensure_ascii=False), in C
 
 from parlay.contract.parser.calls import CallAssembler
-from parlay.contract.parser.vocabulary import QUOTES
+from parlay.contract.parser.vocabulary import FINAL_KINDS, QUOTES
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\"}
 _BLANKS = re.compile(r"[ \t]*")
@@ -202,6 +202,8 @@ class StringReader(CallAssembler):
             self._set_name(value, (top.key or "") if top else "")
         elif role == "thought":
             self._add_thought(value)
+        elif role == "kind":
+            self._typed_final = value.strip().lower() in FINAL_KINDS
         if self._args_depth is not None and len(self._stack) == self._args_depth:
             self._args_depth = None
         self._after_value()

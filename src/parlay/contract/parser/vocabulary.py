@@ -21,13 +21,23 @@ ARGS_KEYS = frozenset(
     }
 )
 WRAPPER_KEYS = frozenset({"action", "function", "tool_call", "call", "function_call"})
-# Keys whose list holds several calls: the json format's parallel form `{"actions": [...]}`.
-LIST_KEYS = frozenset({"actions", "tool_calls", "calls", "function_calls"})
+# Keys whose list holds several calls: the json format's parallel form `{"actions": [...]}`,
+# the typed format's `{"type": "tool_calls", "tools": [...]}`.
+LIST_KEYS = frozenset({"actions", "tool_calls", "calls", "function_calls", "tools"})
 FINAL_KEYS = frozenset({"final", "final_answer"})
 CONTENT_KEYS = frozenset({"content", "text", "answer", "message", "response"})
 THOUGHT_KEYS = frozenset({"thought", "thoughts", "reasoning"})
-# A JSON object whose first key is one of these is read as an action, not as prose.
-BLOCK_KEYS = NAME_KEYS | ARGS_KEYS | WRAPPER_KEYS | LIST_KEYS | FINAL_KEYS | THOUGHT_KEYS
+# The typed format says what a reply is in its first member, `"type"`, as a value.
+KIND_KEY = "type"
+# The values of `"type"` that make an object an action; any other value (a JSON schema's
+# `{"type": "object"}`) leaves it prose.
+ACTION_KINDS = frozenset({"tool_call", "tool_calls", "function_call", "function_calls"})
+FINAL_KINDS = frozenset({"final", "final_answer"})
+# A JSON object whose first key is one of these is read as an action, not as prose
+# (`"tools"` only after a `"type"`: a list of tools is common prose).
+BLOCK_KEYS = (
+    NAME_KEYS | ARGS_KEYS | WRAPPER_KEYS | (LIST_KEYS - {"tools"}) | FINAL_KEYS | THOUGHT_KEYS
+)
 # Fence info strings that hold actions (or may: see `TextReader._run_info`).
 ACTION_FENCES = frozenset({"json action", "action", "tool", "tool_call", "tool_code", "function"})
 JSON_FENCES = frozenset({"json", "jsonc", "json5", "javascript", "js", ""})
