@@ -33,6 +33,8 @@ WRITTEN = {
     "fenced": '```json action\n{"tool": "get_weather", "parameters": {"city": "Paris"}}\n```\n'
     '```json action\n{"tool": "add", "parameters": {"a": 1, "b": 2}}\n```',
     "command": '@tool get_weather {"city": "Paris"}\n@tool add {"a": 1, "b": 2}',
+    "typed": '{"type": "tool_calls", "tools": [{"tool_name": "get_weather", "arguments": '
+    '{"city": "Paris"}}, {"tool_name": "add", "arguments": {"a": 1, "b": 2}}]}',
 }
 ASK = "Weather in Paris, and add 1 and 2."
 EXPECTED = [("get_weather", {"city": "Paris"}), ("add", {"a": 1, "b": 2})]

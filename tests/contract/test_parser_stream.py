@@ -45,6 +45,12 @@ PIECES = [
     "中文文本",
     '{"tool": "add", "parameters": {"a": True, "b": None, "c": 1.5e3, d: x}}',
     '[{"tool": "add", "parameters": {}}, {"tool": "search", "parameters": {"q": 1}}]',
+    '{"type": "tool_calls", "tools": [{"tool_name": "add", "arguments": {"a": 1}}, '
+    '{"tool_name": "search", "arguments": {"q": "x"}}]}',
+    '{"type": "tool_call", "tool": {"tool_name": "get_weather", "arguments": {"city": "Oslo"}}}',
+    '{"type": "final", "content": "done \\u00e9"}',
+    '{"type": "object", "properties": {}}',
+    '{"type": "tool_',
 ]
 
 
