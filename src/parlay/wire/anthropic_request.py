@@ -84,7 +84,7 @@ def decode_messages(raw_messages: Any) -> tuple[Message, ...]:
     if not isinstance(raw_messages, list) or not raw_messages:
         raise InvalidRequestError("`messages` must be a non-empty array")
     out: list[Message] = []
-    names: dict[str, str] = {}
+    names: dict[str, str] = {}  # tool_use id -> tool name, for the results that follow
     for i, raw in enumerate(raw_messages):
         where = f"messages[{i}]"
         if not isinstance(raw, Mapping):
@@ -94,55 +94,67 @@ def decode_messages(raw_messages: Any) -> tuple[Message, ...]:
             raise InvalidRequestError(f"`{where}.content` is required")
         blocks = _blocks(raw["content"], f"{where}.content")
         if role == "assistant":
-            texts: list[str] = []
-            calls: list[ToolCall] = []
-            for j, block in enumerate(blocks):
-                bw = f"{where}.content[{j}]"
-                kind = block.get("type")
-                if kind == "text":
-                    texts.append(_block_text(block, bw))
-                elif kind == "tool_use":
-                    call_id = field(block, "id", str, where=bw, required=True)
-                    name = field(block, "name", str, where=bw, required=True)
-                    arguments = field(block, "input", dict, where=bw) or {}
-                    names[call_id] = name
-                    calls.append(ToolCall(name, arguments, call_id))
-                elif kind in ("thinking", "redacted_thinking"):
-                    continue  # reasoning is not replayed to the model
-                else:
-                    raise InvalidRequestError(
-                        f"`{bw}.type` is {kind!r}: assistant turns hold text and tool_use blocks"
-                    )
-            out.append(AssistantMessage("".join(texts), tuple(calls)))
+            out.append(_assistant_turn(blocks, where, names))
         elif role == "user":
-            texts = []
-            for j, block in enumerate(blocks):
-                bw = f"{where}.content[{j}]"
-                kind = block.get("type")
-                if kind == "text":
-                    texts.append(_block_text(block, bw))
-                elif kind == "tool_result":
-                    call_id = field(block, "tool_use_id", str, where=bw, required=True)
-                    name = names.get(call_id)
-                    if name is None:
-                        raise InvalidRequestError(
-                            f"`{bw}.tool_use_id` is {call_id!r}, which no earlier tool_use "
-                            "block holds"
-                        )
-                    text = _result_text(block.get("content"), f"{bw}.content")
-                    if field(block, "is_error", bool, where=bw):
-                        out.append(ToolResult(call_id, name, error=text or "the tool failed"))
-                    else:
-                        out.append(ToolResult(call_id, name, text))
-                else:
-                    raise InvalidRequestError(
-                        f"`{bw}.type` is {kind!r}: this server reads text and tool_result blocks"
-                    )
-            if texts:
-                out.append(UserMessage("\n".join(texts)))
+            out.extend(_user_turn(blocks, where, names))
         else:
             raise InvalidRequestError(f"`{where}.role` is {role!r}: use user or assistant")
     return tuple(out)
+
+
+def _assistant_turn(
+    blocks: list[Mapping[str, Any]], where: str, names: dict[str, str]
+) -> AssistantMessage:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for j, block in enumerate(blocks):
+        bw = f"{where}.content[{j}]"
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(_block_text(block, bw))
+        elif kind == "tool_use":
+            call_id = field(block, "id", str, where=bw, required=True)
+            name = field(block, "name", str, where=bw, required=True)
+            arguments = field(block, "input", dict, where=bw) or {}
+            names[call_id] = name
+            calls.append(ToolCall(name, arguments, call_id))
+        elif kind not in ("thinking", "redacted_thinking"):  # reasoning is not replayed
+            raise InvalidRequestError(
+                f"`{bw}.type` is {kind!r}: assistant turns hold text and tool_use blocks"
+            )
+    return AssistantMessage("".join(texts), tuple(calls))
+
+
+def _user_turn(
+    blocks: list[Mapping[str, Any]], where: str, names: dict[str, str]
+) -> list[Message]:
+    """A user turn: its tool results, then its text as one message."""
+    out: list[Message] = []
+    texts: list[str] = []
+    for j, block in enumerate(blocks):
+        bw = f"{where}.content[{j}]"
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(_block_text(block, bw))
+        elif kind == "tool_result":
+            call_id = field(block, "tool_use_id", str, where=bw, required=True)
+            name = names.get(call_id)
+            if name is None:
+                raise InvalidRequestError(
+                    f"`{bw}.tool_use_id` is {call_id!r}, which no earlier tool_use block holds"
+                )
+            text = _result_text(block.get("content"), f"{bw}.content")
+            if field(block, "is_error", bool, where=bw):
+                out.append(ToolResult(call_id, name, error=text or "the tool failed"))
+            else:
+                out.append(ToolResult(call_id, name, text))
+        else:
+            raise InvalidRequestError(
+                f"`{bw}.type` is {kind!r}: this server reads text and tool_result blocks"
+            )
+    if texts:
+        out.append(UserMessage("\n".join(texts)))
+    return out
 
 
 def decode_tools(raw_tools: Any) -> tuple[ToolSpec, ...]:

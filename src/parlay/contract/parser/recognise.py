@@ -90,18 +90,9 @@ class TextReader(BlockReader):
                 pos = at + 1
                 continue
             if ch == "`":
-                head = buf[at : at + 3]
-                if head == "```":
-                    self._emit_text(segment)
-                    self._pos = at + 3
-                    self._block_start = at
-                    self._state = "info"
-                    return True
-                if len(head) < 3 and "```".startswith(head) and not final:
-                    self._emit_text(segment)
-                    self._line_blank = blank
-                    self._pos = at
-                    return False
+                decided = self._text_backtick(segment, at, blank, final)
+                if decided is not None:
+                    return decided
                 self._emit_text(buf[pos : at + 1])
                 self._line_blank = False
                 pos = at + 1
@@ -112,18 +103,9 @@ class TextReader(BlockReader):
                 pos = at + 1
                 continue
             if ch == "@":
-                head = buf[at : at + 6]
-                if len(head) < 6 and "@tool ".startswith(head) and not final:
-                    self._emit_text(segment)
-                    self._line_blank = True
-                    self._pos = at
-                    return False
-                if head[:5] == "@tool" and len(head) == 6 and head[5] in " \t":
-                    self._emit_text(segment)
-                    self._pos = at + 6
-                    self._block_start = at
-                    self._state = "cmd_name"
-                    return True
+                decided = self._text_command(segment, at, final)
+                if decided is not None:
+                    return decided
                 self._emit_text(buf[pos : at + 1])
                 self._line_blank = False
                 pos = at + 1
@@ -143,6 +125,40 @@ class TextReader(BlockReader):
             self._emit_text(buf[pos : at + 1])
             self._line_blank = False
             pos = at + 1
+
+    def _text_backtick(self, segment: str, at: int, blank: bool, final: bool) -> bool | None:
+        """A backtick in text: a fence opens (True), may still open (False: wait for more),
+        or it is prose (None)."""
+        head = self._buf[at : at + 3]
+        if head == "```":
+            self._emit_text(segment)
+            self._pos = at + 3
+            self._block_start = at
+            self._state = "info"
+            return True
+        if len(head) < 3 and "```".startswith(head) and not final:
+            self._emit_text(segment)
+            self._line_blank = blank
+            self._pos = at
+            return False
+        return None
+
+    def _text_command(self, segment: str, at: int, final: bool) -> bool | None:
+        """An `@` at the start of a line: an `@tool NAME` command opens (True), may still
+        open (False: wait for more), or it is prose (None)."""
+        head = self._buf[at : at + 6]
+        if len(head) < 6 and "@tool ".startswith(head) and not final:
+            self._emit_text(segment)
+            self._line_blank = True
+            self._pos = at
+            return False
+        if head[:5] == "@tool" and len(head) == 6 and head[5] in " \t":
+            self._emit_text(segment)
+            self._pos = at + 6
+            self._block_start = at
+            self._state = "cmd_name"
+            return True
+        return None
 
     def _peek_first_key(self, at: int, final: bool) -> bool | None:
         """Does the object at `at` start with an action key? None: cannot tell yet."""

@@ -61,40 +61,7 @@ class ActionStreamParser(TextReader):
                 if prose is not None:
                     return prose
         elif state == "block":
-            close = self._str_quote and self._str_close
-            if (
-                close
-                and self._pos == len(self._buf)
-                and close not in text
-                and "\\" not in text
-                and "`" not in text
-                and "\n" not in text
-                and (close != "”" or "“" not in text)
-            ):
-                # Inside a string with nothing pending, and nothing in the chunk ends or
-                # escapes it (or may: a fence): the chunk is string content.
-                self._string_chars(text)
-                if self._buf or self._block_as_text:  # its raw text is kept (or shown)
-                    self._buf += text
-                    self._pos = len(self._buf)
-                    self._compact()
-                return self._take()
-            self._buf += text
-            if not self._run_block(False):  # the block goes on: the usual case
-                pos = self._pos
-                if self._block_labeled:  # nothing of it can turn out to be text: drop it
-                    self._buf = self._buf[pos:]
-                    self._pos = 0
-                    self._block_start -= pos
-                else:
-                    self._compact()
-                if self._pending:
-                    self._flush_text()
-                out = self._out
-                self._out = []
-                return out
-            self._run(final=False)
-            return self._after_run()
+            return self._feed_block(text)
         elif state == "code" and not self._buf and "`" not in text:
             # Inside a code fence shown as text, and nothing in the chunk may close it.
             self._text.append(text)
@@ -110,6 +77,43 @@ class ActionStreamParser(TextReader):
             self._buf += text
             return []
         self._buf += text
+        self._run(final=False)
+        return self._after_run()
+
+    def _feed_block(self, text: str) -> list[Event]:
+        """A chunk inside an action block (`feed`'s block state)."""
+        close = self._str_quote and self._str_close
+        if (
+            close
+            and self._pos == len(self._buf)
+            and close not in text
+            and "\\" not in text
+            and "`" not in text
+            and "\n" not in text
+            and (close != "”" or "“" not in text)
+        ):
+            # Inside a string with nothing pending, and nothing in the chunk ends or
+            # escapes it (or may: a fence): the chunk is string content.
+            self._string_chars(text)
+            if self._buf or self._block_as_text:  # its raw text is kept (or shown)
+                self._buf += text
+                self._pos = len(self._buf)
+                self._compact()
+            return self._take()
+        self._buf += text
+        if not self._run_block(False):  # the block goes on: the usual case
+            pos = self._pos
+            if self._block_labeled:  # nothing of it can turn out to be text: drop it
+                self._buf = self._buf[pos:]
+                self._pos = 0
+                self._block_start -= pos
+            else:
+                self._compact()
+            if self._pending:
+                self._flush_text()
+            out = self._out
+            self._out = []
+            return out
         self._run(final=False)
         return self._after_run()
 
