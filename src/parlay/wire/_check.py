@@ -98,3 +98,12 @@ def bounded_int(
 def flag(body: Mapping[str, Any], key: str, *, where: str = "") -> bool:
     """An optional boolean, false when absent: `1` or `"yes"` is an error, not true."""
     return bool(field(body, key, bool, where=where))
+
+
+def called_tool(names: Mapping[str, str], call_id: str, where: str, holder: str) -> str:
+    """The tool name of the earlier call a result answers (`names`: call id -> name);
+    `holder` says, in the caller's protocol, where such calls are written."""
+    name = names.get(call_id)
+    if name is None:
+        raise InvalidRequestError(f"`{where}` is {call_id!r}, which no earlier {holder} holds")
+    return name

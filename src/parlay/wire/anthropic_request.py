@@ -3,7 +3,7 @@ field checked before anything goes upstream."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from attrs import frozen
@@ -18,7 +18,14 @@ from parlay.context import (
 )
 from parlay.errors import InvalidRequestError
 from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice, ToolSpec
-from parlay.wire._check import bounded_int, bounded_number, field, flag, stop_list
+from parlay.wire._check import (
+    bounded_int,
+    bounded_number,
+    called_tool,
+    field,
+    flag,
+    stop_list,
+)
 from parlay.wire.validate import DEFAULT_LIMITS, Limits, check_count, check_schema, check_tools
 
 
@@ -102,14 +109,20 @@ def decode_messages(raw_messages: Any) -> tuple[Message, ...]:
     return tuple(out)
 
 
+def _each_block(
+    blocks: list[Mapping[str, Any]], where: str
+) -> Iterator[tuple[str, Any, Mapping[str, Any]]]:
+    """Each content block with where it is (for errors) and its type."""
+    for j, block in enumerate(blocks):
+        yield f"{where}.content[{j}]", block.get("type"), block
+
+
 def _assistant_turn(
     blocks: list[Mapping[str, Any]], where: str, names: dict[str, str]
 ) -> AssistantMessage:
     texts: list[str] = []
     calls: list[ToolCall] = []
-    for j, block in enumerate(blocks):
-        bw = f"{where}.content[{j}]"
-        kind = block.get("type")
+    for bw, kind, block in _each_block(blocks, where):
         if kind == "text":
             texts.append(_block_text(block, bw))
         elif kind == "tool_use":
@@ -125,24 +138,16 @@ def _assistant_turn(
     return AssistantMessage("".join(texts), tuple(calls))
 
 
-def _user_turn(
-    blocks: list[Mapping[str, Any]], where: str, names: dict[str, str]
-) -> list[Message]:
+def _user_turn(blocks: list[Mapping[str, Any]], where: str, names: dict[str, str]) -> list[Message]:
     """A user turn: its tool results, then its text as one message."""
     out: list[Message] = []
     texts: list[str] = []
-    for j, block in enumerate(blocks):
-        bw = f"{where}.content[{j}]"
-        kind = block.get("type")
+    for bw, kind, block in _each_block(blocks, where):
         if kind == "text":
             texts.append(_block_text(block, bw))
         elif kind == "tool_result":
             call_id = field(block, "tool_use_id", str, where=bw, required=True)
-            name = names.get(call_id)
-            if name is None:
-                raise InvalidRequestError(
-                    f"`{bw}.tool_use_id` is {call_id!r}, which no earlier tool_use block holds"
-                )
+            name = called_tool(names, call_id, f"{bw}.tool_use_id", "tool_use block")
             text = _result_text(block.get("content"), f"{bw}.content")
             if field(block, "is_error", bool, where=bw):
                 out.append(ToolResult(call_id, name, error=text or "the tool failed"))

@@ -26,7 +26,14 @@ from parlay.request import (
     ToolChoice,
     ToolSpec,
 )
-from parlay.wire._check import bounded_int, bounded_number, field, flag, stop_list
+from parlay.wire._check import (
+    bounded_int,
+    bounded_number,
+    called_tool,
+    field,
+    flag,
+    stop_list,
+)
 from parlay.wire.arguments import parse_arguments
 from parlay.wire.validate import DEFAULT_LIMITS, Limits, check_count, check_schema, check_tools
 
@@ -109,12 +116,8 @@ def decode_messages(raw_messages: Any) -> tuple[Message, ...]:
             out.append(AssistantMessage(text, calls))
         elif role == "tool":
             call_id = field(raw, "tool_call_id", str, where=where, required=True)
-            name = names.get(call_id)
-            if name is None:
-                raise InvalidRequestError(
-                    f"`{where}.tool_call_id` is {call_id!r}, which no earlier assistant "
-                    "message's tool_calls holds"
-                )
+            holder = "assistant message's tool_calls"
+            name = called_tool(names, call_id, f"{where}.tool_call_id", holder)
             output = _content_text(raw.get("content"), f"{where}.content")
             out.append(ToolResult(call_id, name, output))
         else:
