@@ -31,7 +31,6 @@ import argparse
 import asyncio
 import json
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -42,12 +41,12 @@ from bench.bfcl.checker import check
 from bench.bfcl.commit import head_commit
 from bench.bfcl.data import ABSTAIN_CATEGORIES, Question, load_category, sample
 from bench.bfcl.models import Model, models
+from bench.bfcl.systems import gather
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.local import LlamaServer
 from parlay.backends.openai import OpenAIBackend
 from parlay.backends.prompted import PromptedBackend
 from parlay.contract.parser import parse
-from parlay.events import Finish, TextDelta, ToolCallEnd
 from parlay.request import ChatRequest, GenerationOptions
 
 CATEGORIES = ("simple_python", "multiple", "live_irrelevance")
@@ -137,22 +136,8 @@ async def ask(
 ) -> dict[str, Any]:
     """One question, one reply: the calls, the text, and BFCL's verdict."""
     request = question_request(question, max_tokens, prompt_cache=prompt_cache)
-    text: list[str] = []
-    calls: list[tuple[str, Any]] = []
-    finish: Finish | None = None
-    error = ""
-    started = time.perf_counter()
-    try:
-        async for event in backend.stream(request):
-            if isinstance(event, TextDelta):
-                text.append(event.text)
-            elif isinstance(event, ToolCallEnd):
-                calls.append((event.call.name, event.call.arguments))
-            elif isinstance(event, Finish):
-                finish = event
-    except Exception as exc:  # a failed request is an outcome, not the end of the run
-        error = f"{type(exc).__name__}: {exc}"
-    seconds = time.perf_counter() - started
+    got = await gather(backend, request)
+    text, calls, finish, error, seconds = got.text, got.calls, got.finish, got.error, got.seconds
     names = {function["name"] for function in question.functions}
     well_formed = bool(calls) and all(
         name in names and isinstance(arguments, dict) for name, arguments in calls
@@ -167,7 +152,7 @@ async def ask(
         "question": question.id,
         "category": question.category,
         "calls": [{"name": name, "arguments": _jsonable(arguments)} for name, arguments in calls],
-        "text": "".join(text)[:600],
+        "text": text[:600],
         "well_formed": well_formed,
         "right": verdict.valid and not error,
         "error_type": "request_error" if error else verdict.error_type,

@@ -92,11 +92,24 @@ def greedy(max_tokens: int | None) -> GenerationOptions:
     return GenerationOptions(temperature=0.0, max_tokens=max_tokens, seed=0)
 
 
-async def stream_reply(backend: Backend, request: ChatRequest) -> Reply:
-    """One request through a parlay backend, its events gathered into a Reply."""
+@frozen
+class Gathered:
+    """The events of one request, gathered: its text, its calls, how it finished."""
+
+    text: str
+    calls: list[tuple[str, Any]]
+    finish: Finish | None
+    error: str
+    seconds: float
+
+
+async def gather(backend: Backend, request: ChatRequest) -> Gathered:
+    """One request through a parlay backend; a failed request is an outcome (`error`),
+    not the end of the run."""
     text: list[str] = []
     calls: list[tuple[str, Any]] = []
     finish: Finish | None = None
+    error = ""
     started = time.perf_counter()
     try:
         async for event in backend.stream(request):
@@ -106,15 +119,23 @@ async def stream_reply(backend: Backend, request: ChatRequest) -> Reply:
                 calls.append((event.call.name, event.call.arguments))
             elif isinstance(event, Finish):
                 finish = event
-    except Exception as exc:  # a failed request is an outcome, not the end of the run
-        seconds = time.perf_counter() - started
-        return Reply(calls, "".join(text), f"{type(exc).__name__}: {exc}", seconds)
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    return Gathered("".join(text), calls, finish, error, time.perf_counter() - started)
+
+
+async def stream_reply(backend: Backend, request: ChatRequest) -> Reply:
+    """One request through a parlay backend, its events gathered into a Reply."""
+    got = await gather(backend, request)
+    if got.error:
+        return Reply(got.calls, got.text, got.error, got.seconds)
+    finish = got.finish
     diagnostics = finish.diagnostics if finish else None
     usage = finish.usage if finish else None
     return Reply(
-        calls,
-        "".join(text),
-        seconds=time.perf_counter() - started,
+        got.calls,
+        got.text,
+        seconds=got.seconds,
         retries=[r.reason for r in diagnostics.retries] if diagnostics else [],
         notes=list(diagnostics.notes) if diagnostics else [],
         rules=list(diagnostics.rules) if diagnostics else [],
