@@ -1,0 +1,120 @@
+"""The options of `parlay serve`, each with its help and its environment variable
+(read by `ServerConfig.from_env`, so the flag and the variable say the same thing)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+UpstreamUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Upstream base URL, e.g. http://127.0.0.1:8080/v1; none: serve the embedded "
+        "model through the prompt-contract engine (env PARLAY_SERVE_UPSTREAM_URL)"
+    ),
+]
+
+UpstreamKindOpt = Annotated[
+    str | None,
+    typer.Option(help="Upstream protocol: openai or anthropic (env PARLAY_SERVE_UPSTREAM_KIND)"),
+]
+
+UpstreamKeyOpt = Annotated[
+    str | None,
+    typer.Option(help="API key sent upstream (env PARLAY_SERVE_UPSTREAM_KEY)"),
+]
+
+UpstreamModelOpt = Annotated[
+    str | None,
+    typer.Option(help="Model name sent upstream (env PARLAY_SERVE_UPSTREAM_MODEL)"),
+]
+
+ToolsOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="prompted: run a plain-chat upstream through the prompt-contract engine; "
+        "native: pass tools through to an upstream that has them (env PARLAY_SERVE_TOOLS)"
+    ),
+]
+
+ModelOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--model",
+        help="A model name clients may ask for (repeatable; default: any) "
+        "(env PARLAY_SERVE_MODELS, comma-separated)",
+    ),
+]
+
+ClientKeyOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--client-key",
+        help="A key clients must present (repeatable; required unless bound to loopback) "
+        "(env PARLAY_SERVE_CLIENT_KEYS, comma-separated)",
+    ),
+]
+
+HostOpt = Annotated[
+    str | None, typer.Option(help="Address to bind (default 127.0.0.1) (env PARLAY_SERVE_HOST)")
+]
+
+PortOpt = Annotated[int | None, typer.Option(help="Port (default 8000) (env PARLAY_SERVE_PORT)")]
+
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option(help="Seconds to wait for the upstream (default 300) (env PARLAY_SERVE_TIMEOUT)"),
+]
+
+ActionFormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Engine: how the model writes calls: fenced, json, command or typed (default: "
+        "json under a grammar for an OpenAI-compatible upstream, else fenced) "
+        "(env PARLAY_SERVE_ACTION_FORMAT)"
+    ),
+]
+
+MaxRetriesOpt = Annotated[
+    int | None,
+    typer.Option(help="Engine: retries when a call was expected (env PARLAY_SERVE_MAX_RETRIES)"),
+]
+
+MinOfferedShareOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="Engine: under tool_choice auto, a call is asked again as an answer when "
+        "less than this share of the model's choices at a token of the tool's name go on "
+        "to an offered tool (default 0.5; 0.1 suits a model as small as SmolLM2; 0: off) "
+        "(env PARLAY_SERVE_MIN_OFFERED_SHARE)"
+    ),
+]
+
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="Worker processes (default 1); the proxy keeps no state, so any worker "
+        "answers any request (env PARLAY_SERVE_WORKERS)"
+    ),
+]
+
+MaxBodyBytesOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="Largest request body accepted, in bytes; larger ones get a 413 "
+        "(default 8 MiB) (env PARLAY_SERVE_MAX_BODY_BYTES)"
+    ),
+]
+
+ThreadsOpt = Annotated[
+    int | None,
+    typer.Option(
+        envvar="PARLAY_THREADS",
+        show_envvar=False,
+        help="The embedded model's llama.cpp threads (default: the cores free when it "
+        "loads) (env PARLAY_THREADS)",
+    ),
+]
+
+LogLevelOpt = Annotated[str, typer.Option(help="uvicorn log level")]
