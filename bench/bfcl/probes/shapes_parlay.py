@@ -48,6 +48,22 @@ async def main() -> None:
         engine = engine.configure(template_dir=which.removeprefix("templates="))
     if "noshot" in sys.argv[2:]:
         engine = engine.configure(few_shot=False)
+    if "format=typed" in sys.argv[2:]:  # the engine's own typed format and grammar
+        engine = engine.configure(action_format="typed")
+    if "three" in sys.argv[2:]:  # the two-call example with a third call
+        import parlay.contract.render as render
+        from parlay.contract.examples import Pair, _varied_example, pair_example
+
+        def three(tools):  # type: ignore[no-untyped-def]
+            pair = pair_example(tools)
+            if pair is None or len(tools) < 2:  # one tool: its two examples use both values
+                return pair
+            third = _varied_example(tools[0], 82)
+            later = third.request[0].lower() + third.request[1:]
+            request = f"{pair.request[:-1]}, and {later}"
+            return Pair(request, (*pair.calls, third.call), pair.thought)  # type: ignore[arg-type]
+
+        render.pair_example = three  # type: ignore[assignment]
     if "listed" in sys.argv[2:]:
         engine = engine.configure(listed_calls=True)
     async with httpx.AsyncClient(timeout=300) as client:
