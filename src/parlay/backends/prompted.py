@@ -72,7 +72,7 @@ from parlay.request import AUTO, NONE, ChatRequest
 
 logger = logging.getLogger("parlay.prompted")
 
-__all__ = ["ANSWER_ONLY", "NAME_ALTERNATIVES", "PromptedBackend"]
+__all__ = ["ANSWER_ONLY", "NAME_ALTERNATIVES", "PromptedBackend", "behind_engine"]
 # Alternatives per token asked of the inner backend for `forced.name_choices`.
 NAME_ALTERNATIVES = 5
 
@@ -386,3 +386,12 @@ class PromptedBackend:
                 notes_after = (note, *out.diagnostics.notes)
                 out = evolve(out, diagnostics=evolve(out.diagnostics, notes=notes_after))
             yield out
+
+
+def behind_engine(backend: Backend, **options: Any) -> PromptedBackend:
+    """`backend` behind the prompt-contract engine with `options` (None: unchanged). A
+    backend already behind it is reconfigured, never wrapped twice."""
+    given = {key: value for key, value in options.items() if value is not None}
+    if isinstance(backend, PromptedBackend):
+        return backend.configure(**given) if given else backend
+    return PromptedBackend(backend, **given)

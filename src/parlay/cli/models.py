@@ -13,11 +13,10 @@ calls there, and implies `--prompted`.
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
-from typing import Any
 
 from parlay.backends.base import Backend, Capabilities
+from parlay.backends.prompted import behind_engine
 from parlay.errors import ConfigurationError
 
 EMBEDDED = ("", "embedded", "local", "default")
@@ -26,31 +25,6 @@ MODEL_HELP = (
     "The model: 'embedded' (default), a .gguf file, an OpenAI-compatible URL "
     "(http://host:port/v1 or NAME@http://host:port/v1), 'openai:NAME' or 'anthropic:NAME'."
 )
-
-
-def _engine() -> Any:
-    """The `PromptedBackend` class, imported only when a run needs it."""
-    try:
-        module = importlib.import_module("parlay.backends.prompted")
-    except ImportError as exc:
-        raise ConfigurationError(
-            "--prompted needs parlay.backends.prompted, which is not available in this build"
-        ) from exc
-    return module.PromptedBackend
-
-
-def prompted(backend: Backend, action_format: str | None = None) -> Backend:
-    """`backend` behind the prompted tool-calling engine; `action_format` None keeps the
-    engine's default (json under a grammar where the backend takes JSON schemas, else
-    fenced). A backend already behind it only has its format changed: never wrapped twice."""
-    engine = _engine()
-    if isinstance(backend, engine):
-        changed: Backend = (
-            backend.configure(action_format=action_format) if action_format else backend
-        )
-        return changed
-    wrapped: Backend = engine(backend, action_format=action_format)
-    return wrapped
 
 
 def resolve_model(
@@ -70,9 +44,9 @@ def resolve_model(
         from parlay.start import default_backend
 
         backend = default_backend(threads=threads)
-        # default_backend already puts a plain-chat model behind the engine; `prompted`
-        # then only changes its format.
-        return prompted(backend, action_format) if use_prompted else backend
+        # default_backend already puts a plain-chat model behind the engine;
+        # `behind_engine` then only changes its format.
+        return behind_engine(backend, action_format=action_format) if use_prompted else backend
     if "://" in text:
         from parlay.backends.openai import OpenAIBackend
 
@@ -91,10 +65,8 @@ def resolve_model(
 
         backend = OpenAIBackend(text.removeprefix("openai:") or None)
     elif text.startswith("anthropic"):
-        try:
-            from parlay.backends.anthropic import AnthropicBackend
-        except ImportError as exc:
-            raise ConfigurationError("the Anthropic backend is not available") from exc
+        from parlay.backends.anthropic import AnthropicBackend
+
         name = text.removeprefix("anthropic").removeprefix(":")
         if not name:
             raise ConfigurationError(
@@ -103,4 +75,4 @@ def resolve_model(
         backend = AnthropicBackend(name)
     else:
         raise ConfigurationError(f"-m {text!r} is not understood. {MODEL_HELP}")
-    return prompted(backend, action_format) if use_prompted else backend
+    return behind_engine(backend, action_format=action_format) if use_prompted else backend

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Literal
 from attrs import field, frozen
 
 from parlay.backends.base import Backend, Capabilities
+from parlay.backends.prompted import behind_engine
 from parlay.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -158,13 +159,12 @@ def is_loopback(host: str) -> bool:
 def build_backend(config: ServerConfig) -> Backend:
     """The backend the proxy serves: the upstream, through the prompt engine if asked;
     with no upstream, the embedded model as `start_session()` runs it."""
-    options: dict[str, object] = {}
-    if config.action_format is not None:
-        options["action_format"] = config.action_format
-    if config.max_retries is not None:
-        options["max_retries"] = config.max_retries
-    if config.min_offered_share is not None:
-        options["min_offered_share"] = config.min_offered_share
+    given = {
+        "action_format": config.action_format,
+        "max_retries": config.max_retries,
+        "min_offered_share": config.min_offered_share,
+    }
+    options = {key: value for key, value in given.items() if value is not None}
     if config.upstream_url is None:
         from parlay.server.embedded import embedded_backend
 
@@ -190,17 +190,4 @@ def build_backend(config: ServerConfig) -> Backend:
     )
     if native:
         return inner
-    return prompted(inner, **options)
-
-
-def prompted(inner: Backend, **options: object) -> Backend:
-    """`inner` wrapped in the prompt-contract engine (`options` go to `PromptedBackend`)."""
-    try:
-        from parlay.backends.prompted import PromptedBackend  # type: ignore[import-not-found,unused-ignore]
-    except ImportError as exc:  # the engine is a separate module; say so plainly
-        raise ConfigurationError(
-            "the prompt-contract engine (parlay.backends.prompted) is not available; "
-            "serve with --tools native"
-        ) from exc
-    backend: Backend = PromptedBackend(inner, **options)  # type: ignore[arg-type]
-    return backend
+    return behind_engine(inner, **options)
