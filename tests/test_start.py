@@ -5,23 +5,38 @@ import pytest
 import parlay
 from parlay import ConfigurationError, LocalBackend, OpenAIBackend
 from parlay.backends import local
+from parlay.backends.prompted import PromptedBackend
 
 
-def test_start_session_defaults_to_the_embedded_model(monkeypatch):
+def test_start_session_defaults_to_the_embedded_model_behind_the_engine(monkeypatch):
     monkeypatch.delenv("PARLAY_OPENAI_BASE_URL", raising=False)
     session = parlay.start_session(system="hi")
     backend = session.backend
-    inner = getattr(backend, "inner", backend)
-    assert isinstance(inner, LocalBackend)
+    assert isinstance(backend, PromptedBackend) and isinstance(backend.inner, LocalBackend)
     assert session.ctx.messages()[0].content == "hi"
 
 
-def test_start_session_uses_a_configured_server(monkeypatch):
+def test_a_configured_server_is_taken_to_call_tools_natively(monkeypatch):
     monkeypatch.setenv("PARLAY_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("PARLAY_MODEL", "my-model")
+    monkeypatch.delenv("PARLAY_TOOLS", raising=False)
     backend = parlay.start_session().backend
-    inner = getattr(backend, "inner", backend)
-    assert isinstance(inner, OpenAIBackend) and inner.model == "my-model"
+    assert isinstance(backend, OpenAIBackend) and backend.model == "my-model"
+
+
+def test_parlay_tools_prompted_puts_a_configured_server_behind_the_engine(monkeypatch):
+    monkeypatch.setenv("PARLAY_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("PARLAY_TOOLS", "prompted")
+    backend = parlay.start_session().backend
+    assert isinstance(backend, PromptedBackend) and isinstance(backend.inner, OpenAIBackend)
+    assert not backend.inner.capabilities.native_tools
+
+
+def test_an_unknown_parlay_tools_mode_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("PARLAY_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("PARLAY_TOOLS", "magic")
+    with pytest.raises(ConfigurationError, match="PARLAY_TOOLS"):
+        parlay.start_session()
 
 
 def test_missing_model_names_the_install_command(monkeypatch):

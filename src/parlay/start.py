@@ -8,8 +8,9 @@ from typing import Any
 
 from attrs import evolve
 
-from parlay.backends.base import Backend
+from parlay.backends.base import Backend, Capabilities
 from parlay.backends.bounds import EMBEDDED_MAX_TOKENS
+from parlay.errors import ConfigurationError
 from parlay.request import GenerationOptions
 from parlay.session import Session
 from parlay.store import Store
@@ -22,18 +23,18 @@ EMBEDDED_MIN_OFFERED_SHARE = 0.1
 def default_backend(*, threads: int | None = None) -> Backend:
     """The backend `start_session()` uses when none is given.
 
-    `$PARLAY_OPENAI_BASE_URL` (with `$PARLAY_MODEL`) selects an OpenAI-compatible server;
-    otherwise the embedded llama.cpp model, with `threads` (None: `$PARLAY_THREADS`, else
-    the cores free when it starts). Plain-chat models are wrapped in the prompted
-    tool-calling engine, so tools work either way.
+    `$PARLAY_OPENAI_BASE_URL` (with `$PARLAY_MODEL`) selects an OpenAI-compatible server,
+    taken to call tools natively; `$PARLAY_TOOLS=prompted` puts it behind the prompted
+    tool-calling engine instead (for a server whose model has no tool calling). Otherwise
+    the embedded llama.cpp model, always behind the engine, with `threads` (None:
+    `$PARLAY_THREADS`, else the cores free when it starts).
     """
+    from parlay.backends.prompted import PromptedBackend
+
     base_url = os.environ.get("PARLAY_OPENAI_BASE_URL")
     if base_url:
-        from parlay.backends.openai import OpenAIBackend
-
-        return OpenAIBackend(os.environ.get("PARLAY_MODEL"), base_url=base_url)
+        return _configured_server(base_url)
     from parlay.backends.local import LocalBackend
-    from parlay.backends.prompted import PromptedBackend
 
     # SmolLM2 has no tool support of its own: the prompt-contract engine gives it some.
     # It is unsure even of the tool names it gets right (down to 0.13 of its alternatives
@@ -47,6 +48,20 @@ def default_backend(*, threads: int | None = None) -> Backend:
         min_offered_share=EMBEDDED_MIN_OFFERED_SHARE,
         max_tokens=EMBEDDED_MAX_TOKENS,
     )
+
+
+def _configured_server(base_url: str) -> Backend:
+    from parlay.backends.openai import OpenAIBackend
+    from parlay.backends.prompted import PromptedBackend
+
+    mode = os.environ.get("PARLAY_TOOLS", "native").strip().lower() or "native"
+    if mode not in ("native", "prompted"):
+        raise ConfigurationError(f"$PARLAY_TOOLS is {mode!r}: use native or prompted")
+    model = os.environ.get("PARLAY_MODEL")
+    if mode == "native":
+        return OpenAIBackend(model, base_url=base_url)
+    plain = Capabilities(native_tools=False, json_schema=True)
+    return PromptedBackend(OpenAIBackend(model, base_url=base_url, capabilities=plain))
 
 
 def greedy(options: GenerationOptions | None) -> GenerationOptions:
