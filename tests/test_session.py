@@ -224,3 +224,21 @@ def test_format_sets_a_json_schema_and_parses_the_reply():
     assert thunk.parsed == Answer(city="Oslo", population=709000)
     fmt = backend.requests[0].response_format
     assert fmt is not None and fmt.schema["required"] == ["city", "population"]
+
+
+def test_the_old_positional_form_is_a_clear_error():
+    # `Session(backend, [add])` used to take the list as the context and fail much later.
+    with pytest.raises(TypeError, match=r"tools=\[\.\.\.\]"):
+        Session(ScriptedBackend(["hi"]), [len])
+
+
+def test_the_protocol_mixin_in_the_wrong_base_order_is_refused_at_class_definition():
+    with pytest.raises(TypeError, match="put SessionToolCallingProtocol before Session"):
+
+        class Backwards(Session, SessionToolCallingProtocol):
+            pass
+
+    class Right(SessionToolCallingProtocol, Session):
+        pass
+
+    assert Right(ScriptedBackend(["hi"])).call_tools([]) == []

@@ -46,12 +46,25 @@ class Session:
     `with session:`) stops the MCP servers whose tools the session holds.
     """
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        mro = cls.__mro__
+        if SessionToolCallingProtocol in mro and mro.index(SessionToolCallingProtocol) > mro.index(
+            Session
+        ):
+            # Session's own loop would shadow the mixin's hooks: `query` would run calls
+            # without `call_tool`, silently.
+            raise TypeError(
+                f"class {cls.__name__}: put SessionToolCallingProtocol before Session in its "
+                f"bases: class {cls.__name__}(SessionToolCallingProtocol, Session)"
+            )
+
     def __init__(
         self,
         backend: Backend,
+        *positional: object,
         ctx: Context | None = None,
         tools: Iterable[Tool | Callable[..., Any]] | Toolbox | None = None,
-        *,
         system: str | None = None,
         chain_limit: int = DEFAULT_CHAIN_LIMIT,
         options: GenerationOptions | None = None,
@@ -59,6 +72,13 @@ class Session:
         parallel_tools: bool = True,
         tool_timeout: float | None = None,
     ) -> None:
+        if positional:
+            # `Session(backend, [add])` once took the list as the context and failed later,
+            # far from the cause.
+            raise TypeError(
+                "Session takes only the backend by position; pass the rest by keyword: "
+                "Session(backend, tools=[...], ctx=..., system=...)"
+            )
         if chain_limit < 1:
             raise InvalidRequestError(f"chain_limit must be at least 1, got {chain_limit}")
         if tool_timeout is not None and tool_timeout <= 0:
