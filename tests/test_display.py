@@ -5,7 +5,7 @@ from __future__ import annotations
 import parlay
 from parlay.backends.scripted import ScriptedBackend, calls
 from parlay.context import Context, ToolResult, UserMessage
-from parlay.diagnostics import Diagnostics, Retry
+from parlay.diagnostics import Diagnostics, RetryRecord
 
 
 def add(a: int, b: int) -> int:
@@ -48,7 +48,7 @@ def test_diagnostics_list_retries_with_their_reasons() -> None:
     diagnostics = Diagnostics(
         contract_injected=True,
         action_format="json",
-        retries=(Retry("missed_tool", "the request names what get_weather does"),),
+        retries=(RetryRecord("missed_tool", "the request names what get_weather does"),),
         notes=("kept a call",),
         rules=("missed_tool", "kept_insisted_value"),
     )

@@ -20,7 +20,7 @@ from parlay.context import (
     UserMessage,
 )
 from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases
-from parlay.diagnostics import Diagnostics, Retry
+from parlay.diagnostics import Diagnostics, RetryRecord
 from parlay.errors import (
     BackendConnectionError,
     BackendError,
@@ -40,7 +40,9 @@ from parlay.errors import (
 from parlay.events import (
     Event,
     Finish,
+    ScoredTextDelta,
     TextDelta,
+    TokenChoice,
     ToolCallArgsDelta,
     ToolCallEnd,
     ToolCallStart,
@@ -99,7 +101,8 @@ __all__ = [
     "PromptedBackend",
     "RefusalPhrases",
     "ResponseFormat",
-    "Retry",
+    "RetryRecord",
+    "ScoredTextDelta",
     "ScriptedBackend",
     "Session",
     "SessionToolCallingProtocol",
@@ -108,6 +111,7 @@ __all__ = [
     "SystemMessage",
     "TextDelta",
     "ThunkError",
+    "TokenChoice",
     "Tool",
     "ToolCall",
     "ToolCallArgsDelta",

@@ -6,7 +6,7 @@ from attrs import frozen
 
 
 @frozen
-class Retry:
+class RetryRecord:
     """One retry the prompted engine made, and why."""
 
     reason: str
@@ -21,7 +21,7 @@ class Diagnostics:
     action_format: str | None = None
     tool_history_detected: bool = False
     calls_parsed: int = 0
-    retries: tuple[Retry, ...] = ()
+    retries: tuple[RetryRecord, ...] = ()
     refusal: str | None = None
     constrained: bool = False
     notes: tuple[str, ...] = ()

@@ -23,7 +23,7 @@ from parlay.contract.placeholders import is_placeholder
 from parlay.contract.refusal import RefusalSignal, asks_user, detect_refusal
 from parlay.contract.relevance import fitting_tool
 from parlay.contract.retry import Verdict
-from parlay.diagnostics import Retry
+from parlay.diagnostics import RetryRecord
 from parlay.request import ToolSpec
 
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ def named_tool(text: str, tools: Sequence[ToolSpec]) -> ToolSpec | None:
     )
 
 
-def insists(verdict: Verdict, retries: list[Retry]) -> bool:
+def insists(verdict: Verdict, retries: list[RetryRecord]) -> bool:
     """Whether the model gave, after being asked about it, the same invented value.
     (A value of the examples given again is not kept: without the examples in sight,
     SmolLM2 and Qwen still wrote the examples' city for "How is the weather?".)"""

@@ -21,7 +21,7 @@ from parlay.contract.parser import ParseResult
 from parlay.contract.render import render_contract
 from parlay.contract.retry import Verdict
 from parlay.contract.retry_message import retry_instruction
-from parlay.diagnostics import Retry
+from parlay.diagnostics import RetryRecord
 from parlay.request import NONE, ChatRequest, ResponseFormat, ToolSpec
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def ask_for_words(
     """Under tool_choice="none" a reply that is only a call leaves the user nothing: ask
     again for words (a grammar, where there is one, would prevent it)."""
     turn.fired.append("words_only")
-    turn.retries.append(Retry("words_only", ", ".join(c.name for c in parsed.calls)))
+    turn.retries.append(RetryRecord("words_only", ", ".join(c.name for c in parsed.calls)))
     turn.instruction = retry_instruction(
         "words_only", "", len(turn.retries), turn.contract.tools, turn.choice, engine.options
     )
@@ -92,7 +92,7 @@ def ask_for_words(
 def retry(engine: PromptedBackend, turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
     """Set the turn up for the attempt after `verdict`."""
     turn.fired.append(verdict.reason)
-    turn.retries.append(Retry(verdict.reason, verdict.detail))
+    turn.retries.append(RetryRecord(verdict.reason, verdict.detail))
     to_words = falls_back_to_words(engine, turn, verdict)
     if to_words:
         turn.fired.append("words_fallback")

@@ -15,7 +15,7 @@ from parlay.context import Message
 from parlay.contract.parser import ParseResult
 from parlay.contract.refusal import RefusalSignal
 from parlay.contract.render import Contract
-from parlay.diagnostics import Diagnostics, Retry
+from parlay.diagnostics import Diagnostics, RetryRecord
 from parlay.events import Finish, FinishReason, Usage
 from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice, ToolSpec
 
@@ -35,7 +35,7 @@ class Turn:
     options: GenerationOptions
     # Calls the history already answered (`checks.answered_calls`), read once.
     answered: frozenset[tuple[str, str]] = frozenset()
-    retries: list[Retry] = Factory(list)
+    retries: list[RetryRecord] = Factory(list)
     fired: list[str] = Factory(list)  # the rules that acted, in order (`Diagnostics.rules`)
     notes: list[str] = Factory(list)
     modes: list[str] = Factory(list)
