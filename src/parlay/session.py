@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
 from pydantic import BaseModel
+from typing_extensions import TypeVar
 
 from parlay.backends.base import Backend
 from parlay.calls import run_round
@@ -28,7 +29,9 @@ from parlay.thunk import ModelOutputThunk, RoundDone
 from parlay.tool_protocol import SessionToolCallingProtocol, as_tool_result
 from parlay.tools import Tool, Toolbox
 
-M = TypeVar("M", bound=BaseModel)
+# Unsolved (no `format=`), a verb's thunk is `ModelOutputThunk[Any]`; with a model class,
+# `.parsed` has that class's type.
+M = TypeVar("M", bound=BaseModel, default=Any)
 DEFAULT_CHAIN_LIMIT = 5
 
 
@@ -146,7 +149,7 @@ class Session:
         tool_choice: ToolChoice | str | None = None,
         format: type[M] | None = None,
         options: GenerationOptions | None = None,
-    ) -> ModelOutputThunk[Any]:
+    ) -> ModelOutputThunk[M]:
         """Send a user message. Tool calls are returned in `.tools`, not executed."""
         return self._turn(UserMessage(text), tool_choice, format, options, run_tools=False)
 
@@ -160,7 +163,7 @@ class Session:
         tool_choice: ToolChoice | str | None = None,
         format: type[M] | None = None,
         options: GenerationOptions | None = None,
-    ) -> ModelOutputThunk[Any]:
+    ) -> ModelOutputThunk[M]:
         """Give a task rendered from the instruction template. Calls are not executed."""
         item = Instruction.instruct(
             description, requirements=requirements, grounding=grounding, examples=examples
@@ -176,7 +179,7 @@ class Session:
         format: type[M] | None = None,
         chain_limit: int | None = None,
         options: GenerationOptions | None = None,
-    ) -> ModelOutputThunk[Any]:
+    ) -> ModelOutputThunk[M]:
         """Ask a question about `obj`, running tools until the model answers."""
         item = Instruction.query(obj, question)
         return self._turn(item, tool_choice, format, options, True, chain_limit)
@@ -190,7 +193,7 @@ class Session:
         format: type[M] | None = None,
         chain_limit: int | None = None,
         options: GenerationOptions | None = None,
-    ) -> ModelOutputThunk[Any]:
+    ) -> ModelOutputThunk[M]:
         """Transform `obj` as instructed, running tools until the model answers."""
         item = Instruction.transform(obj, instruction)
         return self._turn(item, tool_choice, format, options, True, chain_limit)
@@ -201,7 +204,7 @@ class Session:
         tool_choice: ToolChoice | str | None = None,
         format: type[M] | None = None,
         options: GenerationOptions | None = None,
-    ) -> ModelOutputThunk[Any]:
+    ) -> ModelOutputThunk[M]:
         """Ask the model for its next turn from the context as it is (say, after tool
         results were inserted by hand). Nothing new is inserted before the output."""
         return self._turn(None, tool_choice, format, options, run_tools=False)
