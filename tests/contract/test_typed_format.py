@@ -134,3 +134,36 @@ async def test_the_engine_hands_on_both_calls_of_a_typed_reply() -> None:
         "tool_calls",
         "final",
     }
+
+
+TWICE = (
+    '{"type": "tool_calls", "tools": [{"tool_name": "add", "arguments": {"a": 1, "b": 2}}, '
+    '{"tool_name": "add", "arguments": {"a": 1, "b": 2}}]}'
+)
+ASK_ONCE = ChatRequest((UserMessage("Add 1 and 2."),), TOOLS)
+
+
+async def released_calls(engine: PromptedBackend) -> tuple[list[str], tuple[str, ...]]:
+    events = [e async for e in engine.stream(ASK_ONCE)]
+    finish = events[-1]
+    calls = [e.call.name for e in events if isinstance(e, ToolCallEnd)]
+    return calls, finish.diagnostics.rules  # type: ignore[union-attr]
+
+
+async def test_one_call_written_twice_in_one_reply_goes_out_once() -> None:
+    # The typed grammar's plural form holds two calls or more: a model with one call to
+    # make wrote it twice.
+    engine = PromptedBackend(ScriptedBackend([TWICE], capabilities=GRAMMAR), action_format="typed")
+    assert await released_calls(engine) == (["add"], ("duplicate_calls",))
+
+
+async def test_duplicate_calls_is_a_rule_that_can_be_switched_off() -> None:
+    inner = ScriptedBackend([TWICE], capabilities=GRAMMAR)
+    engine = PromptedBackend(inner, action_format="typed", rules_off={"duplicate_calls"})
+    assert await released_calls(engine) == (["add", "add"], ())
+
+
+async def test_two_calls_of_one_tool_with_other_values_both_go_out() -> None:
+    two = TWICE.replace('"b": 2}}]}', '"b": 5}}]}')
+    engine = PromptedBackend(ScriptedBackend([two], capabilities=GRAMMAR), action_format="typed")
+    assert await released_calls(engine) == (["add", "add"], ())

@@ -95,12 +95,14 @@ def to_release(
             return None
         turn.notes.append(f"the reply repeated {repeated}: the first answer stands")
         return turn.first_answer
+    released = attempt
     if not can_retry and turn.read_names and parsed.calls:
         released = last_forced(engine, turn, attempt, parsed.calls)
         if released is turn.first_answer:
             turn.fired.append("first_answer_stands")
-        return released
-    return attempt
+    if released is not None and released.duplicates:
+        turn.fired.append("duplicate_calls")
+    return released
 
 
 def missed_tool(engine: PromptedBackend, turn: Turn, calls: Sequence[ToolCall]) -> ToolSpec | None:

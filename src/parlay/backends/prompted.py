@@ -344,6 +344,7 @@ class PromptedBackend:
             refusal_window=self.refusal_window,
             suppress_text=turn.shown_text,
             parallel=turn.request.parallel_tool_calls,
+            drop_duplicates=self.rules.on("duplicate_calls"),
         )
 
     async def _run(

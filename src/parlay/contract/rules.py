@@ -51,6 +51,7 @@ OTHER_RULES: dict[str, str] = {
         "way to the plain answer the nudge held back"
     ),
     "words_only": "under tool_choice none, a reply that is only a call is asked again in words",
+    "duplicate_calls": "a call identical to an earlier one of the same reply is dropped",
     "words_after_drop": (
         "when the last reply was dropped by the echo filter, one more reply is asked for "
         "under tool_choice none, with no retry message to repeat"
