@@ -167,3 +167,11 @@ async def test_two_calls_of_one_tool_with_other_values_both_go_out() -> None:
     two = TWICE.replace('"b": 2}}]}', '"b": 5}}]}')
     engine = PromptedBackend(ScriptedBackend([two], capabilities=GRAMMAR), action_format="typed")
     assert await released_calls(engine) == (["add", "add"], ())
+
+
+async def test_other_formats_keep_a_call_written_twice() -> None:
+    # Measured only where the typed grammar forces the second call; the json form's list
+    # holds one call or more, so a repeat there is the model's own.
+    twice = '{"actions": [{"tool": "add", "args": {"a": 1, "b": 2}}, {"tool": "add", "args": {"a": 1, "b": 2}}]}'
+    engine = PromptedBackend(ScriptedBackend([twice], capabilities=GRAMMAR), action_format="json")
+    assert await released_calls(engine) == (["add", "add"], ())

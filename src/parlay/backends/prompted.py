@@ -344,7 +344,8 @@ class PromptedBackend:
             refusal_window=self.refusal_window,
             suppress_text=turn.shown_text,
             parallel=turn.request.parallel_tool_calls,
-            drop_duplicates=self.rules.on("duplicate_calls"),
+            drop_duplicates=self.rules.on("duplicate_calls")
+            and self.options.action_format == "typed",
         )
 
     async def _run(

@@ -51,7 +51,10 @@ OTHER_RULES: dict[str, str] = {
         "way to the plain answer the nudge held back"
     ),
     "words_only": "under tool_choice none, a reply that is only a call is asked again in words",
-    "duplicate_calls": "a call identical to an earlier one of the same reply is dropped",
+    "duplicate_calls": (
+        "in the typed format, whose grammar holds its plural form to two calls or more, a "
+        "call identical to an earlier one of the same reply is dropped"
+    ),
     "words_after_drop": (
         "when the last reply was dropped by the echo filter, one more reply is asked for "
         "under tool_choice none, with no retry message to repeat"
