@@ -6,9 +6,7 @@ its own protocol's shape.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from typing import Any
 
 from starlette.responses import Response
@@ -19,20 +17,11 @@ from parlay.server.errors import Failure
 from parlay.wire import anthropic_server as anthropic
 from parlay.wire import openai_server as openai
 from parlay.wire.reply import ReplyBuilder
+from parlay.wire.sse import compact_json, encode_event, utf8
 from parlay.wire.validate import DEFAULT_LIMITS, Limits
 
 JSON = "application/json"
 WORKER_HEADER = "x-parlay-worker"
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def utf8(text: str) -> bytes:
-    """`text` as UTF-8, a lone surrogate (which an upstream's JSON can hold as an escape)
-    replaced by U+FFFD rather than failing the whole reply."""
-    try:
-        return text.encode()
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text).encode()
 
 
 def worker_headers() -> dict[str, str]:
@@ -41,16 +30,10 @@ def worker_headers() -> dict[str, str]:
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    body = utf8(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    body = utf8(compact_json(data))
     return Response(
         body, status_code=status, media_type=JSON, headers={**worker_headers(), **(headers or {})}
     )
-
-
-def sse(data: Any, event: str | None = None) -> bytes:
-    body = data if isinstance(data, str) else openai.dumps(data)
-    head = f"event: {event}\n" if event else ""
-    return utf8(f"{head}data: {body}\n\n")
 
 
 class StreamWire:
@@ -97,17 +80,17 @@ class _OpenAIStream(StreamWire):
         )
 
     def start(self) -> bytes:
-        return b"".join(sse(c) for c in self.encoder.start())
+        return b"".join(encode_event(c) for c in self.encoder.start())
 
     def feed(self, event: Event) -> bytes:
-        return b"".join(sse(c) for c in self.encoder.feed(event))
+        return b"".join(encode_event(c) for c in self.encoder.feed(event))
 
     def end(self) -> bytes:
-        return sse(openai.DONE)
+        return encode_event(openai.DONE)
 
     def error(self, failure: Failure) -> bytes:
         # The SDK raises on a chunk holding "error"; nothing follows it.
-        return sse(openai.encode_error(failure.status, failure.message))
+        return encode_event(openai.encode_error(failure.status, failure.message))
 
 
 class _OpenAIWire(Wire):
@@ -134,16 +117,16 @@ class _AnthropicStream(StreamWire):
         self.encoder = anthropic.StreamEncoder(model=model)
 
     def start(self) -> bytes:
-        return b"".join(sse(d, n) for n, d in self.encoder.start())
+        return b"".join(encode_event(d, n) for n, d in self.encoder.start())
 
     def feed(self, event: Event) -> bytes:
-        return b"".join(sse(d, n) for n, d in self.encoder.feed(event))
+        return b"".join(encode_event(d, n) for n, d in self.encoder.feed(event))
 
     def error(self, failure: Failure) -> bytes:
-        return sse(anthropic.encode_error(failure.status, failure.message), "error")
+        return encode_event(anthropic.encode_error(failure.status, failure.message), "error")
 
     def heartbeat(self) -> bytes:
-        return sse({"type": "ping"}, "ping")
+        return encode_event({"type": "ping"}, "ping")
 
 
 class _AnthropicWire(Wire):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
@@ -40,7 +39,6 @@ __all__ = [
     "decode_system",
     "decode_tool_choice",
     "decode_tools",
-    "dumps",
     "encode_error",
     "encode_response",
     "new_message_id",
@@ -228,7 +226,3 @@ def encode_error(status: int, message: str) -> dict[str, Any]:
             "message": message,
         },
     }
-
-
-def dumps(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))

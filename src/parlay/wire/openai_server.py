@@ -6,7 +6,6 @@ back out as `chat.completion` objects or `chat.completion.chunk` streams.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 import uuid
@@ -50,7 +49,6 @@ __all__ = [
     "decode_tool_choice",
     "decode_tools",
     "decode_top_logprobs",
-    "dumps",
     "encode_error",
     "encode_logprobs",
     "encode_response",
@@ -291,7 +289,3 @@ def encode_error(status: int, message: str, *, code: str | None = None) -> dict[
             "code": code,
         }
     }
-
-
-def dumps(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 from attrs import frozen
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @frozen
@@ -37,11 +40,21 @@ async def read_events(lines: AsyncIterator[str]) -> AsyncIterator[ServerSentEven
         yield ServerSentEvent("\n".join(data), event)
 
 
+def utf8(text: str) -> bytes:
+    """`text` as UTF-8, a lone surrogate (which an upstream's JSON can hold as an escape)
+    replaced by U+FFFD rather than failing the whole reply."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text).encode()
+
+
+def compact_json(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
 def encode_event(data: Any, event: str | None = None) -> bytes:
     """One SSE frame; `data` is JSON-encoded unless it is already a string."""
-    if isinstance(data, str):
-        body = data
-    else:
-        body = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    body = data if isinstance(data, str) else compact_json(data)
     head = f"event: {event}\n" if event else ""
-    return f"{head}data: {body}\n\n".encode()
+    return utf8(f"{head}data: {body}\n\n")
