@@ -62,17 +62,9 @@ class BlockReader(JsonScanner):
                 continue
             ch = buf[i]
             if ch == "`" and self._block_fenced:
-                head = buf[i : i + 3]
-                if len(head) < 3 and head == "`" * len(head) and not final:
-                    self._pos = i
-                    return False
-                if head == "```":
-                    if self._atom:
-                        self._pos = i
-                        self._end_atom()
-                    self._pos = i + 3
-                    self._close_block(cut=False)
-                    return True
+                fence = self._block_fence(i, final)
+                if fence is not None:
+                    return fence
             if self._atom:
                 if ATOM_CHARS.match(ch):
                     self._atom.append(ch)
@@ -107,6 +99,22 @@ class BlockReader(JsonScanner):
                 return True
         self._pos = i
         return False
+
+    def _block_fence(self, i: int, final: bool) -> bool | None:
+        """A backtick in a fenced block: its closing fence (True: the block ends), perhaps
+        one (False: wait for more), or not (None: read on)."""
+        head = self._buf[i : i + 3]
+        if len(head) < 3 and head == "`" * len(head) and not final:
+            self._pos = i
+            return False
+        if head != "```":
+            return None
+        if self._atom:
+            self._pos = i
+            self._end_atom()
+        self._pos = i + 3
+        self._close_block(cut=False)
+        return True
 
     # -- block end ------------------------------------------------------------------------
     def _close_block(self, cut: bool, why: str = "was cut off") -> None:
