@@ -6,11 +6,9 @@ import os
 
 import pytest
 
-from parlay.backends.base import Capabilities
+from parlay.backends.base import PLAIN_CHAT
 from parlay.backends.local import LlamaServer, smollm2_path
 from parlay.backends.openai import OpenAIBackend
-
-PLAIN_CHAT = Capabilities(native_tools=False, json_schema=True)
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,8 @@ from typing import Any
 
 from bench.bfcl.data import Question
 from bench.bfcl.outcome import Reply
-from bench.bfcl.systems import PLAIN_CHAT, BackendSystem, Setup, stream_reply
+from bench.bfcl.systems import BackendSystem, Setup, stream_reply
+from parlay.backends.base import PLAIN_CHAT
 from parlay.backends.openai import OpenAIBackend
 from parlay.context import Message, SystemMessage
 from parlay.request import ChatRequest

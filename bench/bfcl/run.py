@@ -42,7 +42,7 @@ from bench.bfcl.commit import head_commit
 from bench.bfcl.data import ABSTAIN_CATEGORIES, Question, load_category, sample
 from bench.bfcl.models import Model, models
 from bench.bfcl.systems import gather
-from parlay.backends.base import Backend, Capabilities
+from parlay.backends.base import PLAIN_CHAT, Backend, Capabilities
 from parlay.backends.local import LlamaServer
 from parlay.backends.openai import OpenAIBackend
 from parlay.backends.prompted import PromptedBackend
@@ -52,7 +52,6 @@ from parlay.request import ChatRequest, GenerationOptions
 CATEGORIES = ("simple_python", "multiple", "live_irrelevance")
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 NATIVE = Capabilities(native_tools=True, json_schema=True)
-PLAIN_CHAT = Capabilities(native_tools=False, json_schema=True)
 
 
 @frozen

@@ -50,7 +50,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "typed": {"action_format": "typed"},
 }
 NATIVE = Capabilities(native_tools=True, json_schema=True)
-PLAIN_CHAT = Capabilities(native_tools=False, json_schema=True)
 
 
 class System(Protocol):

@@ -8,7 +8,7 @@ from typing import Any
 
 from attrs import evolve
 
-from parlay.backends.base import Backend, Capabilities
+from parlay.backends.base import PLAIN_CHAT, Backend
 from parlay.backends.bounds import EMBEDDED_MAX_TOKENS
 from parlay.errors import ConfigurationError
 from parlay.request import GenerationOptions
@@ -60,8 +60,7 @@ def _configured_server(base_url: str) -> Backend:
     model = os.environ.get("PARLAY_MODEL")
     if mode == "native":
         return OpenAIBackend(model, base_url=base_url)
-    plain = Capabilities(native_tools=False, json_schema=True)
-    return PromptedBackend(OpenAIBackend(model, base_url=base_url, capabilities=plain))
+    return PromptedBackend(OpenAIBackend(model, base_url=base_url, capabilities=PLAIN_CHAT))
 
 
 def greedy(options: GenerationOptions | None) -> GenerationOptions:

@@ -16,12 +16,13 @@ from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
 from parlay.contract.constrain import action_schema
-from parlay.contract.parser import ActionStreamParser, parse
+from parlay.contract.parser import parse
 from parlay.contract.render import ContractOptions, project_history, render_contract
-from parlay.events import TextDelta, ToolCallEnd
+from parlay.events import ToolCallEnd
 from parlay.request import ChatRequest, ToolChoice
 
 from .conftest import TOOLS
+from .test_parser_stream import run_chunked
 
 NAMES = [t.name for t in TOOLS]
 TYPED = ContractOptions(action_format="typed")
@@ -35,13 +36,10 @@ ANSWER = '{"type": "final", "content": "It is sunny in Paris."}'
 
 
 def streamed(text: str, size: int) -> tuple[str, list[tuple[str, dict]]]:
-    parser = ActionStreamParser(NAMES)
-    events = []
-    for i in range(0, len(text), size):
-        events += parser.feed(text[i : i + size])
-    events += parser.finish()
-    shown = "".join(e.text for e in events if isinstance(e, TextDelta))
-    return shown, [(e.call.name, e.call.arguments) for e in events if isinstance(e, ToolCallEnd)]
+    """The text shown and the calls, `text` fed in chunks of `size` (with the stream's
+    order checks of `run_chunked`)."""
+    (shown, _, _, ends), _ = run_chunked(text, list(range(size, len(text), size)))
+    return shown, [(name, arguments) for _, name, arguments in ends]
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 7, 1000])

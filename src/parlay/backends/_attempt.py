@@ -116,11 +116,11 @@ class Attempt:
         plural form holds two calls or more, and a model with one call to make may write
         it twice (Qwen, BFCL validate half: 6 of the 10 two-call replies to single-call
         questions repeated one call, one of them 60 times)."""
+        if not self.drop_duplicates or self.mode == "live":
+            return False
         key = (end.call.name, end.call.arguments_json)
         if key not in self.ended:
             self.ended.add(key)
-            return False
-        if not self.drop_duplicates or self.mode == "live":
             return False
         self.held = [e for e in self.held if not (isinstance(e, CALL_EVENTS) and e.id == end.id)]
         self.duplicates += 1

@@ -16,7 +16,7 @@ from attrs import evolve
 from parlay.backends._attempt import Attempt
 from parlay.backends._turn import Turn
 from parlay.context import AssistantMessage, UserMessage
-from parlay.contract.constrain import FINAL_SCHEMA, TYPED_FINAL_SCHEMA, action_response_format
+from parlay.contract.constrain import action_response_format, final_schema
 from parlay.contract.parser import ParseResult
 from parlay.contract.render import render_contract
 from parlay.contract.retry import Verdict
@@ -30,8 +30,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("parlay.prompted")
 
 # The grammar of a reply that may only answer in words.
-ANSWER_ONLY = ResponseFormat(FINAL_SCHEMA, name="final", strict=True)
-TYPED_ANSWER_ONLY = ResponseFormat(TYPED_FINAL_SCHEMA, name="final", strict=True)
+ANSWER_ONLY = ResponseFormat(final_schema("json"), name="final", strict=True)
 # Retry reasons for a call carrying a value the conversation did not give.
 MADE_UP_VALUES = ("example_value", "invented_value", "same_value")
 # Earlier retries after which a made-up value means the turn has nothing real to call with.
@@ -45,7 +44,7 @@ DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "pretended_call", "forced_call")
 def words_format(request: ChatRequest, action_format: str) -> ResponseFormat:
     """The grammar of an answer in words: the caller's format if any, else plain text in
     the format's answer shape."""
-    only = TYPED_ANSWER_ONLY if action_format == "typed" else ANSWER_ONLY
+    only = ResponseFormat(final_schema(action_format), name="final", strict=True)
     return request.response_format or only
 
 

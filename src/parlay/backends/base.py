@@ -24,6 +24,11 @@ class Capabilities:
     json_schema: bool = False
 
 
+# A chat model with no tool calling of its own whose replies can be held to a JSON schema
+# (llama.cpp, vLLM): what the prompted engine needs to use its grammar.
+PLAIN_CHAT = Capabilities(native_tools=False, json_schema=True)
+
+
 @runtime_checkable
 class Backend(Protocol):
     """A model. `stream` yields `TextDelta`, `ToolCallStart`, `ToolCallArgsDelta`,

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from parlay.backends.base import Capabilities
+from parlay.backends.base import PLAIN_CHAT, Capabilities
 from parlay.backends.bounds import (
     EMBEDDED_MAX_TOKENS,
     RepetitionLimit,
@@ -214,7 +214,7 @@ class LocalBackend:
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(native_tools=False, json_schema=True)
+        return PLAIN_CHAT
 
     def _ensure(self) -> OpenAIBackend:
         with self._lock:

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parlay.backends.base import Backend, Capabilities
+from parlay.backends.base import PLAIN_CHAT, Backend, Capabilities
 from parlay.backends.prompted import behind_engine
 from parlay.errors import ConfigurationError
 
 EMBEDDED = ("", "embedded", "local", "default")
-PLAIN_CHAT = Capabilities(native_tools=False, json_schema=True)
 MODEL_HELP = (
     "The model: 'embedded' (default), a .gguf file, an OpenAI-compatible URL "
     "(http://host:port/v1 or NAME@http://host:port/v1), 'openai:NAME' or 'anthropic:NAME'."

@@ -47,6 +47,11 @@ TYPED_FINAL_SCHEMA: dict[str, Any] = {
 TYPED_MIN_SEVERAL = 2
 
 
+def final_schema(action_format: str) -> dict[str, Any]:
+    """A plain answer in the format's reply shape."""
+    return TYPED_FINAL_SCHEMA if action_format == "typed" else FINAL_SCHEMA
+
+
 def _typed_entry(spec: ToolSpec) -> dict[str, Any]:
     return {
         "type": "object",
@@ -139,8 +144,7 @@ def action_schema(
         if parallel:
             options.append(calls_schema(allowed, action_format))
     if choice.mode == "auto":
-        final = TYPED_FINAL_SCHEMA if action_format == "typed" else FINAL_SCHEMA
-        options.append(_answer_first(answer) if answer is not None else final)
+        options.append(_answer_first(answer) if answer is not None else final_schema(action_format))
     return options[0] if len(options) == 1 else {"anyOf": options}
 
 

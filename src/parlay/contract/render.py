@@ -43,6 +43,8 @@ FORMATS = ("fenced", "json", "command", "typed")
 # Formats whose reply is one JSON object in any case (the others are held to the bare
 # shape under a grammar).
 OBJECT_FORMATS = ("json", "typed")
+# Reply shapes that are one JSON object: the calls of a reply are projected as one.
+OBJECT_SHAPES = (*OBJECT_FORMATS, "bare")
 DEFAULT_FORMAT = "fenced"
 DEFAULT_MAX_RESULT_CHARS = 4000
 
@@ -303,7 +305,7 @@ def project_history(
         if isinstance(message, AssistantMessage):
             parts = [message.content.strip()] if message.content.strip() else []
             calls = message.tool_calls
-            if calls and shape in ("json", "bare", "typed"):
+            if calls and shape in OBJECT_SHAPES:
                 # One JSON object per reply: the text before the calls becomes its thought
                 # (dropped under a grammar, which has no room for it).
                 thought = "" if constrained else " ".join(parts)[: options.thought_limit]

@@ -159,12 +159,11 @@ def is_loopback(host: str) -> bool:
 def build_backend(config: ServerConfig) -> Backend:
     """The backend the proxy serves: the upstream, through the prompt engine if asked;
     with no upstream, the embedded model as `start_session()` runs it."""
-    given = {
+    options = {  # None: the engine's own (`behind_engine`)
         "action_format": config.action_format,
         "max_retries": config.max_retries,
         "min_offered_share": config.min_offered_share,
     }
-    options = {key: value for key, value in given.items() if value is not None}
     if config.upstream_url is None:
         from parlay.server.embedded import embedded_backend
 

@@ -37,11 +37,12 @@ class Greedy:
 def embedded_backend(threads: int | None, **engine: Any) -> Backend:
     """Exactly `parlay.start.default_backend(threads=...)`, greedy by default; `engine`
     settings given on the command line change the prompt-contract engine's own."""
+    from parlay.backends.prompted import PromptedBackend, behind_engine
     from parlay.start import default_backend
 
     backend = default_backend(threads=threads)
-    if engine and hasattr(backend, "configure"):
-        backend = backend.configure(**engine)
+    if isinstance(backend, PromptedBackend):  # a native server keeps its own tool calling
+        backend = behind_engine(backend, **engine)
     return Greedy(backend)
 
 

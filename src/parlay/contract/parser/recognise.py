@@ -12,12 +12,11 @@ import re
 from parlay.contract.parser.blocks import BlockReader
 from parlay.contract.parser.vocabulary import (
     ACTION_FENCES,
-    ACTION_KINDS,
     BLOCK_KEYS,
-    FINAL_KINDS,
     JSON_FENCES,
     KIND_KEY,
     QUOTES,
+    REPLY_KINDS,
 )
 
 # How far a `{` line, a fence info string, the blank lines between a ```` ```json ```` fence
@@ -60,7 +59,7 @@ def _names_a_kind(buf: str, i: int, end: int, final: bool) -> bool | None:
     stop = buf.find(close, i + 1, end)
     if stop < 0:
         return undecided
-    return buf[i + 1 : stop].strip().lower() in ACTION_KINDS | FINAL_KINDS
+    return buf[i + 1 : stop].strip().lower() in REPLY_KINDS
 
 
 class TextReader(BlockReader):

@@ -33,6 +33,7 @@ KIND_KEY = "type"
 # `{"type": "object"}`) leaves it prose.
 ACTION_KINDS = frozenset({"tool_call", "tool_calls", "function_call", "function_calls"})
 FINAL_KINDS = frozenset({"final", "final_answer"})
+REPLY_KINDS = ACTION_KINDS | FINAL_KINDS
 # A JSON object whose first key is one of these is read as an action, not as prose
 # (`"tools"` only after a `"type"`: a list of tools is common prose).
 BLOCK_KEYS = (
