@@ -242,3 +242,31 @@ def test_the_protocol_mixin_in_the_wrong_base_order_is_refused_at_class_definiti
         pass
 
     assert Right(ScriptedBackend(["hi"])).call_tools([]) == []
+
+
+def test_chat_with_run_tools_runs_the_loop_through_the_protocol_hooks():
+    # The loop `query` runs, for a plain user message: the CLI's turns go through it.
+    seen: list[str] = []
+
+    class Audited(SessionToolCallingProtocol, Session):
+        def call_tool(self, call: ToolCall) -> ToolResult:
+            seen.append(call.name)
+            return super().call_tool(call)
+
+    backend = ScriptedBackend([calls(("secret_number", {"name": "bob"})), "bob's is 12"])
+    session = Audited(backend, tools=[secret_number])
+    reply = session.chat("bob's number?", run_tools=True)
+    assert reply.value == "bob's is 12"
+    assert seen == ["secret_number"]
+    call, result = reply.steps[0].tool_calls[0], reply.steps[1]
+    assert (call.name, result.output) == ("secret_number", "12")
+    # One turn: the user message and the thunk, whose messages hold every round.
+    assert session.ctx.messages()[-1] == AssistantMessage("bob's is 12")
+
+
+def test_chat_with_run_tools_stops_at_the_chain_limit():
+    backend = ScriptedBackend([calls(("secret_number", {"name": "bob"}))] * 3)
+    session = Session(backend, tools=[secret_number])
+    with pytest.raises(ToolChainLimitError) as caught:
+        session.chat("again and again", run_tools=True, chain_limit=1).value  # noqa: B018
+    assert caught.value.limit == 1

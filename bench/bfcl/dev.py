@@ -126,10 +126,27 @@ def shown(path: Path) -> str:
 
 def current(outcomes: Sequence[dict[str, Any]], tag: str) -> list[dict[str, Any]]:
     """With an engine tag, the engine's outcomes of that tag only (older engines' would
-    shrink every comparison to the questions they too answered); the baselines' all."""
+    shrink every comparison to the questions they too answered); the baselines' all.
+
+    Several tags, comma-separated, oldest first: each question's newest outcome among
+    them, so a variant asked again on a later engine shows that engine's answers."""
     if not tag:
         return list(outcomes)
-    return [o for o in outcomes if not o["system"].startswith("parlay") or o.get("tag") == tag]
+    order = {name: rank for rank, name in enumerate(tag.split(","))}
+    chosen: dict[tuple[Any, ...], dict[str, Any]] = {}
+    kept: list[dict[str, Any]] = []
+    for outcome in outcomes:
+        if not outcome["system"].startswith("parlay"):
+            kept.append(outcome)
+            continue
+        rank = order.get(outcome.get("tag") or "")
+        if rank is None:
+            continue
+        key = tuple(outcome[k] for k in ("model", "system", "half", "category", "question"))
+        held = chosen.get(key)
+        if held is None or order[held["tag"]] < rank:
+            chosen[key] = outcome
+    return kept + list(chosen.values())
 
 
 def write_page(store: Store, page: Path, tag: str = "") -> str:
@@ -163,6 +180,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     store = Store(args.store)
     page = args.page or args.store.with_suffix(".md")
     if not args.report:
+        if "," in args.tag:
+            raise SystemExit("a run takes one --tag; several are for --report")
         for key in args.models.split(","):
             asyncio.run(run_model(args, key.strip(), store))
             write_page(store, page, args.tag)

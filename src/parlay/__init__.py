@@ -48,10 +48,11 @@ from parlay.events import (
     ToolCallStart,
     Usage,
 )
+from parlay.observers import CompletedTurn, TurnObserver
 from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice, ToolSpec
 from parlay.session import Session, SessionToolCallingProtocol
 from parlay.start import start_session
-from parlay.store import Store
+from parlay.store import Store, TurnRecorder
 from parlay.thunk import ModelOutputThunk
 from parlay.tools import Tool, Toolbox, tool
 
@@ -82,6 +83,7 @@ __all__ = [
     "BackendTimeoutError",
     "Capabilities",
     "ChatRequest",
+    "CompletedTurn",
     "Component",
     "ConfigurationError",
     "Context",
@@ -123,6 +125,8 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "Toolbox",
+    "TurnObserver",
+    "TurnRecorder",
     "UndescribedToolWarning",
     "Usage",
     "UserMessage",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel
 from typing_extensions import TypeVar
@@ -23,11 +23,14 @@ from parlay.context import (
 )
 from parlay.errors import InvalidRequestError, ToolChainLimitError
 from parlay.events import Event, TextDelta, ToolCallEnd
+from parlay.observers import CompletedTurn, TurnClock, TurnObserver, notify
 from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice
-from parlay.store import Store, TurnRecorder
 from parlay.thunk import ModelOutputThunk, RoundDone
 from parlay.tool_protocol import SessionToolCallingProtocol, as_tool_result
 from parlay.tools import Tool, Toolbox
+
+if TYPE_CHECKING:
+    from parlay.store import Store, TurnRecorder
 
 # Unsolved (no `format=`), a verb's thunk is `ModelOutputThunk[Any]`; with a model class,
 # `.parsed` has that class's type.
@@ -71,7 +74,8 @@ class Session:
         system: str | None = None,
         chain_limit: int = DEFAULT_CHAIN_LIMIT,
         options: GenerationOptions | None = None,
-        log: bool | Store = False,
+        log: bool | Store | TurnRecorder = False,
+        observers: Sequence[TurnObserver] = (),
         parallel_tools: bool = True,
         tool_timeout: float | None = None,
     ) -> None:
@@ -94,15 +98,13 @@ class Session:
         self.options = options or GenerationOptions()
         base = ctx if ctx is not None else Context()
         self._ctx = base.insert(SystemMessage(system)) if system else base
-        # `log=True` writes every completed turn to the SQLite log (`parlay logs`).
+        # Told of every completed turn, in order (see `parlay.observers`).
+        self.observers: list[TurnObserver] = list(observers)
+        # `log=True` subscribes the SQLite log (`parlay logs`) as one more observer.
         self.log: TurnRecorder | None = None
         if log is not False:
-            self.log = TurnRecorder(
-                Store() if log is True else log,
-                backend=getattr(backend, "name", None),
-                system=system,
-                tools=self.tools.names,
-            )
+            self.log = _sqlite_log(log, getattr(backend, "name", None), system, self.tools.names)
+            self.observers.append(self.log)
 
     # -- the context -----------------------------------------------------------------
     @property
@@ -119,6 +121,7 @@ class Session:
         """A new session sharing this one's context, backend and tools (nothing is copied)."""
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
+        clone.observers = list(self.observers)  # the same observers, a list of its own
         return clone
 
     # -- closing -----------------------------------------------------------------------
@@ -149,9 +152,14 @@ class Session:
         tool_choice: ToolChoice | str | None = None,
         format: type[M] | None = None,
         options: GenerationOptions | None = None,
+        run_tools: bool = False,
+        chain_limit: int | None = None,
     ) -> ModelOutputThunk[M]:
-        """Send a user message. Tool calls are returned in `.tools`, not executed."""
-        return self._turn(UserMessage(text), tool_choice, format, options, run_tools=False)
+        """Send a user message. Tool calls are returned in `.tools`, not executed; with
+        `run_tools=True` they are run (through the protocol hooks, if the session has
+        them) and the model asked again, as `query` does, until it answers."""
+        item = UserMessage(text)
+        return self._turn(item, tool_choice, format, options, run_tools, chain_limit)
 
     def instruct(
         self,
@@ -255,18 +263,14 @@ class Session:
                 prompt_ctx, choice, response_format, options or self.options, run_tools, limit
             )
 
-        pending = None
-        if self.log is not None:
-            produce, pending = self.log.track(item, prompt_ctx, produce)
+        clock = TurnClock(item, prompt_ctx)
         inserted: list[Context] = []
         thunk: ModelOutputThunk[Any] = ModelOutputThunk(
-            produce,
+            clock.wrap(produce),
             parse=parse,
-            on_complete=self._on_turn_complete,
+            on_complete=lambda done: self.turn_completed(clock.completed(done)),
             on_failure=lambda _: self._rollback(inserted[0], before),
         )
-        if self.log is not None and pending is not None:
-            self.log.watch(thunk, pending)
         inserted.append(prompt_ctx.insert(thunk))
         self._ctx = inserted[0]
         return thunk
@@ -276,10 +280,11 @@ class Session:
         if self._ctx is after:
             self._ctx = before
 
-    def _on_turn_complete(self, thunk: ModelOutputThunk[Any]) -> None:
-        """Called once a turn's thunk is computed; a hook for subclasses and the log."""
-        if self.log is not None:
-            self.log.complete(thunk)
+    async def turn_completed(self, turn: CompletedTurn) -> None:
+        """Called once per completed turn, before its thunk reports done: tells the
+        observers (in a worker thread). Override to act on turns in a subclass; call
+        `super()` to keep the observers (and the log) told."""
+        await notify(self.observers, turn)
 
     def _request(
         self,
@@ -354,6 +359,23 @@ class Session:
 
     async def _execute_in_loop(self, call: ToolCall) -> ToolResult:
         return await self.tools.arun(call, timeout=self.tool_timeout)
+
+
+def _sqlite_log(
+    log: bool | Store | TurnRecorder, backend: str | None, system: str | None, tools: Sequence[str]
+) -> TurnRecorder:
+    # Imported here: the session knows only the observer hook, and `log=` is a shorthand
+    # for subscribing the store's recorder (which `observers=` takes as well).
+    from parlay.store import Store, TurnRecorder
+
+    if isinstance(log, TurnRecorder):
+        return log
+    store = Store() if log is True else log
+    if not isinstance(store, Store):
+        raise TypeError(
+            f"log= takes True, a parlay.Store or a TurnRecorder, not {type(log).__name__}"
+        )
+    return TurnRecorder(store, backend=backend, system=system, tools=tools)
 
 
 async def settle(ctx: Context) -> None:

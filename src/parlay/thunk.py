@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
+import inspect
 import threading
-from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import Any, Generic, TypeVar
 
 from attrs import frozen
@@ -26,6 +28,12 @@ from parlay.events import (
 )
 
 T = TypeVar("T")
+
+# The thunk whose completion hook is running (in this context, or in the worker threads
+# the hook hands work to): it may read the results before the thunk reports done.
+_completing: contextvars.ContextVar[ModelOutputThunk[Any] | None] = contextvars.ContextVar(
+    "parlay_completing_thunk", default=None
+)
 
 
 @frozen
@@ -56,7 +64,7 @@ class ModelOutputThunk(Generic[T]):
         producer: Producer,
         *,
         parse: Callable[[str], T] | None = None,
-        on_complete: Callable[[ModelOutputThunk[T]], None] | None = None,
+        on_complete: Callable[[ModelOutputThunk[T]], Awaitable[None] | None] | None = None,
         on_failure: Callable[[BaseException], None] | None = None,
     ) -> None:
         self._producer = producer
@@ -150,16 +158,25 @@ class ModelOutputThunk(Generic[T]):
                     self._usage = item.usage if self._usage is None else self._usage + item.usage
                 self._events.append(item)
                 self._notify()
+            # The completion hook runs before anyone is told the thunk is done, so a
+            # consumer woken by completion sees its effects (a logged row, say); it may
+            # be async, so a slow hook holds up this turn only, not the loop.
+            self._settled = True
+            if self._on_complete is not None:
+                token = _completing.set(self)
+                try:
+                    pending = self._on_complete(self)
+                    if inspect.isawaitable(pending):
+                        await pending
+                finally:
+                    _completing.reset(token)
         except BaseException as exc:  # delivered to every consumer
             self._error = exc
             if not isinstance(exc, Exception):
                 raise
         finally:
-            # Callbacks first, so a consumer woken by completion sees their effects.
             self._settled = True
-            if self._error is None and self._on_complete is not None:
-                self._on_complete(self)
-            elif self._error is not None and self._on_failure is not None:
+            if self._error is not None and self._on_failure is not None:
                 self._on_failure(self._error)
             self._finished.set()
             self._notify()
@@ -197,7 +214,8 @@ class ModelOutputThunk(Generic[T]):
             )
 
     def _force(self) -> None:
-        if self._settled:  # set before `_finished`, so this covers both
+        if self._finished.is_set() or (self._settled and _completing.get() is self):
+            # The completion hook reads the results before the thunk reports done.
             self._raise_if_failed()
             return
         self._check_not_own_loop()

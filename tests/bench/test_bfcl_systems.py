@@ -151,13 +151,36 @@ def test_a_new_engine_tag_reuses_the_baselines_outcomes_but_not_the_engines() ->
 def test_the_page_of_one_engine_tag_keeps_every_baseline_outcome() -> None:
     from bench.bfcl.dev import current
 
+    where = {"model": "qwen", "half": "validate", "category": "multiple", "question": "q1"}
     outcomes = [
-        {"system": "parlay", "tag": "stop13"},
-        {"system": "parlay", "tag": "stop14"},
-        {"system": "parlay:no-missed_tool", "tag": "stop13"},
-        {"system": "naive"},  # recorded before outcomes carried their tag
-        {"system": "toolproxy", "tag": "stop13"},
+        {"system": "parlay", "tag": "stop13", **where},
+        {"system": "parlay", "tag": "stop14", **where},
+        {"system": "parlay:no-missed_tool", "tag": "stop13", **where},
+        {"system": "naive", **where},  # recorded before outcomes carried their tag
+        {"system": "toolproxy", "tag": "stop13", **where},
     ]
     kept = current(outcomes, "stop14")
-    assert [o["system"] for o in kept] == ["parlay", "naive", "toolproxy"]
+    assert sorted(o["system"] for o in kept) == ["naive", "parlay", "toolproxy"]
     assert current(outcomes, "") == outcomes
+
+
+def test_several_tags_keep_each_questions_newest_engine_outcome() -> None:
+    from bench.bfcl.dev import current
+
+    def outcome(system: str, tag: str, question: str) -> dict[str, str]:
+        where = {"model": "qwen", "half": "validate", "category": "multiple"}
+        return {"system": system, "tag": tag, "question": question, **where}
+
+    outcomes = [
+        outcome("parlay:typed", "stop15", "q1"),  # asked again on the later engine
+        outcome("parlay:typed", "stop14", "q1"),
+        outcome("parlay:typed", "stop14", "q2"),  # not yet asked again: the older stands
+        outcome("parlay", "stop14", "q1"),
+        outcome("parlay", "stop12", "q1"),  # a tag not listed: left out
+    ]
+    kept = {(o["system"], o["question"]): o["tag"] for o in current(outcomes, "stop14,stop15")}
+    assert kept == {
+        ("parlay:typed", "q1"): "stop15",
+        ("parlay:typed", "q2"): "stop14",
+        ("parlay", "q1"): "stop14",
+    }

@@ -22,11 +22,11 @@ def tmux(*args: str) -> str:
     return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
 
 
-def wait_for(name: str, text: str, bound: float = 30) -> str:
+def wait_for(name: str, text: str, bound: float = 30, *, at_end: bool = False) -> str:
     deadline = time.monotonic() + bound
     while True:
         screen = tmux("capture-pane", "-p", "-t", name)
-        if text in screen:
+        if screen.rstrip().endswith(text) if at_end else text in screen:
             return screen
         assert time.monotonic() < deadline, f"never saw {text!r} on the screen:\n{screen}"
         time.sleep(0.1)
@@ -42,8 +42,8 @@ def test_chat_in_a_terminal_edits_lines_and_recalls_history(tmp_path: Path) -> N
         tmux("send-keys", "-t", name, "helo", "Left", "Left", "l", "Enter")  # edited in place
         wait_for(name, '[["user", "hello"]]')
         tmux("send-keys", "-t", name, "Up")
-        screen = wait_for(name, "> hello")
-        assert screen.rstrip().endswith("> hello")  # recalled, not yet sent
+        # Recalled on the new prompt line, not yet sent (the earlier "> hello" is above).
+        wait_for(name, "> hello", at_end=True)
         tmux("send-keys", "-t", name, "C-u", "exit", "Enter")
         deadline = time.monotonic() + 30
         while not (tmp_path / "chat-history").exists():

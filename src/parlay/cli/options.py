@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -15,11 +15,12 @@ from rich.console import Console
 from parlay.cli.mcp_cmd import with_mcp_tools
 from parlay.cli.models import EMBEDDED, MODEL_HELP, resolve_model
 from parlay.cli.protocol import CliSession, stdin_approver
-from parlay.cli.resume import find_conversation, rebuild_context
+from parlay.cli.resume import Conversation, find_conversation, rebuild_context
 from parlay.cli.toolfiles import collect_tools
 from parlay.request import GenerationOptions, ToolChoice, unknown_choice
 from parlay.start import greedy
 from parlay.store import Store, TurnRecorder
+from parlay.tools import Tool
 
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help=MODEL_HELP)]
 SystemOpt = Annotated[str | None, typer.Option("--system", "-s", help="A system prompt.")]
@@ -261,6 +262,7 @@ def build_session(opts: RunOptions, stderr: Console) -> CliSession:
         resumed = find_conversation(Store(), opts.cid)
     session = CliSession(
         backend,
+        log=_recorder(opts, backend.name, tools, resumed),
         ctx=rebuild_context(resumed, opts.system) if resumed is not None else None,
         tools=tools,
         system=opts.system if resumed is None else None,
@@ -272,14 +274,17 @@ def build_session(opts: RunOptions, stderr: Console) -> CliSession:
         # Approval asks one question at a time, so calls then run one at a time too.
         parallel_tools=not opts.tools_approve,
     )
-    if not opts.no_log:
-        session.log = TurnRecorder(
-            Store(),
-            source="cli",
-            backend=backend.name,
-            system=opts.system,
-            tools=[t.name for t in tools],
-        )
-        if resumed is not None:  # the new turns join the logged conversation
-            session.log.session = evolve(session.log.session, id=resumed.session.id)
     return session
+
+
+def _recorder(
+    opts: RunOptions, backend: str, tools: Sequence[Tool], resumed: Conversation | None
+) -> TurnRecorder | bool:
+    if opts.no_log:
+        return False
+    recorder = TurnRecorder(
+        Store(), source="cli", backend=backend, system=opts.system, tools=[t.name for t in tools]
+    )
+    if resumed is not None:  # the new turns join the logged conversation
+        recorder.session = evolve(recorder.session, id=resumed.session.id)
+    return recorder

@@ -1,9 +1,9 @@
-"""One user turn on the command line: stream the answer, run tool rounds, report.
+"""One user turn on the command line: stream the answer, report what the tools did.
 
-The loop is the protocol way of handling tool results: `chat`, then `call_tools` for the
-round's calls (each through `call_tool`, side by side unless `--tools-approve` asks one
-question at a time; results recorded in call order), then `respond`, until the model
-answers without calling or the chain limit is reached.
+The tool loop is the session's own (`chat(..., run_tools=True)`, the loop `query` runs):
+each call goes through the CLI's protocol hooks (`CliSession.call_tool`: shown with
+`--tools-debug`, asked with `--tools-approve`), and the turn is one thunk whose rounds
+the log records as one row. Here we only stream its text and sum it up.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from typing import Any
 from attrs import define, field
 from pydantic import BaseModel
 
+from parlay._sync import iterate_sync
 from parlay.cli.protocol import CliSession
-from parlay.context import ToolCall, ToolResult
+from parlay.context import AssistantMessage, ToolCall, ToolResult
 from parlay.errors import ToolChainLimitError
-from parlay.events import Usage
+from parlay.events import Finish, TextDelta, Usage
 from parlay.request import ToolChoice
 from parlay.thunk import ModelOutputThunk
 
@@ -66,41 +67,49 @@ def run_turn(
     format: type[BaseModel] | None = None,
 ) -> TurnOutcome:
     """Send `text`, streaming text to `write` (None: do not stream), running tool rounds."""
-    outcome = TurnOutcome()
-    choice = ToolChoice.coerce(tool_choice)
-    made: list[tuple[ToolCall, ToolResult]] = []
-    thunk: ModelOutputThunk[Any] = session.chat(text, tool_choice=choice, format=format)
-    while True:
+    thunk: ModelOutputThunk[Any] = session.chat(
+        text,
+        tool_choice=ToolChoice.coerce(tool_choice),
+        format=format,
+        run_tools=True,
+        chain_limit=chain_limit,
+    )
+    try:
         if write is not None:
-            wrote = False
-            for delta in thunk:
-                write(delta)
-                wrote = wrote or bool(delta)
+            _stream(thunk, write)
+        thunk.value  # noqa: B018 - waits for the turn (and its log row) when not streaming
+    except ToolChainLimitError as exc:
+        session.ctx = exc.context  # a chat goes on from every round the model made
+        raise ToolChainLimitError(
+            f"the model was still calling tools after {chain_limit} rounds; raise --chain-limit",
+            context=exc.context,
+            limit=exc.limit,
+        ) from None
+    return _outcome(thunk, session)
+
+
+def _stream(thunk: ModelOutputThunk[Any], write: Callable[[str], None]) -> None:
+    """Each round's text as it comes, a line break after any round that wrote some."""
+    wrote = False
+    for event in iterate_sync(thunk.events()):
+        if isinstance(event, TextDelta):
+            write(event.text)
+            wrote = wrote or bool(event.text)
+        elif isinstance(event, Finish):
             if wrote:
                 write("\n")
-        text_out = thunk.value
-        outcome.text = text_out
-        outcome.model = thunk.model
-        outcome.finish_reason = thunk.finish_reason
-        if thunk.usage is not None:
-            outcome.usage = outcome.usage + thunk.usage
-        if session.log is not None:
-            outcome.log_id = session.log.last_response_id
-        calls = thunk.tools
-        if not calls:
-            break
-        outcome.rounds += 1
-        if outcome.rounds > chain_limit:
-            outcome.calls = made
-            raise ToolChainLimitError(
-                f"the model was still calling tools after {chain_limit} rounds; "
-                "raise --chain-limit",
-                context=session.ctx,
-                limit=chain_limit,
-            )
-        made.extend(zip(calls, session.call_tools(calls), strict=True))
-        if choice.forces_call:
-            choice = ToolChoice("auto")  # the forced call was made; now the model decides
-        thunk = session.respond(tool_choice=choice, format=format)
-    outcome.calls = made
-    return outcome
+            wrote = False
+
+
+def _outcome(thunk: ModelOutputThunk[Any], session: CliSession) -> TurnOutcome:
+    results = {m.call_id: m for m in thunk.steps if isinstance(m, ToolResult)}
+    rounds = [m for m in thunk.steps if isinstance(m, AssistantMessage)]
+    return TurnOutcome(
+        text=thunk.value,
+        rounds=len(rounds),
+        model=thunk.model,
+        finish_reason=thunk.finish_reason,
+        usage=thunk.usage or Usage(),
+        calls=[(c, results[c.id]) for m in rounds for c in m.tool_calls if c.id in results],
+        log_id=session.log.last_response_id if session.log is not None else None,
+    )

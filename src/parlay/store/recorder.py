@@ -11,23 +11,16 @@ results, the answer, summed usage) instead of adding rows with no prompt.
 
 from __future__ import annotations
 
-import time
+import threading
 import uuid
 import warnings
-import weakref
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
 import attrs
 
 from parlay.context import AssistantMessage, Context, Item, ToolCall, ToolResult
-from parlay.events import Event, TextDelta, ToolCallStart
+from parlay.observers import CompletedTurn
 from parlay.store.store import LoggedCall, LoggedResponse, LoggedResult, LoggedSession, Store
-
-if TYPE_CHECKING:
-    from parlay.thunk import ModelOutputThunk, RoundDone
-
-Producer = Callable[[], AsyncIterator["Event | RoundDone"]]
 
 
 @attrs.define
@@ -36,15 +29,7 @@ class _OpenRow:
 
     id: int
     rounds: int
-    started: float | None
-
-
-@attrs.define
-class _Pending:
-    prompt: str | None
-    prompt_ctx: Context
-    started: float | None = None
-    first_event: float | None = None
+    started: float
 
 
 def prompt_text(item: Item | None) -> str | None:
@@ -73,7 +58,12 @@ def results_since_last_turn(ctx: Context) -> list[ToolResult]:
 
 
 class TurnRecorder:
-    """Logs one session's turns into a `Store` under one log-session id."""
+    """Logs one session's turns into a `Store` under one log-session id.
+
+    A turn observer: `Session(..., log=True)` subscribes one, or pass your own with
+    `Session(..., observers=[TurnRecorder(store)])`. The session calls it in a worker
+    thread, so the SQLite write never runs on the event loop.
+    """
 
     def __init__(
         self,
@@ -86,68 +76,47 @@ class TurnRecorder:
     ) -> None:
         self.store = store
         self.session = LoggedSession(uuid.uuid4().hex, "", source, backend, system, tuple(tools))
-        self._pending: weakref.WeakKeyDictionary[Any, _Pending] = weakref.WeakKeyDictionary()
         self.last_response_id: int | None = None
         self._open: _OpenRow | None = None
+        # Forks of a session share its recorder, and their turns may complete at once.
+        self._lock = threading.Lock()
 
     @property
     def session_id(self) -> str:
         return self.session.id
 
-    def track(
-        self, item: Item | None, prompt_ctx: Context, produce: Producer
-    ) -> tuple[Producer, _Pending]:
-        """Wrap a turn's producer to time it; pass the returned record to `watch`."""
-        pending = _Pending(prompt_text(item), prompt_ctx)
-
-        async def timed() -> AsyncIterator[Event | RoundDone]:
-            pending.started = time.monotonic()
-            async for event in produce():
-                if pending.first_event is None and isinstance(event, TextDelta | ToolCallStart):
-                    pending.first_event = time.monotonic()
-                yield event
-
-        return timed, pending
-
-    def watch(self, thunk: ModelOutputThunk[Any], pending: _Pending) -> None:
-        self._pending[thunk] = pending
-
-    def complete(self, thunk: ModelOutputThunk[Any]) -> None:
+    def __call__(self, turn: CompletedTurn) -> None:
         """Write the completed turn. A log failure warns; it never fails the turn."""
-        pending = self._pending.pop(thunk, None)
-        if pending is None:
-            return
-        # A new prompt always starts a row; only a `respond()` continues the open one.
-        extending = self._open if pending.prompt is None else None
-        self.last_response_id = None
-        self._open = None
-        first_round = extending.rounds if extending is not None else 0
-        try:
-            response = self.response(thunk, pending, first_round)
-            if extending is not None:
-                now = time.monotonic()
-                response = attrs.evolve(response, duration_ms=_ms(extending.started, now))
-                self.store.extend_response(extending.id, response)
-                row_id, started = extending.id, extending.started
-            else:
-                row_id = self.store.add_response(response, self.session)
-                started = pending.started
-        except Exception as exc:
-            warnings.warn(f"parlay could not log a turn: {exc}", RuntimeWarning, stacklevel=2)
-            return
-        self.last_response_id = row_id
-        if thunk.tools:
-            rounds = max((c.round for c in response.calls), default=first_round) + 1
-            self._open = _OpenRow(row_id, rounds, started)
+        prompt = prompt_text(turn.item)
+        with self._lock:
+            # A new prompt always starts a row; only a `respond()` continues the open one.
+            extending = self._open if prompt is None else None
+            self.last_response_id = None
+            self._open = None
+            first_round = extending.rounds if extending is not None else 0
+            try:
+                response = self.response(turn, first_round)
+                if extending is not None:
+                    duration = _ms(extending.started, turn.finished)
+                    response = attrs.evolve(response, duration_ms=duration)
+                    self.store.extend_response(extending.id, response)
+                    row_id, started = extending.id, extending.started
+                else:
+                    row_id = self.store.add_response(response, self.session)
+                    started = turn.started
+            except Exception as exc:
+                warnings.warn(f"parlay could not log a turn: {exc}", RuntimeWarning, stacklevel=2)
+                return
+            self.last_response_id = row_id
+            if turn.thunk.tools:
+                rounds = max((c.round for c in response.calls), default=first_round) + 1
+                self._open = _OpenRow(row_id, rounds, started)
 
-    def response(
-        self, thunk: ModelOutputThunk[Any], pending: _Pending, first_round: int = 0
-    ) -> LoggedResponse:
+    def response(self, turn: CompletedTurn, first_round: int = 0) -> LoggedResponse:
         """The turn as a row; its rounds are numbered from `first_round`."""
-        # Called from the thunk's completion hook: the results are settled by then.
-        now = time.monotonic()
+        thunk = turn.thunk
         calls: list[LoggedCall] = []
-        results = [_result(r) for r in results_since_last_turn(pending.prompt_ctx)]
+        results = [_result(r) for r in results_since_last_turn(turn.prompt_ctx)]
         round_no = first_round
         for message in thunk.steps:
             if isinstance(message, AssistantMessage):
@@ -158,27 +127,24 @@ class TurnRecorder:
         calls.extend(_call(c, round_no) for c in thunk.tools)
         usage = thunk.usage
         diagnostics = thunk.diagnostics
-        started = pending.started
         return LoggedResponse(
             session_id=self.session.id,
             text=thunk.value,
-            prompt=pending.prompt,
+            prompt=prompt_text(turn.item),
             backend=self.session.backend,
             model=thunk.model,
             finish_reason=thunk.finish_reason,
             prompt_tokens=usage.prompt_tokens if usage else None,
             completion_tokens=usage.completion_tokens if usage else None,
-            first_event_ms=_ms(started, pending.first_event),
-            duration_ms=_ms(started, now),
+            first_event_ms=turn.first_event_ms,
+            duration_ms=turn.duration_ms,
             diagnostics=attrs.asdict(diagnostics) if diagnostics is not None else None,
             calls=tuple(calls),
             results=tuple(results),
         )
 
 
-def _ms(start: float | None, end: float | None) -> float | None:
-    if start is None or end is None:
-        return None
+def _ms(start: float, end: float) -> float:
     return round((end - start) * 1000, 3)
 
 
