@@ -127,19 +127,23 @@ def section(outcomes: Sequence[Outcome]) -> list[str]:
 
 
 def render_ablation(outcomes: Sequence[Outcome], tag: str) -> str:
-    chosen = [o for o in outcomes if o.get("tag") == tag]
-    groups: dict[tuple[str, str], list[Outcome]] = defaultdict(list)
-    for o in chosen:
-        groups[o["model"], o["half"]].append(o)
+    """The page. `tag` names the engine; several, comma-separated and oldest first, show
+    each model and half on the newest of them it was run on."""
+    order = {name: rank for rank, name in enumerate(tag.split(","))}
+    groups: dict[tuple[str, str], dict[str, list[Outcome]]] = defaultdict(lambda: defaultdict(list))
+    for o in outcomes:
+        if o.get("tag") in order:
+            groups[o["model"], o["half"]][o["tag"]].append(o)
     parts = [
         "# The engine's rules, one switched off at a time",
         "",
         (__doc__ or "").split("\n\n", 1)[1].strip(),
         "",
-        f"Made by `python -m bench.bfcl.ablation` (engine tag `{tag}`); rules not listed "
+        f"Made by `python -m bench.bfcl.ablation` (engine tags `{tag}`); rules not listed "
         "were not run. 'acted on': the questions the rule acted on, asked again without it; "
         "the others are the shipped engine's outcome (the rule cannot change them).",
     ]
-    for (model, half), group in sorted(groups.items()):
-        parts += ["", f"## {model}, {half} half", "", *section(group)]
+    for (model, half), by_tag in sorted(groups.items()):
+        newest = max(by_tag, key=order.__getitem__)
+        parts += ["", f"## {model}, {half} half (engine `{newest}`)", "", *section(by_tag[newest])]
     return "\n".join(parts) + "\n"

@@ -131,3 +131,24 @@ async def test_the_heuristics_together_are_asked_again_where_any_of_them_acted(
     ]
     with pytest.raises(SystemExit, match="unknown rule"):
         ablation.rule_names("missed_tool+nonsense")
+
+
+def test_several_tags_show_each_model_on_the_newest_engine_it_ran_on() -> None:
+    def outcome(model: str, tag: str) -> dict[str, object]:
+        return {
+            "model": model,
+            "half": "validate",
+            "tag": tag,
+            "system": "parlay",
+            "category": "multiple",
+            "question": "q1",
+            "right": True,
+            "abstained": False,
+            "rules": [],
+        }
+
+    outcomes = [outcome("qwen", "s14"), outcome("smollm2", "s14"), outcome("smollm2", "s15")]
+    page = render_ablation(outcomes, "s14,s15")
+    assert "## qwen, validate half (engine `s14`)" in page
+    assert "## smollm2, validate half (engine `s15`)" in page
+    assert "smollm2, validate half (engine `s14`)" not in page
