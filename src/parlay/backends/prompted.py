@@ -41,10 +41,10 @@ from parlay.backends._judging import to_release, verdict_on
 from parlay.backends._next_attempt import (
     ANSWER_ONLY,
     ask_for_words,
-    grammar_for,
     retry,
     wants_words,
 )
+from parlay.backends._opening import NAME_ALTERNATIVES, begin_turn, next_attempt
 from parlay.backends._turn import Turn
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.bounds import (
@@ -53,15 +53,12 @@ from parlay.backends.bounds import (
     guarded,
     with_max_tokens,
 )
-from parlay.context import ToolCall
-from parlay.contract.checks import CheckedCall, answered_calls, check_call
 from parlay.contract.parser import ActionStreamParser
 from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases
 from parlay.contract.render import (
     DEFAULT_FORMAT,
     DEFAULT_MAX_RESULT_CHARS,
     ContractOptions,
-    render_contract,
 )
 from parlay.contract.retry import RetryPolicy
 from parlay.contract.rules import MISSED_CALL_RULES, VALUE_RULES, Rules
@@ -73,8 +70,6 @@ from parlay.request import AUTO, NONE, ChatRequest
 logger = logging.getLogger("parlay.prompted")
 
 __all__ = ["ANSWER_ONLY", "NAME_ALTERNATIVES", "PromptedBackend", "behind_engine"]
-# Alternatives per token asked of the inner backend for `forced.name_choices`.
-NAME_ALTERNATIVES = 5
 
 
 class PromptedBackend:
@@ -238,10 +233,10 @@ class PromptedBackend:
             async for event in self.inner.stream(request):
                 yield event
             return
-        turn = self._begin(request)
+        turn = begin_turn(self, request)
         for attempt_no in range(self.policy.max_retries + 1):
             can_retry = turn.choice.mode != "none" and self.policy.allows(attempt_no)
-            attempt = self._attempt(turn, can_retry)
+            attempt = next_attempt(self, turn, can_retry)
             parser = ActionStreamParser(turn.specs, thought_limit=self.options.thought_limit)
             try:
                 async for out in self._run(turn, attempt, parser):
@@ -284,69 +279,6 @@ class PromptedBackend:
         finish = turn.finish(self.options.action_format)
         logger.debug("prompted reply: %s", finish.diagnostics)
         yield finish
-
-    def _begin(self, request: ChatRequest) -> Turn:
-        """The contract rendered, the first grammar, and what the attempts share."""
-        constrained = self.uses_constraint(request)
-        # Under tool_choice="none" a reply must be words. Not held to the answer grammar:
-        # under it SmolLM2 answered "What is the weather in Paris?" with "Paris"; a reply
-        # that is only an action is asked again in words instead (`wants_words`).
-        contract = render_contract(request, self.options, constrained=constrained)
-        response_format = request.response_format
-        if constrained:
-            response_format = grammar_for(self, contract.tools, request)
-        # The model's own choice of tool names is only hidden when a grammar picks them.
-        auto = request.tool_choice.mode == "auto"
-        read_names = constrained and auto and self.min_offered_share > 0
-        # Alternatives only for the engine's own reading: the text it hands on is parsed
-        # out of the model's actions, so a caller's log-probabilities would not fit it
-        # and asking the server for them would be wasted.
-        alternatives = NAME_ALTERNATIVES if read_names else None
-        options = evolve(request.options, top_logprobs=alternatives)
-        logger.debug(
-            "contract injected: format=%s tools=%s choice=%s state=%s constrained=%s",
-            self.options.action_format,
-            [spec.name for spec in contract.tools],
-            request.tool_choice.mode,
-            contract.state.value,
-            constrained,
-        )
-        answered = answered_calls(request.messages)
-        return Turn(
-            request,
-            contract,
-            constrained,
-            read_names,
-            contract.messages,
-            response_format,
-            options,
-            answered,
-        )
-
-    def _attempt(self, turn: Turn, can_retry: bool) -> Attempt:
-        """A new attempt, streaming in the mode its place in the turn allows."""
-        choice = turn.choice
-        if can_retry:
-            mode = "buffered" if choice.forces_call else "hybrid"
-        else:
-            mode = "hybrid" if turn.retries and choice.mode == "auto" else "live"
-        turn.modes.append(mode)
-        specs, contract, answered = turn.specs, turn.contract, turn.answered
-
-        def check(call: ToolCall) -> CheckedCall:
-            return check_call(call, specs, contract, answered, check_values=self.check_values)
-
-        return Attempt(
-            mode,
-            check=check,
-            choice_mode=choice.mode,
-            refusal_phrases=self.refusal_phrases,
-            refusal_window=self.refusal_window,
-            suppress_text=turn.shown_text,
-            parallel=turn.request.parallel_tool_calls,
-            drop_duplicates=self.rules.on("duplicate_calls")
-            and self.options.action_format == "typed",
-        )
 
     async def _run(
         self, turn: Turn, attempt: Attempt, parser: ActionStreamParser

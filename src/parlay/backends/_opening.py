@@ -1,0 +1,89 @@
+"""A turn's opening and each attempt's setup: the contract rendered, the first grammar,
+what the attempts share, and the streaming mode each attempt may use."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from attrs import evolve
+
+from parlay.backends._attempt import Attempt
+from parlay.backends._next_attempt import grammar_for
+from parlay.backends._turn import Turn
+from parlay.context import ToolCall
+from parlay.contract.checks import CheckedCall, answered_calls, check_call
+from parlay.contract.render import render_contract
+from parlay.request import ChatRequest
+
+if TYPE_CHECKING:
+    from parlay.backends.prompted import PromptedBackend
+
+logger = logging.getLogger("parlay.prompted")
+# Alternatives per token asked of the inner backend for `forced.name_choices`.
+NAME_ALTERNATIVES = 5
+
+
+def begin_turn(engine: PromptedBackend, request: ChatRequest) -> Turn:
+    """The contract rendered, the first grammar, and what the attempts share."""
+    constrained = engine.uses_constraint(request)
+    # Under tool_choice="none" a reply must be words. Not held to the answer grammar:
+    # under it SmolLM2 answered "What is the weather in Paris?" with "Paris"; a reply
+    # that is only an action is asked again in words instead (`wants_words`).
+    contract = render_contract(request, engine.options, constrained=constrained)
+    response_format = request.response_format
+    if constrained:
+        response_format = grammar_for(engine, contract.tools, request)
+    # The model's own choice of tool names is only hidden when a grammar picks them.
+    auto = request.tool_choice.mode == "auto"
+    read_names = constrained and auto and engine.min_offered_share > 0
+    # Alternatives only for the engine's own reading: the text it hands on is parsed
+    # out of the model's actions, so a caller's log-probabilities would not fit it
+    # and asking the server for them would be wasted.
+    alternatives = NAME_ALTERNATIVES if read_names else None
+    options = evolve(request.options, top_logprobs=alternatives)
+    logger.debug(
+        "contract injected: format=%s tools=%s choice=%s state=%s constrained=%s",
+        engine.options.action_format,
+        [spec.name for spec in contract.tools],
+        request.tool_choice.mode,
+        contract.state.value,
+        constrained,
+    )
+    answered = answered_calls(request.messages)
+    return Turn(
+        request,
+        contract,
+        constrained,
+        read_names,
+        contract.messages,
+        response_format,
+        options,
+        answered,
+    )
+
+
+def next_attempt(engine: PromptedBackend, turn: Turn, can_retry: bool) -> Attempt:
+    """A new attempt, streaming in the mode its place in the turn allows."""
+    choice = turn.choice
+    if can_retry:
+        mode = "buffered" if choice.forces_call else "hybrid"
+    else:
+        mode = "hybrid" if turn.retries and choice.mode == "auto" else "live"
+    turn.modes.append(mode)
+    specs, contract, answered = turn.specs, turn.contract, turn.answered
+
+    def check(call: ToolCall) -> CheckedCall:
+        return check_call(call, specs, contract, answered, check_values=engine.check_values)
+
+    return Attempt(
+        mode,
+        check=check,
+        choice_mode=choice.mode,
+        refusal_phrases=engine.refusal_phrases,
+        refusal_window=engine.refusal_window,
+        suppress_text=turn.shown_text,
+        parallel=turn.request.parallel_tool_calls,
+        drop_duplicates=engine.rules.on("duplicate_calls")
+        and engine.options.action_format == "typed",
+    )
