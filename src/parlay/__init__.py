@@ -20,6 +20,7 @@ from parlay.context import (
     UserMessage,
 )
 from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases
+from parlay.contract.rules import CallRule
 from parlay.diagnostics import Diagnostics, RetryRecord
 from parlay.errors import (
     BackendConnectionError,
@@ -81,6 +82,7 @@ __all__ = [
     "BackendProtocolError",
     "BackendStatusError",
     "BackendTimeoutError",
+    "CallRule",
     "Capabilities",
     "ChatRequest",
     "CompletedTurn",

@@ -74,7 +74,14 @@ def next_attempt(engine: PromptedBackend, turn: Turn, can_retry: bool) -> Attemp
     specs, contract, answered = turn.specs, turn.contract, turn.answered
 
     def check(call: ToolCall) -> CheckedCall:
-        return check_call(call, specs, contract, answered, check_values=engine.check_values)
+        return check_call(
+            call,
+            specs,
+            contract,
+            answered,
+            check_values=engine.check_values,
+            own_rules=engine.rules.own_on,
+        )
 
     return Attempt(
         mode,

@@ -61,7 +61,7 @@ from parlay.contract.render import (
     ContractOptions,
 )
 from parlay.contract.retry import RetryPolicy
-from parlay.contract.rules import MISSED_CALL_RULES, VALUE_RULES, Rules
+from parlay.contract.rules import MISSED_CALL_RULES, VALUE_RULES, CallRule, Rules
 from parlay.contract.state import has_tool_activity
 from parlay.errors import BackendStatusError, ConfigurationError
 from parlay.events import Event, Finish, ScoredTextDelta, TextDelta
@@ -109,6 +109,8 @@ class PromptedBackend:
     - `rules_off`: names of the engine's rules to switch off (`parlay.contract.rules.RULES`
       lists them and what each does); every reply names the rules that acted on it in
       `Diagnostics.rules`.
+    - `call_rules`: rules of your own about calls (`parlay.contract.rules.CallRule`):
+      each looks at every call and may send it back to the model with a sentence.
     - `repetition`: stop an attempt that has fallen into a loop, repeating one line or
       sentence (`parlay.backends.bounds.RepetitionLimit`; None turns the guard off).
 
@@ -138,6 +140,7 @@ class PromptedBackend:
         max_tokens: int | None = ATTEMPT_MAX_TOKENS,
         repetition: RepetitionLimit | None = RepetitionLimit(),  # noqa: B008 (frozen)
         rules_off: Iterable[str] = (),
+        call_rules: Iterable[CallRule] = (),
     ) -> None:
         if constrained and not inner.capabilities.json_schema:
             raise ConfigurationError(
@@ -166,7 +169,7 @@ class PromptedBackend:
             off |= VALUE_RULES
         if not check_missed_calls:
             off |= MISSED_CALL_RULES
-        self.rules = Rules(frozenset(off))
+        self.rules = Rules(off, call_rules)
         self.policy = RetryPolicy(max_retries, self.rules)
         self.refusal_phrases = refusal_phrases
         self.refusal_window = refusal_window
@@ -206,6 +209,7 @@ class PromptedBackend:
             "max_tokens": self.max_tokens,
             "repetition": self.repetition,
             "rules_off": self.rules.off,
+            "call_rules": self.rules.own,
         }
         settings.update(changes)
         return PromptedBackend(self.inner, **settings)

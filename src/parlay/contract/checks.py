@@ -17,6 +17,7 @@ from parlay.contract.grounding import copied_value, invented_value, same_value
 from parlay.contract.render import Contract
 from parlay.contract.repair import repair_call
 from parlay.contract.retry import CallIssue
+from parlay.contract.rules import CallRule
 from parlay.request import ToolSpec
 
 
@@ -36,8 +37,10 @@ def check_call(
     answered: frozenset[tuple[str, str]],
     *,
     check_values: bool = True,
+    own_rules: Sequence[CallRule] = (),
 ) -> CheckedCall:
-    """Repair `call` and list its issues (`answered`: see `answered_calls`)."""
+    """Repair `call` and list its issues (`answered`: see `answered_calls`); the user's
+    own rules (`own_rules`) look at a call whose arguments fit."""
     spec = specs.get(call.name)
     if spec is None:
         return CheckedCall(call, (CallIssue(call, "unknown_tool", call.name),))
@@ -62,6 +65,10 @@ def check_call(
             issues.append(CallIssue(fixed, "same_value", detail, spec, argument=_listed(keys)))
     if call_key(fixed) in answered:
         issues.append(CallIssue(fixed, "repeated_call", call.name, spec))
+    if repaired.error is None:
+        for rule in own_rules:
+            if problem := rule.check(fixed, spec):
+                issues.append(CallIssue(fixed, rule.name, str(problem), spec))
     return CheckedCall(fixed, tuple(issues), notes)
 
 

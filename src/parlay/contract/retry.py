@@ -30,7 +30,7 @@ from parlay.context import ToolCall
 from parlay.contract.forced import NameChoice
 from parlay.contract.parser import ParseProblem
 from parlay.contract.refusal import RefusalSignal
-from parlay.contract.rules import Rules
+from parlay.contract.rules import RULES, Rules
 from parlay.request import ToolChoice, ToolSpec
 
 UNREADABLE = ("no_tool_name", "unreadable_arguments")
@@ -149,6 +149,9 @@ def _verdicts(reply: Reply) -> Iterator[Verdict]:
         for kind in ("invented_value", "same_value"):
             for issue in _of(issues, kind):
                 yield Verdict(kind, issue.detail, issue.spec, argument=issue.argument)
+    for issue in issues:
+        if issue.kind not in RULES:  # a rule of the user's own (`rules.CallRule`)
+            yield Verdict(issue.kind, issue.detail, issue.spec)
     if choice.forces_call and not good:
         if reply.refusal is not None:
             yield Verdict("refusal", reply.refusal.phrase, about_text=True)

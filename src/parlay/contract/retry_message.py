@@ -13,6 +13,7 @@ from parlay.contract.render import (
     render_template,
     shape_of,
 )
+from parlay.contract.rules import RULES
 from parlay.contract.tool_view import tool_view
 from parlay.request import ToolChoice, ToolSpec
 
@@ -61,4 +62,5 @@ def retry_instruction(
         choice=choice,
         tool=tool_view(tool) if tool is not None else None,
         skeleton=skeleton,
+        own_rule=reason not in RULES,
     )

@@ -7,15 +7,19 @@ a benchmark can tell which questions a rule could change at all (`bench/bfcl/abl
 
 `PromptedBackend(inner, rules_off={"missed_tool"})` switches rules off one by one; the
 retry triggers are judged in the order listed here, the first that holds wins.
+`PromptedBackend(inner, call_rules=[CallRule(...)])` adds rules of your own about calls,
+judged after the engine's checks of a call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from attrs import field, frozen
 
+from parlay.context import ToolCall
 from parlay.errors import ConfigurationError
+from parlay.request import ToolSpec
 
 # Retry triggers, in the order the policy judges them (`parlay.contract.retry`).
 VERDICT_RULES: dict[str, str] = {
@@ -87,23 +91,60 @@ VALUE_RULES = frozenset(
 MISSED_CALL_RULES = frozenset({"missed_tool"})
 
 
+CallCheck = Callable[[ToolCall, ToolSpec], "str | None"]
+
+
+def _own_name(_: object, __: object, name: str) -> None:
+    if not name.isidentifier():
+        raise ConfigurationError(f"a rule's name is a Python identifier, not {name!r}")
+    if name in RULES:
+        raise ConfigurationError(f"{name!r} is the name of one of parlay's own rules")
+
+
 def _names(names: Iterable[str]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _known(_: object, __: object, value: frozenset[str]) -> None:
-    unknown = sorted(value - RULES.keys())
-    if unknown:
-        raise ConfigurationError(
-            f"unknown rule(s) {', '.join(unknown)}; the rules: {', '.join(RULES)}"
-        )
+def _listed(rules: Iterable[CallRule]) -> tuple[CallRule, ...]:
+    return tuple(rules)
+
+
+@frozen
+class CallRule:
+    """A rule of your own about the calls a model writes: `PromptedBackend(inner,
+    call_rules=[CallRule("no_wildcards", check)])`.
+
+    `check(call, tool)` sees each call once it is read and repaired against its tool's
+    schema, and returns None when the call may go on, or a sentence saying what is wrong
+    with it. Then the reply is asked again with that sentence (under
+    `tool_choice="auto"` the model may answer in words instead), and `name` is listed in
+    `Diagnostics.rules`, like the engine's own rules, and can be switched off by it in
+    `rules_off`. It is judged after the engine's checks of the call. Like the engine's
+    own value checks, it can only ask: a call it still rejects when `max_retries` are
+    spent goes on, so a tool that must never run with some value refuses it itself.
+    """
+
+    name: str = field(validator=_own_name)
+    check: CallCheck
+    description: str = ""
 
 
 @frozen
 class Rules:
-    """Which rules are switched off (all are on by default)."""
+    """Which rules are switched off (all are on by default), and the user's own rules."""
 
-    off: frozenset[str] = field(default=frozenset(), converter=_names, validator=_known)
+    off: frozenset[str] = field(default=frozenset(), converter=_names)
+    own: tuple[CallRule, ...] = field(default=(), converter=_listed)
+
+    def __attrs_post_init__(self) -> None:
+        names = [rule.name for rule in self.own]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ConfigurationError(f"two call rules named {', '.join(twice)}")
+        unknown = sorted(self.off - RULES.keys() - set(names))
+        if unknown:
+            known = ", ".join([*RULES, *names])
+            raise ConfigurationError(f"unknown rule(s) {', '.join(unknown)}; the rules: {known}")
 
     @classmethod
     def without(cls, names: Iterable[str]) -> Rules:
@@ -111,3 +152,8 @@ class Rules:
 
     def on(self, name: str) -> bool:
         return name not in self.off
+
+    @property
+    def own_on(self) -> tuple[CallRule, ...]:
+        """The user's rules that are switched on, in the order given."""
+        return tuple(rule for rule in self.own if self.on(rule.name))
