@@ -146,10 +146,6 @@ class Rules:
             known = ", ".join([*RULES, *names])
             raise ConfigurationError(f"unknown rule(s) {', '.join(unknown)}; the rules: {known}")
 
-    @classmethod
-    def without(cls, names: Iterable[str]) -> Rules:
-        return cls(_names(names))
-
     def on(self, name: str) -> bool:
         return name not in self.off
 
