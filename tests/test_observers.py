@@ -131,3 +131,53 @@ def test_the_session_module_does_not_import_the_store_when_it_loads() -> None:
             loaded.extend(alias.name for alias in node.names)
     assert "parlay.observers" in loaded
     assert not [m for m in loaded if m.startswith("parlay.store")]
+
+
+def test_a_turn_stopped_at_its_chain_limit_is_told_with_the_rounds_it_made() -> None:
+    seen: list[CompletedTurn] = []
+    backend = ScriptedBackend([calls(("add", {"a": 1, "b": 2}))] * 3)
+    session = Session(backend, tools=[add], observers=[seen.append])
+    with pytest.raises(parlay.ToolChainLimitError):
+        session.chat("add forever", run_tools=True, chain_limit=1).value  # noqa: B018
+    (turn,) = seen
+    assert not turn.succeeded and isinstance(turn.error, parlay.ToolChainLimitError)
+    # The first round ran its tool; the second asked again and was stopped.
+    kinds = [type(m).__name__ for m in turn.steps]
+    assert kinds == ["AssistantMessage", "ToolResult", "AssistantMessage"]
+    assert turn.steps[1].output == "3"  # type: ignore[union-attr]
+
+
+def test_a_failed_turn_is_a_row_in_the_log_with_the_calls_that_ran(tmp_path: Path) -> None:
+    store = Store(tmp_path / "log.db")
+    backend = ScriptedBackend([calls(("add", {"a": 1, "b": 2}))] * 3)
+    session = Session(backend, tools=[add], log=store)
+    with pytest.raises(parlay.ToolChainLimitError):
+        session.chat("add forever", run_tools=True, chain_limit=1).value  # noqa: B018
+    (row,) = store.responses()
+    assert (row.prompt, row.text, row.finish_reason) == ("add forever", "", "error")
+    assert row.diagnostics is not None
+    assert row.diagnostics["error"].startswith("ToolChainLimitError: ")
+    assert [(c.name, c.round) for c in row.calls] == [("add", 0), ("add", 1)]
+    assert [r.output for r in row.results] == ["3"]
+
+
+async def test_a_cancelled_turn_is_rolled_back_and_told_to_no_one() -> None:
+    seen: list[CompletedTurn] = []
+    started = asyncio.Event()
+
+    async def wait_forever(x: int) -> int:
+        """Never returns."""
+        started.set()
+        await asyncio.sleep(3600)
+        return x
+
+    backend = ScriptedBackend([calls(("wait_forever", {"x": 1})), "never"])
+    session = Session(backend, tools=[wait_forever], observers=[seen.append])
+    before = session.ctx
+    thunk = session.chat("go", run_tools=True)
+    consumer = asyncio.ensure_future(thunk._await())
+    await asyncio.wait_for(started.wait(), 10)
+    assert thunk.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(consumer, 10)
+    assert seen == [] and session.ctx is before

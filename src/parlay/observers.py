@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from parlay.calls import in_thread
-from parlay.context import Context, Item
+from parlay.context import Context, Item, Message
 from parlay.events import TextDelta, ToolCallStart
 
 if TYPE_CHECKING:
@@ -27,12 +27,15 @@ if TYPE_CHECKING:
 
 @attrs.frozen
 class CompletedTurn:
-    """One finished turn as an observer sees it.
+    """One finished turn as an observer sees it, whether it succeeded or failed.
 
     `item` is what the verb inserted (None for `respond()`), `prompt_ctx` the context the
-    model was asked from (the item included), `thunk` the computed output. The times are
-    `time.monotonic()` readings: `first_event` is the first text or call the model
-    streamed (None if it streamed neither).
+    model was asked from (the item included), `thunk` the output. `error` is None when
+    the turn succeeded; otherwise the exception its consumers get, and reading the
+    thunk's results raises it. `steps` are the rounds of the turn's tool loop that were
+    finished (calls and results: their tools did run), also when it failed, say at its
+    chain limit. The times are `time.monotonic()` readings: `first_event` is the first
+    text or call the model streamed (None if it streamed neither).
     """
 
     item: Item | None
@@ -41,6 +44,12 @@ class CompletedTurn:
     started: float
     first_event: float | None
     finished: float
+    error: Exception | None = None
+    steps: tuple[Message, ...] = ()
+
+    @property
+    def succeeded(self) -> bool:
+        return self.error is None
 
     @property
     def duration_ms(self) -> float:
@@ -77,14 +86,23 @@ class TurnClock:
         return timed
 
     def completed(self, thunk: ModelOutputThunk[Any]) -> CompletedTurn:
+        return self._ended(thunk, None, thunk.steps)
+
+    def failed(self, thunk: ModelOutputThunk[Any], error: Exception) -> CompletedTurn:
+        # A tool loop stopped at its chain limit hands over every round it made.
+        context = getattr(error, "context", None)
+        steps: tuple[Message, ...] = ()
+        if isinstance(context, Context):
+            steps = context.messages()[len(self.prompt_ctx.messages()) :]
+        return self._ended(thunk, error, steps)
+
+    def _ended(
+        self, thunk: ModelOutputThunk[Any], error: Exception | None, steps: tuple[Message, ...]
+    ) -> CompletedTurn:
         now = time.monotonic()
+        started = self.started if self.started is not None else now
         return CompletedTurn(
-            self.item,
-            self.prompt_ctx,
-            thunk,
-            self.started if self.started is not None else now,
-            self.first_event,
-            now,
+            self.item, self.prompt_ctx, thunk, started, self.first_event, now, error, steps
         )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel
@@ -269,21 +269,31 @@ class Session:
             clock.wrap(produce),
             parse=parse,
             on_complete=lambda done: self.turn_completed(clock.completed(done)),
-            on_failure=lambda _: self._rollback(inserted[0], before),
+            on_failure=lambda error: self._failed(error, inserted[0], before, clock, thunk),
         )
         inserted.append(prompt_ctx.insert(thunk))
         self._ctx = inserted[0]
         return thunk
 
-    def _rollback(self, after: Context, before: Context) -> None:
+    def _failed(
+        self,
+        error: BaseException,
+        after: Context,
+        before: Context,
+        clock: TurnClock,
+        thunk: ModelOutputThunk[Any],
+    ) -> Awaitable[None] | None:
         # A failed turn leaves the context as it was, unless the user moved on already.
         if self._ctx is after:
             self._ctx = before
+        if not isinstance(error, Exception):
+            return None  # cancelled or interrupted: no one is told
+        return self.turn_completed(clock.failed(thunk, error))
 
     async def turn_completed(self, turn: CompletedTurn) -> None:
-        """Called once per completed turn, before its thunk reports done: tells the
-        observers (in a worker thread). Override to act on turns in a subclass; call
-        `super()` to keep the observers (and the log) told."""
+        """Called once per finished turn (`turn.error` says whether it failed), before
+        its thunk reports done: tells the observers (in a worker thread). Override to act
+        on turns in a subclass; call `super()` to keep the observers (and the log) told."""
         await notify(self.observers, turn)
 
     def _request(

@@ -65,7 +65,7 @@ class ModelOutputThunk(Generic[T]):
         *,
         parse: Callable[[str], T] | None = None,
         on_complete: Callable[[ModelOutputThunk[T]], Awaitable[None] | None] | None = None,
-        on_failure: Callable[[BaseException], None] | None = None,
+        on_failure: Callable[[BaseException], Awaitable[None] | None] | None = None,
     ) -> None:
         self._producer = producer
         self._parse = parse
@@ -158,28 +158,37 @@ class ModelOutputThunk(Generic[T]):
                     self._usage = item.usage if self._usage is None else self._usage + item.usage
                 self._events.append(item)
                 self._notify()
-            # The completion hook runs before anyone is told the thunk is done, so a
-            # consumer woken by completion sees its effects (a logged row, say); it may
-            # be async, so a slow hook holds up this turn only, not the loop.
             self._settled = True
-            if self._on_complete is not None:
-                token = _completing.set(self)
-                try:
-                    pending = self._on_complete(self)
-                    if inspect.isawaitable(pending):
-                        await pending
-                finally:
-                    _completing.reset(token)
-        except BaseException as exc:  # delivered to every consumer
+            await self._hook(self._on_complete, self)
+        except Exception as exc:  # delivered to every consumer
             self._error = exc
-            if not isinstance(exc, Exception):
-                raise
-        finally:
             self._settled = True
-            if self._error is not None and self._on_failure is not None:
-                self._on_failure(self._error)
+            await self._hook(self._on_failure, exc)
+        except BaseException as exc:  # cancelled: undo, tell no one, and go on unwinding
+            self._error = exc
+            self._settled = True
+            if self._on_failure is not None:
+                pending = self._on_failure(exc)
+                if inspect.iscoroutine(pending):
+                    pending.close()
+            raise
+        finally:
             self._finished.set()
             self._notify()
+
+    async def _hook(self, hook: Callable[[Any], Awaitable[None] | None] | None, arg: Any) -> None:
+        """Run a completion or failure hook before anyone is told the thunk is done, so a
+        consumer woken by it sees its effects (a logged row, say). It may be async: a slow
+        hook holds up this turn only, not the loop."""
+        if hook is None:
+            return
+        token = _completing.set(self)
+        try:
+            pending = hook(arg)
+            if inspect.isawaitable(pending):
+                await pending
+        finally:
+            _completing.reset(token)
 
     def _notify(self) -> None:
         with self._lock:

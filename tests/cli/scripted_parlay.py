@@ -40,7 +40,11 @@ def _tool(request: ChatRequest) -> Any:
     return calls(("add", {"a": 2, "b": 3}))
 
 
-SCRIPTS = {"json": _json, "tool": _tool}
+def _loop(request: ChatRequest) -> Any:
+    return calls(("add", {"a": 2, "b": 3}))  # never answers: the chain limit stops it
+
+
+SCRIPTS = {"json": _json, "tool": _tool, "loop": _loop}
 
 
 def backend(spec: str | None, **_flags: Any) -> ScriptedBackend:

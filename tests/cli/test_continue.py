@@ -53,6 +53,33 @@ def test_continue_replays_each_rounds_calls_and_results(tmp_path: Path) -> None:
     ]
 
 
+def test_a_turn_stopped_at_the_chain_limit_is_logged_and_continue_goes_on_from_before_it(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "log.db"
+    tools = tmp_path / "tools.py"
+    tools.write_text('def add(a: int, b: int) -> int:\n    """Add."""\n    return a + b\n')
+    first = run(["prompt", "one", "--no-stream"], log)
+    assert first.returncode == 0, first.stderr
+    looping = ["prompt", "2+3?", "-c", "-m", "loop", "-T", str(tools), "--chain-limit", "1"]
+    stopped = run(looping, log)
+    assert stopped.returncode == 1 and "--chain-limit" in stopped.stderr
+    with sqlite3.connect(log) as conn:
+        (finish, calls, results) = conn.execute(
+            "SELECT finish_reason, (SELECT COUNT(*) FROM tool_calls WHERE response_id = r.id),"
+            " (SELECT COUNT(*) FROM tool_results WHERE response_id = r.id)"
+            " FROM responses r WHERE prompt = '2+3?'"
+        ).fetchone()
+    assert (finish, calls, results) == ("error", 2, 1)  # the tool ran once, then the stop
+    done = run(["prompt", "two", "-c", "--no-stream"], log)
+    assert done.returncode == 0, done.stderr
+    assert shown(done.stdout) == [
+        ["user", "one"],
+        ["assistant", first.stdout.strip()],
+        ["user", "two"],
+    ]
+
+
 def test_cid_prefix_picks_an_older_conversation(tmp_path: Path) -> None:
     log = tmp_path / "log.db"
     older = run(["prompt", "older", "--json"], log)

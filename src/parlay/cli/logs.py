@@ -27,6 +27,12 @@ def _model_name(model: str) -> str:
     return model.rsplit("/", 1)[-1] if model.startswith("/") else model
 
 
+def _answer(row: LoggedResponse) -> str:
+    if row.finish_reason == "error" and row.diagnostics:
+        return f"(failed) {row.diagnostics.get('error', '')}"
+    return row.text
+
+
 def _short(text: str | None, width: int = 60) -> str:
     flat = " ".join((text or "").split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
@@ -67,7 +73,7 @@ def list_logs(
             row.created_at[:19].replace("T", " "),
             escape(_model_name(row.model or row.backend or "")),
             escape(_short(row.prompt, 40)),
-            escape(_short(row.text, 40)),
+            escape(_short(_answer(row), 40)),
             escape(", ".join(c.name for c in row.calls)),
         )
     Console(highlight=False).print(table)

@@ -79,7 +79,6 @@ def run_turn(
             _stream(thunk, write)
         thunk.value  # noqa: B018 - waits for the turn (and its log row) when not streaming
     except ToolChainLimitError as exc:
-        session.ctx = exc.context  # a chat goes on from every round the model made
         raise ToolChainLimitError(
             f"the model was still calling tools after {chain_limit} rounds; raise --chain-limit",
             context=exc.context,

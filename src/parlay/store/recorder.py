@@ -108,39 +108,49 @@ class TurnRecorder:
                 warnings.warn(f"parlay could not log a turn: {exc}", RuntimeWarning, stacklevel=2)
                 return
             self.last_response_id = row_id
-            if turn.thunk.tools:
+            if turn.succeeded and turn.thunk.tools:
                 rounds = max((c.round for c in response.calls), default=first_round) + 1
                 self._open = _OpenRow(row_id, rounds, started)
 
     def response(self, turn: CompletedTurn, first_round: int = 0) -> LoggedResponse:
-        """The turn as a row; its rounds are numbered from `first_round`."""
-        thunk = turn.thunk
+        """The turn as a row; its rounds are numbered from `first_round`. A failed turn
+        is a row too: its finished rounds (their tools ran), no text, and the error in
+        its diagnostics (`finish_reason` "error")."""
         calls: list[LoggedCall] = []
         results = [_result(r) for r in results_since_last_turn(turn.prompt_ctx)]
         round_no = first_round
-        for message in thunk.steps:
+        for message in turn.steps:
             if isinstance(message, AssistantMessage):
                 calls.extend(_call(c, round_no) for c in message.tool_calls)
                 round_no += 1
             elif isinstance(message, ToolResult):
                 results.append(_result(message))
-        calls.extend(_call(c, round_no) for c in thunk.tools)
-        usage = thunk.usage
-        diagnostics = thunk.diagnostics
-        return LoggedResponse(
+        row = LoggedResponse(
             session_id=self.session.id,
-            text=thunk.value,
+            text="",
             prompt=prompt_text(turn.item),
             backend=self.session.backend,
+            finish_reason="error",
+            first_event_ms=turn.first_event_ms,
+            duration_ms=turn.duration_ms,
+            diagnostics={"error": f"{type(turn.error).__name__}: {turn.error}"},
+            calls=tuple(calls),
+            results=tuple(results),
+        )
+        if not turn.succeeded:
+            return row
+        thunk = turn.thunk
+        calls.extend(_call(c, round_no) for c in thunk.tools)
+        usage, diagnostics = thunk.usage, thunk.diagnostics
+        return attrs.evolve(
+            row,
+            text=thunk.value,
             model=thunk.model,
             finish_reason=thunk.finish_reason,
             prompt_tokens=usage.prompt_tokens if usage else None,
             completion_tokens=usage.completion_tokens if usage else None,
-            first_event_ms=turn.first_event_ms,
-            duration_ms=turn.duration_ms,
             diagnostics=attrs.asdict(diagnostics) if diagnostics is not None else None,
             calls=tuple(calls),
-            results=tuple(results),
         )
 
 
