@@ -1,0 +1,57 @@
+"""The gains the engine's rules state (`parlay.contract.measured`) are the ones the
+ablation table in bench/results/bfcl-ablation.md shows, and every heuristic states one."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from parlay.contract.measured import MEASURED, Gain, describe
+from parlay.contract.rules import GUARDS, RULES
+
+TABLE = Path(__file__).parents[2] / "bench" / "results" / "bfcl-ablation.md"
+ROW = re.compile(
+    r"^\| (?P<rule>\w+) \| (?P<questions>\d+) \| (?P<acted>\d+) \| [^|]+ \| "
+    r"(?P<points>[+-][\d.]+) \((?P<low>[+-][\d.]+) to (?P<high>[+-][\d.]+)\) \|"
+)
+
+
+def table_rows() -> dict[tuple[str, str, str], Gain]:
+    rows: dict[tuple[str, str, str], Gain] = {}
+    model = half = ""
+    for line in TABLE.read_text().splitlines():
+        if heading := re.match(r"^## (\w+), (\w+) half", line):
+            model, half = heading.groups()
+        elif (row := ROW.match(line)) and model:
+            rows[model, half, row["rule"]] = Gain(
+                model,
+                half,
+                int(row["questions"]),
+                int(row["acted"]),
+                float(row["points"]),
+                float(row["low"]),
+                float(row["high"]),
+            )
+    return rows
+
+
+@pytest.mark.parametrize("rule", sorted(MEASURED))
+def test_a_rules_stated_gain_is_the_tables(rule: str) -> None:
+    rows = table_rows()
+    for gain in MEASURED[rule]:
+        assert rows[gain.model, gain.half, rule] == gain
+
+
+def test_every_heuristic_states_what_it_measured() -> None:
+    # duplicate_calls acts only in the typed format, which the default engine does not use.
+    heuristics = set(RULES) - GUARDS - {"duplicate_calls"}
+    assert heuristics <= set(MEASURED)
+    assert not set(MEASURED) & GUARDS
+
+
+def test_a_rule_describes_what_it_catches_and_what_it_measured() -> None:
+    text = describe("forced_call")
+    assert RULES["forced_call"] in text and "qwen, validate half: +4.6 points" in text
+    assert describe("unknown_tool").endswith("Measured: not measured.")
