@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from parlay.context import (
@@ -45,19 +45,7 @@ def encode_message(message: Message) -> dict[str, Any]:
     if isinstance(message, UserMessage):
         return {"role": "user", "content": message.content}
     if isinstance(message, AssistantMessage):
-        out: dict[str, Any] = {"role": "assistant", "content": message.content or None}
-        if message.tool_calls:
-            out["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments_json},
-                }
-                for call in message.tool_calls
-            ]
-        elif out["content"] is None:
-            out["content"] = ""
-        return out
+        return assistant_json(message.content, message.tool_calls)
     if isinstance(message, ToolResult):
         return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
     raise TypeError(f"not a message: {message!r}")
@@ -318,3 +306,21 @@ class StreamDecoder:
     @property
     def saw_finish_reason(self) -> bool:
         return self._reason is not None
+
+
+def assistant_json(text: str, calls: Sequence[ToolCall]) -> dict[str, Any]:
+    """An assistant message as OpenAI writes it, in a request or in a reply: the calls
+    under `tool_calls`, and `content` null beside them when there is no text."""
+    out: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        out["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments_json},
+            }
+            for call in calls
+        ]
+    elif out["content"] is None:
+        out["content"] = ""
+    return out

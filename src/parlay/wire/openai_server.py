@@ -25,6 +25,7 @@ from parlay.events import (
     ToolCallStart,
     Usage,
 )
+from parlay.wire.openai_client import assistant_json
 from parlay.wire.openai_request import (
     OpenAIRequest,
     decode_messages,
@@ -131,18 +132,7 @@ def encode_response(
     gets the scored tokens only: those numbers are true for the tokens they name, and the
     missing ones cannot be made up, so a client joining the tokens sees the gap.
     """
-    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
-    if reply.calls:
-        message["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments_json},
-            }
-            for call in reply.calls
-        ]
-    elif message["content"] is None:
-        message["content"] = ""
+    message = assistant_json(reply.text, reply.calls)
     reason = FINISH_OUT[reply.finish.reason]
     if reply.calls and reason == "stop":
         reason = "tool_calls"
