@@ -127,6 +127,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--verify", type=int, default=0, help="questions asked again")
     parser.add_argument("--defaults", type=Path, default=STORE, help="the dev store (read)")
     parser.add_argument("--store", type=Path, default=ABLATION_STORE)
+    parser.add_argument(
+        "--no-prompt-cache",
+        action="store_true",
+        help="llama.cpp reads every prompt afresh: a question asked again gets the same reply",
+    )
     parser.add_argument("--report", action="store_true", help="rebuild the page, run nothing")
     return parser.parse_args(argv)
 
@@ -148,7 +153,7 @@ async def run_model(args: argparse.Namespace, name: str, stores: tuple[Store, St
     n_ctx = args.n_ctx or N_CTX[name]
     server = shared_server(model.path, n_ctx)
     base_url = await asyncio.to_thread(server.start)
-    setup = Setup(model, base_url, n_ctx, 512, args.tag)
+    setup = Setup(model, base_url, n_ctx, 512, args.tag, prompt_cache=not args.no_prompt_cache)
     cap = args.per_category or None
     for half in halves(args.half):
         questions = interleave([select(c, half, cap) for c in categories(args.categories)])

@@ -111,6 +111,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--retry-errors", action="store_true", help="ask failed requests again")
     parser.add_argument("--store", type=Path, default=STORE)
     parser.add_argument("--page", type=Path, help="the markdown page (default: the store's .md)")
+    parser.add_argument(
+        "--no-prompt-cache",
+        action="store_true",
+        help="llama.cpp reads every prompt afresh: a question asked again gets the same reply",
+    )
     parser.add_argument("--report", action="store_true", help="rebuild the page, run nothing")
     return parser.parse_args(argv)
 
@@ -162,7 +167,15 @@ async def run_model(args: argparse.Namespace, key: str, store: Store) -> None:
     server = shared_server(model.path, n_ctx)  # the one the embedded LocalBackend finds
     base_url = await asyncio.to_thread(server.start)
     print(f"{model.label}: llama.cpp on {base_url}, {server.threads} threads, n_ctx {n_ctx}")
-    setup = Setup(model, base_url, n_ctx, args.max_tokens, args.tag, args.baseline_tag)
+    setup = Setup(
+        model,
+        base_url,
+        n_ctx,
+        args.max_tokens,
+        args.tag,
+        args.baseline_tag,
+        prompt_cache=not args.no_prompt_cache,
+    )
     systems = build(args.systems.split(","), setup, variants(args.variant))
     cap = args.per_category or None
     for half in halves(args.half):

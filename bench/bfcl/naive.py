@@ -80,7 +80,8 @@ def parse_calls(text: str) -> tuple[tuple[str, Any], ...]:
 
 class NaiveSystem(BackendSystem):
     async def answer(self, question: Question) -> Reply:
-        request = ChatRequest(prompt(question), options=self.request(question).options)
+        asked = self.request(question)
+        request = ChatRequest(prompt(question), options=asked.options, extra_body=asked.extra_body)
         reply = await stream_reply(self.backend, request)
         if reply.error:
             return reply
@@ -96,4 +97,4 @@ class NaiveSystem(BackendSystem):
 def naive_system(setup: Setup) -> NaiveSystem:
     backend = OpenAIBackend("model", base_url=setup.base_url, api_key="", capabilities=PLAIN_CHAT)
     config = setup.config("naive", prompt_version=PROMPT_VERSION, max_tokens=setup.max_tokens)
-    return NaiveSystem("naive", backend, config, setup.max_tokens)
+    return NaiveSystem("naive", backend, config, setup.max_tokens, setup.extra_body)

@@ -104,6 +104,9 @@ class ToolproxySystem:
     def __init__(self, setup: Setup) -> None:
         self.setup = setup
         self.name = "toolproxy"
+        if not setup.prompt_cache:
+            # Its own client builds the requests: `cache_prompt` cannot be sent.
+            raise ValueError("toolproxy cannot be asked without llama.cpp's prompt cache")
         self.config = setup.config("toolproxy", version=VERSION, max_tokens=setup.max_tokens)
 
     def _tools(self, question: Question, calls: list[tuple[str, Any]]) -> list[Any]:

@@ -184,3 +184,19 @@ def test_several_tags_keep_each_questions_newest_engine_outcome() -> None:
         ("parlay:typed", "q2"): "stop14",
         ("parlay", "q1"): "stop14",
     }
+
+
+def test_without_the_prompt_cache_every_request_says_so_and_the_key_changes() -> None:
+    cached = Setup(QWEN, URL, 4096, 512, tag="t")
+    uncached = Setup(QWEN, URL, 4096, 512, tag="t", prompt_cache=False)
+    question = Question("simple_python_1", "simple_python", (UserMessage("hi"),), (), None)
+    for name in ("parlay", "naive", "llama.cpp"):
+        (before,) = build([name], cached)
+        (after,) = build([name], uncached)
+        assert "prompt_cache" not in before.config  # earlier outcomes keep their keys
+        assert after.config["prompt_cache"] is False
+        assert config_key(after.config) != config_key(before.config)
+        assert before.request(question).extra_body.get("cache_prompt") is None
+        assert after.request(question).extra_body["cache_prompt"] is False
+    with pytest.raises(ValueError, match="prompt cache"):
+        build(["toolproxy"], uncached)
