@@ -114,6 +114,10 @@ class GenerationOptions:
     # `parallel_tool_calls`, Anthropic's `disable_parallel_tool_use` the other way round).
     # None: the backend's default, which allows them. A session's requests carry it.
     parallel_tool_calls: bool | None = None
+    # OpenAI's repetition penalties, -2 to 2 (sent by OpenAI-compatible backends, llama.cpp
+    # and vLLM included; Anthropic has none).
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
 
     @top_logprobs.validator
     def _check_top_logprobs(self, _attribute: Any, value: int | None) -> None:

@@ -120,11 +120,27 @@ AN = {**OA, "max_tokens": 10}
         ({"stream": 1}, "`stream` must be a boolean"),
         ({"stream_options": {"include_usage": "yes"}}, "include_usage"),
         ({"temperature": 10**400}, "too large"),
+        ({"presence_penalty": 3}, "`presence_penalty` must be from -2 to 2, got 3"),
+        ({"frequency_penalty": "high"}, "frequency_penalty"),
     ],
 )
 def test_openai_numbers_and_flags_are_checked(extra: dict[str, Any], says: str) -> None:
     with pytest.raises(InvalidRequestError, match=says.replace("(", r"\(")):
         openai_server.decode_request({**OA, **extra})
+
+
+def test_openai_penalties_reach_the_upstream_request() -> None:
+    # They used to be dropped without a word: a client's repetition penalty did nothing.
+    from parlay.wire.openai_client import encode_request
+
+    chat = openai_server.decode_request(
+        {**OA, "presence_penalty": 0.5, "frequency_penalty": -1}
+    ).chat
+    assert (chat.options.presence_penalty, chat.options.frequency_penalty) == (0.5, -1)
+    body = encode_request(chat, model="m", stream=False)
+    assert (body["presence_penalty"], body["frequency_penalty"]) == (0.5, -1)
+    plain = encode_request(openai_server.decode_request(OA).chat, model="m", stream=False)
+    assert "presence_penalty" not in plain and "frequency_penalty" not in plain
 
 
 def test_anthropic_keeps_its_own_temperature_range() -> None:

@@ -81,7 +81,14 @@ def encode_request(request: ChatRequest, *, model: str | None, stream: bool) -> 
             "json_schema": {"name": fmt.name, "schema": fmt.schema, "strict": fmt.strict},
         }
     options = request.options
-    for key in ("temperature", "top_p", "max_tokens", "seed"):
+    for key in (
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "seed",
+        "presence_penalty",
+        "frequency_penalty",
+    ):
         value = getattr(options, key)
         if value is not None:
             body[key] = value

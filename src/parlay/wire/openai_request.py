@@ -236,6 +236,8 @@ def decode_request(body: Any, limits: Limits = DEFAULT_LIMITS) -> OpenAIRequest:
         stop=stop_list(body.get("stop"), "stop"),
         seed=seed,
         top_logprobs=decode_top_logprobs(body),
+        presence_penalty=bounded_number(body, "presence_penalty", -2, 2),
+        frequency_penalty=bounded_number(body, "frequency_penalty", -2, 2),
     )
     parallel = field(body, "parallel_tool_calls", bool)
     stream = flag(body, "stream")
