@@ -79,6 +79,14 @@ def test_workers_and_body_limit_are_checked() -> None:
         assert says in result.output
 
 
+def test_workers_are_refused_for_the_embedded_model() -> None:
+    # Each worker process would load its own copy of the model on the same cores.
+    result = CliRunner().invoke(app, ["serve", "--workers", "2"])
+    assert result.exit_code == 2
+    assert "would load the embedded model 2 times" in result.output
+    assert "--upstream-url" in result.output
+
+
 def test_the_body_limit_comes_from_the_environment_too() -> None:
     from parlay.server import ServerConfig
 

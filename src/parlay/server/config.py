@@ -91,6 +91,15 @@ class ServerConfig:
             )
         if self.workers < 1:
             raise ConfigurationError(f"--workers must be at least 1, got {self.workers}")
+        if self.upstream_url is None and self.workers > 1:
+            # Each worker is a process of its own and would load its own copy of the
+            # model, each copy taking the cores the others use.
+            raise ConfigurationError(
+                f"--workers {self.workers} would load the embedded model {self.workers} "
+                "times, each copy on the same cores: serve it with one worker (its llama.cpp "
+                "server answers requests side by side), or start a llama.cpp server and give "
+                "it as --upstream-url"
+            )
         if self.max_body_bytes < 1024:
             raise ConfigurationError(
                 f"--max-body-bytes must be at least 1024, got {self.max_body_bytes}"
