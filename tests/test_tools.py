@@ -142,6 +142,21 @@ def test_invalid_arguments_become_error_results(arguments, fragment):
     assert result.content.startswith("Error: invalid arguments")
 
 
+def test_an_invalid_argument_error_shows_few_problems_and_short_values():
+    # The model reads it: a 5,000-character value or 3,000 wrong items would bury the point.
+    def total(counts: list[int], label: str = "") -> int:
+        """Add up the counts."""
+        return sum(counts)
+
+    made = Tool.from_function(total)
+    long_value = made.invoke(ToolCall("total", {"counts": "x" * 5000}))
+    assert long_value.error is not None and len(long_value.error) < 300
+    assert "(5002 characters)" in long_value.error
+    many = made.invoke(ToolCall("total", {"counts": ["a"] * 3000}))
+    assert many.error is not None and len(many.error) < 1000
+    assert many.error.endswith("and 2995 more problems")
+
+
 def test_a_tool_that_raises_becomes_an_error_result():
     def broken(x: int) -> int:
         raise ValueError("no such thing")

@@ -49,18 +49,39 @@ def render_output(value: Any) -> str:
         return repr(value)
 
 
+# What a validation error shows of the arguments: the model reads it in a retry or a tool
+# result, and a 5,000-character value, or 3,000 wrong items of a list, only bury the point.
+SHOWN_PROBLEMS = 5
+SHOWN_VALUE_CHARS = 60
+
+
 def describe_validation_error(error: ValidationError) -> str:
-    """One line per problem, in terms of the tool's arguments."""
+    """One line per problem, in terms of the tool's arguments (the first few, each value
+    cut short)."""
+    problems = error.errors()
     lines = []
-    for problem in error.errors():
+    for problem in problems[:SHOWN_PROBLEMS]:
         where = ".".join(str(p) for p in problem["loc"]) or "(arguments)"
         if problem["type"] == "extra_forbidden":
             lines.append(f"unknown argument {where!r}")
         elif problem["type"] == "missing":
             lines.append(f"missing required argument {where!r}")
         else:
-            lines.append(f"argument {where!r}: {problem['msg']} (got {problem.get('input')!r})")
+            got = _shown(problem.get("input"))
+            lines.append(f"argument {where!r}: {problem['msg']} (got {got})")
+    if len(problems) > SHOWN_PROBLEMS:
+        lines.append(f"and {len(problems) - SHOWN_PROBLEMS} more problems")
     return "; ".join(lines)
+
+
+def _shown(value: Any) -> str:
+    try:
+        text = repr(value)
+    except ValueError:  # an int past Python's digit limit for str()
+        return "a number too long to show"
+    if len(text) <= SHOWN_VALUE_CHARS:
+        return text
+    return f"{text[: SHOWN_VALUE_CHARS - 3]}... ({len(text)} characters)"
 
 
 def _validate_timeout(_: Any, __: Any, value: float | None) -> None:
