@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from attrs import frozen
+
 from bench._table import markdown_table
-from bench.bfcl.data import ABSTAIN_CATEGORIES, CALL_CATEGORIES
+from bench.bfcl.data import ABSTAIN_CATEGORIES, CALL_CATEGORIES, RELEVANCE_CATEGORIES
 from parlay.contract.rules import GUARDS, RULES
 
 Outcome = Mapping[str, Any]
@@ -37,12 +39,19 @@ def gain(calls: Sequence[Pair], abstain: Sequence[Pair]) -> float:
 
 def interval(calls: Sequence[Pair], abstain: Sequence[Pair]) -> tuple[float, float]:
     """The 95 % paired bootstrap interval of `gain`."""
+    return pooled_interval([(calls, abstain)])
+
+
+def pooled_interval(groups: Sequence[tuple[Sequence[Pair], Sequence[Pair]]]) -> tuple[float, float]:
+    """The 95 % paired bootstrap interval of the mean of the groups' gains (one group
+    per model; every stratum of every group resampled on its own)."""
     rng = random.Random(0)
+
+    def resampled(pairs: Sequence[Pair]) -> list[Pair]:
+        return [rng.choice(pairs) for _ in pairs] if pairs else []
+
     gains = sorted(
-        gain(
-            [rng.choice(calls) for _ in calls] if calls else [],
-            [rng.choice(abstain) for _ in abstain] if abstain else [],
-        )
+        sum(gain(resampled(c), resampled(a)) for c, a in groups) / len(groups)
         for _ in range(RESAMPLES)
     )
     return gains[int(0.025 * RESAMPLES)], gains[int(0.975 * RESAMPLES) - 1]
@@ -64,44 +73,103 @@ def verdict(rule: str, acted: int, low: float, high: float) -> str:
     return "within the interval"
 
 
-def rule_row(rule: str, shipped: Mapping[str, Outcome], off: Mapping[str, Outcome]) -> list[object]:
+@frozen
+class RulePairs:
+    """One rule's questions, paired (shipped right, ablated right), by what they score."""
+
+    calls: list[Pair]
+    abstain: list[Pair]
+    # live_relevance (right: any call), the other side of live_irrelevance: not in the
+    # balanced score, as on the dev page, so shown in a column of its own.
+    relevance: list[Pair]
+    questions: int
+    acted: int
+
+
+def rule_pairs(shipped: Mapping[str, Outcome], off: Mapping[str, Outcome]) -> RulePairs:
     both = [q for q in off if q in shipped]
-    calls = [
-        (shipped[q]["right"], off[q]["right"])
-        for q in both
-        if off[q]["category"] in CALL_CATEGORIES
-    ]
-    abstain = [
-        (shipped[q]["right"], off[q]["right"])
-        for q in both
-        if off[q]["category"] in ABSTAIN_CATEGORIES
-    ]
+
+    def pairs(categories: Collection[str]) -> list[Pair]:
+        return [
+            (shipped[q]["right"], off[q]["right"]) for q in both if off[q]["category"] in categories
+        ]
+
     acted = sum(not off[q].get("derived") for q in both)
-    won = sum(s and not o for s, o in calls + abstain)
-    lost = sum(o and not s for s, o in calls + abstain)
+    return RulePairs(
+        pairs(CALL_CATEGORIES),
+        pairs(ABSTAIN_CATEGORIES),
+        pairs(RELEVANCE_CATEGORIES),
+        len(both),
+        acted,
+    )
+
+
+def kept_lost(pairs: Sequence[Pair]) -> str:
+    return f"{sum(s and not o for s, o in pairs)} / {sum(o and not s for s, o in pairs)}"
+
+
+def rule_row(rule: str, shipped: Mapping[str, Outcome], off: Mapping[str, Outcome]) -> list[object]:
+    got = rule_pairs(shipped, off)
+    calls, abstain = got.calls, got.abstain
     low, high = interval(calls, abstain) if calls or abstain else (0.0, 0.0)
     points = 100 * gain(calls, abstain)
     return [
         rule,
-        str(len(both)),
-        str(acted),
-        f"{won} / {lost}",
+        str(got.questions),
+        str(got.acted),
+        kept_lost(calls + abstain),
+        kept_lost(got.relevance),
         f"{points:+.1f} ({100 * low:+.1f} to {100 * high:+.1f})",
-        verdict(rule, acted, low, high),
+        verdict(rule, got.acted, low, high),
     ]
 
 
-def section(outcomes: Sequence[Outcome]) -> list[str]:
-    by_system: dict[str, dict[str, Outcome]] = defaultdict(dict)
+BySystem = dict[str, dict[str, Outcome]]
+
+
+def by_system(outcomes: Sequence[Outcome]) -> BySystem:
+    out: BySystem = defaultdict(dict)
     for o in outcomes:
-        by_system[o["system"]][o["question"]] = o
-    shipped = by_system.get("parlay", {})
-    ablated = sorted(
-        (name.removeprefix("parlay:no-") for name in by_system if name.startswith("parlay:no-")),
+        out[o["system"]][o["question"]] = o
+    return out
+
+
+def ablated_rules(systems: BySystem) -> list[str]:
+    return sorted(
+        (name.removeprefix("parlay:no-") for name in systems if name.startswith("parlay:no-")),
         key=lambda rule: (list(RULES).index(rule) if rule in RULES else len(RULES), rule),
     )
+
+
+def pooled_section(groups: Sequence[BySystem]) -> list[str]:
+    """Each rule's gain as the mean of the models' gains, for the rules every model ran."""
+    rules = [r for r in ablated_rules(groups[0]) if all(f"parlay:no-{r}" in g for g in groups)]
+    rows: list[list[object]] = []
+    for rule in rules:
+        got = [rule_pairs(g.get("parlay", {}), g[f"parlay:no-{rule}"]) for g in groups]
+        strata = [(p.calls, p.abstain) for p in got]
+        points = 100 * sum(gain(c, a) for c, a in strata) / len(strata)
+        low, high = pooled_interval(strata)
+        acted = sum(p.acted for p in got)
+        rows.append(
+            [
+                rule,
+                " + ".join(str(p.questions) for p in got),
+                str(acted),
+                f"{points:+.1f} ({100 * low:+.1f} to {100 * high:+.1f})",
+                verdict(rule, acted, low, high),
+            ]
+        )
+    header = ["rule", "questions", "acted on", "gain, mean of the models (95 %)", "verdict"]
+    return [markdown_table(header, rows)]
+
+
+def section(outcomes: Sequence[Outcome]) -> list[str]:
+    by_system_ = by_system(outcomes)
+    shipped = by_system_.get("parlay", {})
+    ablated = ablated_rules(by_system_)
     rows: list[list[object]] = [
-        rule_row(rule, shipped, by_system[f"parlay:no-{rule}"]) for rule in ablated
+        rule_row(rule, shipped, by_system_[f"parlay:no-{rule}"]) for rule in ablated
     ]
     lines = [
         markdown_table(
@@ -110,13 +178,14 @@ def section(outcomes: Sequence[Outcome]) -> list[str]:
                 "questions",
                 "acted on",
                 "right kept / lost by it",
+                "live_relevance kept / lost",
                 "gain, points (95 %)",
                 "verdict",
             ],
             rows,
         )
     ]
-    again = by_system.get("parlay:again", {})
+    again = by_system_.get("parlay:again", {})
     if again:
         same = sum(same_reply(o, shipped[q]) for q, o in again.items() if q in shipped)
         lines.append(
@@ -143,7 +212,20 @@ def render_ablation(outcomes: Sequence[Outcome], tag: str) -> str:
         "were not run. 'acted on': the questions the rule acted on, asked again without it; "
         "the others are the shipped engine's outcome (the rule cannot change them).",
     ]
+    chosen: dict[str, list[BySystem]] = defaultdict(list)
     for (model, half), by_tag in sorted(groups.items()):
         newest = max(by_tag, key=order.__getitem__)
         parts += ["", f"## {model}, {half} half (engine `{newest}`)", "", *section(by_tag[newest])]
+        chosen[half].append(by_system(by_tag[newest]))
+    for half, models in sorted(chosen.items()):
+        if len(models) > 1:
+            parts += ["", f"## Pooled over the models, {half} half", "", POOLED, ""]
+            parts += pooled_section(models)
     return "\n".join(parts) + "\n"
+
+
+POOLED = (
+    "A rule's gain as the mean of its gains on each model (each model's questions resampled "
+    "on their own): a rule that helps every model a little can earn its place here while "
+    "no single model's questions are enough to show it."
+)

@@ -152,3 +152,28 @@ def test_several_tags_show_each_model_on_the_newest_engine_it_ran_on() -> None:
     assert "## qwen, validate half (engine `s14`)" in page
     assert "## smollm2, validate half (engine `s15`)" in page
     assert "smollm2, validate half (engine `s14`)" not in page
+
+
+def test_the_pooled_gain_is_the_mean_of_the_models_and_relevance_is_shown_apart() -> None:
+    def outcome(model: str, system: str, category: str, question: str, right: bool) -> dict:
+        return {
+            "model": model, "half": "validate", "tag": "t", "system": system,
+            "category": category, "question": question, "right": right,
+            "abstained": not right, "rules": ["missed_tool"], "calls": [], "text": "",
+        }  # fmt: skip
+
+    outcomes = []
+    for model, kept in (("qwen", True), ("smollm2", False)):
+        outcomes += [
+            outcome(model, "parlay", "multiple", "m1", True),
+            outcome(model, "parlay:no-missed_tool", "multiple", "m1", not kept),
+            outcome(model, "parlay", "live_irrelevance", "i1", True),
+            outcome(model, "parlay:no-missed_tool", "live_irrelevance", "i1", True),
+            outcome(model, "parlay", "live_relevance", "r1", False),
+            outcome(model, "parlay:no-missed_tool", "live_relevance", "r1", True),
+        ]
+    page = render_ablation(outcomes, "t")
+    # qwen: +50 points (the call kept, irrelevance level); smollm2: 0. The mean: +25.
+    pooled = page[page.index("## Pooled over the models, validate half") :]
+    assert "| missed_tool | 3 + 3 | 6 | +25.0 (" in pooled
+    assert "| missed_tool | 3 | 3 | 1 / 0 | 0 / 1 | +50.0 (" in page
