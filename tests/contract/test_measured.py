@@ -13,7 +13,7 @@ from parlay.contract.rules import GUARDS, RULES
 
 TABLE = Path(__file__).parents[2] / "bench" / "results" / "bfcl-ablation.md"
 ROW = re.compile(
-    r"^\| (?P<rule>\w+) \| (?P<questions>\d+) \| (?P<acted>\d+) \| [^|]+ \| "
+    r"^\| (?P<rule>\w+) \| (?P<questions>\d+) \| (?P<acted>\d+) \| (?:[^|]+ \| )+"
     r"(?P<points>[+-][\d.]+) \((?P<low>[+-][\d.]+) to (?P<high>[+-][\d.]+)\) \|"
 )
 
@@ -22,8 +22,9 @@ def table_rows() -> dict[tuple[str, str, str], Gain]:
     rows: dict[tuple[str, str, str], Gain] = {}
     model = half = ""
     for line in TABLE.read_text().splitlines():
-        if heading := re.match(r"^## (\w+), (\w+) half", line):
-            model, half = heading.groups()
+        if line.startswith("## "):
+            heading = re.match(r"^## (\w+), (\w+) half", line)
+            model, half = heading.groups() if heading else ("", "")
         elif (row := ROW.match(line)) and model:
             rows[model, half, row["rule"]] = Gain(
                 model,

@@ -129,3 +129,33 @@ def test_check_values_false_is_the_value_rules_switched_off() -> None:
     assert backend.configure(max_retries=1).rules.off == backend.rules.off
     missed = PromptedBackend(scripted(caps=PLAIN_SCHEMA), check_missed_calls=False)
     assert missed.rules.off == {"missed_tool"}
+
+
+def test_rules_are_switched_on_and_off_by_name_and_by_group() -> None:
+    base = Rules(frozenset({"missed_tool", "same_value"}))
+    assert base.switched(on=["missed_tool"]).off == {"same_value"}
+    assert base.switched(values=True).off == {"missed_tool"}  # the group on, same_value in it
+    assert base.switched(missed_calls=False, values=False).off == VALUE_RULES | {"missed_tool"}
+    with pytest.raises(ConfigurationError, match=r"unknown rule.*in rules_on"):
+        base.switched(on=["missed_tol"])
+
+
+def test_configure_switches_the_rules_as_they_are_not_as_they_ship() -> None:
+    engine = PromptedBackend(scripted(caps=PLAIN_SCHEMA), rules_off=["missed_tool"])
+    assert not engine.check_missed_calls
+    same = engine.configure(max_retries=1)
+    assert same.rules.off == engine.rules.off and same.max_retries == 1
+    back_on = engine.configure(rules_on=["missed_tool"])
+    assert back_on.check_missed_calls and back_on.policy.rules is back_on.rules
+    no_values = engine.configure(check_values=False)
+    assert not no_values.check_values and "missed_tool" in no_values.rules.off
+
+
+def test_an_opt_in_rule_is_off_as_shipped_and_on_when_asked(monkeypatch) -> None:
+    from parlay.contract import rules
+
+    monkeypatch.setattr(rules, "OPT_IN", frozenset({"missed_tool"}))
+    shipped = PromptedBackend(scripted(caps=PLAIN_SCHEMA))
+    assert not shipped.check_missed_calls
+    assert PromptedBackend(scripted(caps=PLAIN_SCHEMA), rules_on=["missed_tool"]).check_missed_calls
+    assert PromptedBackend(scripted(caps=PLAIN_SCHEMA), check_missed_calls=True).check_missed_calls

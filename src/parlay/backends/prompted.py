@@ -61,7 +61,7 @@ from parlay.contract.render import (
     ContractOptions,
 )
 from parlay.contract.retry import RetryPolicy
-from parlay.contract.rules import MISSED_CALL_RULES, VALUE_RULES, CallRule, Rules
+from parlay.contract.rules import VALUE_RULES, CallRule, shipped
 from parlay.contract.state import has_tool_activity
 from parlay.errors import BackendStatusError, ConfigurationError
 from parlay.events import Event, Finish, ScoredTextDelta, TextDelta
@@ -93,10 +93,11 @@ class PromptedBackend:
       and the grammar admits only that form (default off; see `ContractOptions`).
     - `check_values`: retry calls whose values were copied from the examples or, under
       `auto`, given by no one, and answers quoting the examples' made-up result
-      (`parlay.contract.grounding`). Default on.
+      (`parlay.contract.grounding`): False switches these rules off, True on, None
+      (default) leaves each as shipped.
     - `check_missed_calls`: under `auto`, ask once more, naming the tool, when the model
       answers in words a request that names what a tool does
-      (`parlay.contract.relevance`). Default on.
+      (`parlay.contract.relevance`): True / False / None as for `check_values`.
     - `min_offered_share`: under `auto` and a grammar, a call is taken for one the grammar
       forced, and the model asked for an answer instead, when at some token of the
       tool's name less than this share of the alternatives it weighed there go on to an
@@ -106,9 +107,10 @@ class PromptedBackend:
       SmolLM2-135M runs at 0.1 (`parlay.start.default_backend`).
     - `max_tokens`: the token budget of each attempt when the request sets none (default
       2048; None: the inner backend's own limit). A caller's `max_tokens` wins.
-    - `rules_off`: names of the engine's rules to switch off (`parlay.contract.rules.RULES`
-      lists them and what each does); every reply names the rules that acted on it in
-      `Diagnostics.rules`.
+    - `rules_off` / `rules_on`: names of the engine's rules to switch off, or on (the
+      opt-in heuristics, `parlay.contract.rules.OPT_IN`, are off unless named here;
+      `RULES` lists every rule and what it does); every reply names the rules that acted
+      on it in `Diagnostics.rules`.
     - `call_rules`: rules of your own about calls (`parlay.contract.rules.CallRule`):
       each looks at every call and may send it back to the model with a sentence.
     - `repetition`: stop an attempt that has fallen into a loop, repeating one line or
@@ -134,12 +136,13 @@ class PromptedBackend:
         refusal_window: int = 200,
         max_examples: int = 4,
         listed_calls: bool = False,
-        check_values: bool = True,
-        check_missed_calls: bool = True,
+        check_values: bool | None = None,
+        check_missed_calls: bool | None = None,
         min_offered_share: float = 0.5,
         max_tokens: int | None = ATTEMPT_MAX_TOKENS,
         repetition: RepetitionLimit | None = RepetitionLimit(),  # noqa: B008 (frozen)
         rules_off: Iterable[str] = (),
+        rules_on: Iterable[str] = (),
         call_rules: Iterable[CallRule] = (),
     ) -> None:
         if constrained and not inner.capabilities.json_schema:
@@ -164,17 +167,12 @@ class PromptedBackend:
             template_dir=str(template_dir) if template_dir is not None else None,
             listed_calls=listed_calls,
         )
-        off = set(rules_off)
-        if not check_values:
-            off |= VALUE_RULES
-        if not check_missed_calls:
-            off |= MISSED_CALL_RULES
-        self.rules = Rules(off, call_rules)
+        self.rules = shipped(call_rules).switched(
+            off=rules_off, on=rules_on, values=check_values, missed_calls=check_missed_calls
+        )
         self.policy = RetryPolicy(max_retries, self.rules)
         self.refusal_phrases = refusal_phrases
         self.refusal_window = refusal_window
-        self.check_values = check_values
-        self.check_missed_calls = check_missed_calls
         self.min_offered_share = min_offered_share
         if max_tokens is not None and max_tokens < 1:
             raise ConfigurationError(f"max_tokens must be 1 or more, got {max_tokens}")
@@ -188,6 +186,15 @@ class PromptedBackend:
     @property
     def max_retries(self) -> int:
         return self.policy.max_retries
+
+    @property
+    def check_values(self) -> bool:
+        """Whether any value rule is on (the value checks are then worked out)."""
+        return any(self.rules.on(rule) for rule in VALUE_RULES)
+
+    @property
+    def check_missed_calls(self) -> bool:
+        return self.rules.on("missed_tool")
 
     def configure(self, **changes: Any) -> PromptedBackend:
         """A copy with some settings changed (same inner backend): handy for benchmarks."""
@@ -203,16 +210,23 @@ class PromptedBackend:
             "refusal_window": self.refusal_window,
             "max_examples": self.options.max_examples,
             "listed_calls": self.options.listed_calls,
-            "check_values": self.check_values,
-            "check_missed_calls": self.check_missed_calls,
             "min_offered_share": self.min_offered_share,
             "max_tokens": self.max_tokens,
             "repetition": self.repetition,
-            "rules_off": self.rules.off,
-            "call_rules": self.rules.own,
         }
+        # The rules as they are, then switched as asked (not rebuilt from the defaults).
+        rules = self.rules.switched(
+            off=changes.pop("rules_off", ()),
+            on=changes.pop("rules_on", ()),
+            values=changes.pop("check_values", None),
+            missed_calls=changes.pop("check_missed_calls", None),
+            own=changes.pop("call_rules", None),
+        )
         settings.update(changes)
-        return PromptedBackend(self.inner, **settings)
+        engine = PromptedBackend(self.inner, **settings)
+        engine.rules = rules
+        engine.policy = RetryPolicy(engine.policy.max_retries, rules)
+        return engine
 
     @property
     def name(self) -> str:
