@@ -10,6 +10,7 @@ from parlay.backends.prompted import PromptedBackend
 from parlay.context import AssistantMessage, ToolResult, UserMessage
 from parlay.contract.examples import EXAMPLE_RESULT
 from parlay.contract.relevance import content_words, fitting_tool
+from parlay.contract.rules import OPT_IN
 from parlay.request import ToolSpec
 
 from .conftest import CALL, TOOLS
@@ -60,7 +61,9 @@ async def test_an_answer_from_memory_is_asked_again_naming_the_tool() -> None:
         caps=PLAIN_SCHEMA,
     )
     question = "When was the Treaty of Lisbon signed? I need the date of that event."
-    events, finish = await run(PromptedBackend(inner), ask(question, tools=(EVENT_DATE,)))
+    events, finish = await run(
+        PromptedBackend(inner, rules_on=OPT_IN), ask(question, tools=(EVENT_DATE,))
+    )
     assert calls_of(events) == [("get_event_date", {"event": "signing of the Treaty of Lisbon"})]
     assert text_of(events) == ""  # the first answer was held, then dropped
     assert [(r.reason, r.detail) for r in finish.diagnostics.retries] == [
@@ -74,7 +77,9 @@ async def test_an_answer_from_memory_is_asked_again_naming_the_tool() -> None:
 
 async def test_a_second_plain_answer_stands() -> None:
     inner = scripted(final("Sunny, I think."), final("Sunny in Rome."), caps=PLAIN_SCHEMA)
-    events, finish = await run(PromptedBackend(inner), ask("What's the current weather in Rome?"))
+    events, finish = await run(
+        PromptedBackend(inner, rules_on=OPT_IN), ask("What's the current weather in Rome?")
+    )
     assert calls_of(events) == [] and text_of(events) == "Sunny in Rome."
     assert [r.reason for r in finish.diagnostics.retries] == ["missed_tool"]
     assert len(inner.requests) == 2
@@ -87,7 +92,9 @@ async def test_a_call_made_up_after_the_nudge_gives_way_to_an_answer() -> None:
         final("Which city do you mean?"),
         caps=PLAIN_SCHEMA,
     )
-    events, finish = await run(PromptedBackend(inner), ask("What's the current weather?"))
+    events, finish = await run(
+        PromptedBackend(inner, rules_on=OPT_IN), ask("What's the current weather?")
+    )
     assert calls_of(events) == [] and text_of(events) == "Which city do you mean?"
     assert [r.reason for r in finish.diagnostics.retries] == ["missed_tool", "invented_value"]
     # Asked where the value came from (not yet held to words: the value may be known).
@@ -120,7 +127,9 @@ async def test_a_second_answer_repeating_the_message_gives_way_to_the_first() ->
         final("The tool call, or your answer to the user."),
         caps=PLAIN_SCHEMA,
     )
-    events, finish = await run(PromptedBackend(inner), ask("What's the current weather in Rome?"))
+    events, finish = await run(
+        PromptedBackend(inner, rules_on=OPT_IN), ask("What's the current weather in Rome?")
+    )
     assert calls_of(events) == [] and text_of(events) == "Sunny, I think."
     assert [r.reason for r in finish.diagnostics.retries] == ["missed_tool"]
     assert "the reply repeated the retry message: the first answer stands" in (
@@ -139,7 +148,9 @@ async def test_pretending_to_have_called_the_named_tool_leads_to_the_call() -> N
         caps=PLAIN_SCHEMA,
     )
     question = "When was the Treaty of Lisbon signed? I need the date of that event."
-    events, finish = await run(PromptedBackend(inner), ask(question, tools=(*TOOLS, EVENT_DATE)))
+    events, finish = await run(
+        PromptedBackend(inner, rules_on=OPT_IN), ask(question, tools=(*TOOLS, EVENT_DATE))
+    )
     assert calls_of(events) == [("get_event_date", {"event": "Treaty of Lisbon signing"})]
     assert text_of(events) == ""
     assert [r.reason for r in finish.diagnostics.retries] == ["missed_tool", "pretended_call"]
@@ -151,7 +162,7 @@ async def test_on_the_last_attempt_too_a_repeated_message_gives_way_to_the_first
         final("The tool call, or your answer to the user."),
         caps=PLAIN_SCHEMA,
     )
-    backend = PromptedBackend(inner, max_retries=1)
+    backend = PromptedBackend(inner, rules_on=OPT_IN, max_retries=1)
     events, finish = await run(backend, ask("What's the current weather in Rome?"))
     assert text_of(events) == "Sunny, I think."
     # The last attempt holds its short text back to tell an echo.
