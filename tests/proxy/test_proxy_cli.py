@@ -93,3 +93,21 @@ def test_the_body_limit_comes_from_the_environment_too() -> None:
     env = {"PARLAY_SERVE_UPSTREAM_URL": "http://up/v1", "PARLAY_SERVE_MAX_BODY_BYTES": "4096"}
     config = ServerConfig.from_env(env, workers=3)
     assert config.max_body_bytes == 4096 and config.workers == 3
+
+
+def test_engine_rules_are_switched_by_flag_or_environment() -> None:
+    from parlay.backends.prompted import PromptedBackend
+    from parlay.server import ServerConfig
+    from parlay.server.config import build_backend
+
+    env = {"PARLAY_SERVE_UPSTREAM_URL": "http://up/v1", "PARLAY_SERVE_RULES_ON": "missed_tool"}
+    config = ServerConfig.from_env(env, rules_off=("forced_call",))
+    engine = build_backend(config)
+    assert isinstance(engine, PromptedBackend)
+    assert engine.rules.on("missed_tool") and not engine.rules.on("forced_call")
+    shipped = build_backend(ServerConfig(upstream_url="http://up/v1"))
+    assert isinstance(shipped, PromptedBackend) and not shipped.rules.on("missed_tool")
+    result = CliRunner().invoke(
+        app, ["serve", "--upstream-url", "http://up/v1", "--rule-on", "missed_tol"]
+    )
+    assert result.exit_code == 2 and "unknown engine rule(s) missed_tol" in result.output

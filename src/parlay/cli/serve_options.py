@@ -91,6 +91,23 @@ MinOfferedShareOpt = Annotated[
     ),
 ]
 
+RuleOnOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--rule-on",
+        help="Engine: switch on an opt-in rule by name, e.g. missed_tool (repeatable; "
+        "env PARLAY_SERVE_RULES_ON, comma-separated)",
+    ),
+]
+
+RuleOffOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--rule-off",
+        help="Engine: switch a rule off by name (repeatable; env PARLAY_SERVE_RULES_OFF)",
+    ),
+]
+
 WorkersOpt = Annotated[
     int | None,
     typer.Option(

@@ -11,6 +11,7 @@ from attrs import field, frozen
 
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.prompted import behind_engine
+from parlay.contract.rules import RULES
 from parlay.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -58,6 +59,9 @@ class ServerConfig:
     action_format: str | None = None
     max_retries: int | None = None
     min_offered_share: float | None = None
+    # Engine rules to switch on (the opt-in heuristics) or off, by name.
+    rules_on: tuple[str, ...] = field(default=(), converter=_names)
+    rules_off: tuple[str, ...] = field(default=(), converter=_names)
     # Serving: worker processes (the proxy is stateless, so any worker may answer any
     # turn) and the largest request body accepted (413 beyond).
     workers: int = 1
@@ -88,6 +92,11 @@ class ServerConfig:
             raise ConfigurationError(
                 "--tools native needs an --upstream-url with tools of its own; the embedded "
                 "model has none, so it is served through the prompt-contract engine"
+            )
+        unknown = sorted(set(self.rules_on + self.rules_off) - RULES.keys())
+        if unknown:
+            raise ConfigurationError(
+                f"unknown engine rule(s) {', '.join(unknown)}; the rules: {', '.join(RULES)}"
             )
         if self.workers < 1:
             raise ConfigurationError(f"--workers must be at least 1, got {self.workers}")
@@ -132,6 +141,8 @@ class ServerConfig:
             ("models", "MODELS"),
             ("client_keys", "CLIENT_KEYS"),
             ("host", "HOST"),
+            ("rules_on", "RULES_ON"),
+            ("rules_off", "RULES_OFF"),
         ):
             if env.get(ENV_PREFIX + key):
                 values[name] = env[ENV_PREFIX + key]
@@ -172,6 +183,8 @@ def build_backend(config: ServerConfig) -> Backend:
         "action_format": config.action_format,
         "max_retries": config.max_retries,
         "min_offered_share": config.min_offered_share,
+        "rules_on": config.rules_on or None,
+        "rules_off": config.rules_off or None,
     }
     if config.upstream_url is None:
         from parlay.server.embedded import embedded_backend
