@@ -17,6 +17,11 @@ ROW = re.compile(
     r"(?P<points>[+-][\d.]+) \((?P<low>[+-][\d.]+) to (?P<high>[+-][\d.]+)\) \|"
 )
 
+POOLED_ROW = re.compile(
+    r"^\| (?P<rule>\w+) \| (?P<questions>\d+(?: \+ \d+)+) \| (?P<acted>\d+) \| "
+    r"(?P<points>[+-][\d.]+) \((?P<low>[+-][\d.]+) to (?P<high>[+-][\d.]+)\) \|"
+)
+
 
 def table_rows() -> dict[tuple[str, str, str], Gain]:
     rows: dict[tuple[str, str, str], Gain] = {}
@@ -24,7 +29,20 @@ def table_rows() -> dict[tuple[str, str, str], Gain]:
     for line in TABLE.read_text().splitlines():
         if line.startswith("## "):
             heading = re.match(r"^## (\w+), (\w+) half", line)
+            pooled = re.match(r"^## Pooled over the models, (\w+) half", line)
             model, half = heading.groups() if heading else ("", "")
+            if pooled:
+                model, half = "pooled", pooled.group(1)
+        elif (row := POOLED_ROW.match(line)) and model == "pooled":
+            rows[model, half, row["rule"]] = Gain(
+                model,
+                half,
+                sum(int(n) for n in row["questions"].split(" + ")),
+                int(row["acted"]),
+                float(row["points"]),
+                float(row["low"]),
+                float(row["high"]),
+            )
         elif (row := ROW.match(line)) and model:
             rows[model, half, row["rule"]] = Gain(
                 model,
@@ -53,5 +71,6 @@ def test_every_heuristic_states_what_it_measured() -> None:
 
 def test_a_rule_describes_what_it_catches_and_what_it_measured() -> None:
     text = describe("forced_call")
-    assert RULES["forced_call"] in text and "qwen, validate half: +4.6 points" in text
+    assert RULES["forced_call"] in text and "qwen, validate half: +1.5 points" in text
+    assert "pooled, validate half: +5.8 points (+0.1 to +12.5)" in text
     assert describe("unknown_tool").endswith("Measured: not measured.")

@@ -4,8 +4,10 @@ The gain is the engine's balanced score (the mean of right calls and right abste
 in points) with the rule on, minus the score with it off, on the same questions, with a
 95 % paired-bootstrap interval (`python -m bench.bfcl.ablation`; the table is
 `bench/results/bfcl-ablation.md`, and a test holds these figures to it). A heuristic is
-on by default only when some interval lies wholly above zero; a guard stays on whatever
-it scores (`rules.GUARDS`).
+on by default only when its interval lies wholly above zero on one model or pooled over
+both ("pooled": the mean of the two models' gains); a guard stays on whatever it scores
+(`rules.GUARDS`). The figures are Qwen2.5-Coder-0.5B's and SmolLM2-135M's on the
+validation half (`qwen` on 255 questions, `smollm2` on 84).
 """
 
 from __future__ import annotations
@@ -47,18 +49,67 @@ def _smollm2(questions: int, acted: int, points: float, low: float, high: float)
     return Gain("smollm2", "validate", questions, acted, points, low, high)
 
 
+def _pooled(questions: int, acted: int, points: float, low: float, high: float) -> Gain:
+    # The mean of the two models' gains, each model's questions resampled on their own.
+    return Gain("pooled", "validate", questions, acted, points, low, high)
+
+
 MEASURED: dict[str, tuple[Gain, ...]] = {
-    "forced_call": (_qwen(146, 4, 4.6, -0.8, 12.5),),
-    "example_value": (_qwen(146, 1, 0.0, 0.0, 0.0),),
-    "invented_value": (_qwen(146, 7, 1.2, -2.1, 7.1),),
-    "same_value": (_qwen(146, 0, 0.0, 0.0, 0.0),),
-    "pretended_call": (_qwen(146, 8, -1.2, -7.1, 2.5),),
-    "example_answer": (_qwen(146, 1, 0.0, 0.0, 0.0),),
-    "refusal": (_qwen(146, 0, 0.0, 0.0, 0.0),),
-    "missed_tool": (_qwen(146, 12, 0.4, 0.0, 1.3),),
-    "words_fallback": (_qwen(146, 7, 7.1, -0.4, 16.7),),
-    "kept_insisted_value": (_qwen(146, 1, 0.4, 0.0, 1.3),),
-    "first_answer_stands": (_qwen(146, 1, -0.4, -1.3, 0.0),),
+    "forced_call": (
+        _qwen(255, 9, 1.5, -1.4, 5.5),
+        _smollm2(84, 26, 10.0, 0.0, 25.0),
+        _pooled(339, 35, 5.8, 0.1, 12.5),
+    ),
+    "example_value": (
+        _qwen(255, 7, 1.2, 0.0, 3.8),
+        _smollm2(84, 16, 0.0, 0.0, 0.0),
+        _pooled(339, 23, 0.6, 0.0, 1.9),
+    ),
+    "invented_value": (
+        _qwen(255, 13, 4.0, -0.2, 9.3),
+        _smollm2(84, 7, 20.0, 5.0, 35.0),
+        _pooled(339, 20, 12.0, 4.6, 19.6),
+    ),
+    "same_value": (
+        _qwen(255, 0, 0.0, 0.0, 0.0),
+        _smollm2(84, 3, 0.0, 0.0, 0.0),
+        _pooled(339, 3, 0.0, 0.0, 0.0),
+    ),
+    "pretended_call": (
+        _qwen(255, 17, -1.3, -5.5, 1.7),
+        _smollm2(84, 4, 0.0, 0.0, 0.0),
+        _pooled(339, 21, -0.6, -2.6, 0.7),
+    ),
+    "example_answer": (
+        _qwen(255, 1, 0.0, 0.0, 0.0),
+        _smollm2(84, 4, 0.0, 0.0, 0.0),
+        _pooled(339, 5, 0.0, 0.0, 0.0),
+    ),
+    "refusal": (
+        _qwen(255, 0, 0.0, 0.0, 0.0),
+        _smollm2(84, 0, 0.0, 0.0, 0.0),
+        _pooled(339, 0, 0.0, 0.0, 0.0),
+    ),
+    "missed_tool": (
+        _qwen(255, 22, -0.8, -3.5, 1.0),
+        _smollm2(84, 10, 0.0, 0.0, 0.0),
+        _pooled(339, 32, -0.4, -1.9, 0.5),
+    ),
+    "words_fallback": (
+        _qwen(255, 19, 9.3, 3.3, 16.0),
+        _smollm2(84, 32, 25.0, 10.0, 40.0),
+        _pooled(339, 51, 17.1, 8.9, 25.3),
+    ),
+    "kept_insisted_value": (
+        _qwen(255, 3, 0.5, 0.0, 1.2),
+        _smollm2(84, 0, 0.0, 0.0, 0.0),
+        _pooled(339, 3, 0.2, 0.0, 0.6),
+    ),
+    "first_answer_stands": (
+        _qwen(255, 1, -0.2, -0.7, 0.0),
+        _smollm2(84, 0, 0.0, 0.0, 0.0),
+        _pooled(339, 1, -0.1, -0.4, 0.0),
+    ),
 }
 
 
