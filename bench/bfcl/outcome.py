@@ -47,6 +47,8 @@ class Reply:
     rules: tuple[str, ...] = field(default=(), converter=_tuple)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    # The first reply's lean to answering in words (`Diagnostics.answer_share`); parlay only.
+    answer_share: float | None = None
 
 
 def jsonable(value: Any) -> Any:
@@ -100,4 +102,5 @@ def record(question: Question, reply: Reply, **keys: Any) -> dict[str, Any]:
         "prompt_tokens": reply.prompt_tokens,
         "completion_tokens": reply.completion_tokens,
         "seconds": round(reply.seconds, 2),
+        "answer_share": reply.answer_share,
     }

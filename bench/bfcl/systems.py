@@ -152,6 +152,7 @@ async def stream_reply(backend: Backend, request: ChatRequest) -> Reply:
         rules=list(diagnostics.rules) if diagnostics else [],
         prompt_tokens=usage.prompt_tokens if usage else None,
         completion_tokens=usage.completion_tokens if usage else None,
+        answer_share=diagnostics.answer_share if diagnostics else None,
     )
 
 

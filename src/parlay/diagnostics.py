@@ -34,6 +34,10 @@ class Diagnostics:
     repetition: str | None = None
     # The engine's rules that acted on this reply, in order (`parlay.contract.rules`).
     rules: tuple[str, ...] = ()
+    # Where the first reply wrote its kind under a grammar, the share of the model's weight
+    # on answering in words rather than calling (`parlay.contract.leaning`); None when the
+    # backend reported no alternatives there.
+    answer_share: float | None = None
 
     def _repr_html_(self) -> str:
         """A table of what happened, for notebooks (`parlay.display`)."""

@@ -49,6 +49,7 @@ class Turn:
     last_finish: Finish | None = None
     repetition: str | None = None  # what a looping attempt repeated
     dropped: bool = False  # the last reply only repeated parlay's own words
+    answer_share: float | None = None  # the first reply's lean to words (`leaning`)
 
     @property
     def choice(self) -> ToolChoice:
@@ -97,6 +98,7 @@ class Turn:
             streaming="/".join(self.modes),
             repetition=self.repetition,
             rules=tuple(self.fired),
+            answer_share=self.answer_share,
         )
         return Finish(
             reason,

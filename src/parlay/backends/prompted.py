@@ -53,6 +53,7 @@ from parlay.backends.bounds import (
     guarded,
     with_max_tokens,
 )
+from parlay.contract.leaning import answer_share
 from parlay.contract.parser import ActionStreamParser
 from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases
 from parlay.contract.render import (
@@ -271,6 +272,8 @@ class PromptedBackend:
                 return
             parsed = parser.result()
             turn.record(attempt, parsed)
+            if attempt_no == 0:
+                turn.answer_share = answer_share(attempt.tokens, self.options.action_format)
             if wants_words(self, turn, parsed, attempt_no):
                 ask_for_words(self, turn, attempt, parsed)
                 continue
