@@ -125,3 +125,10 @@ def test_action_format_puts_a_native_tools_backend_behind_the_engine(
     backend = resolve_model("embedded", action_format="fenced")
     assert isinstance(backend, PromptedBackend) and backend.action_format == "fenced"
     assert isinstance(backend.inner, OpenAIBackend)
+
+
+def test_rule_on_puts_the_model_behind_the_engine_with_that_rule_on() -> None:
+    backend = resolve_model("http://127.0.0.1:8080/v1", rules_on=("missed_tool",))
+    assert isinstance(backend, PromptedBackend) and backend.rules.on("missed_tool")
+    with pytest.raises(ConfigurationError, match="missed_tol"):
+        resolve_model("http://127.0.0.1:8080/v1", rules_on=("missed_tol",))

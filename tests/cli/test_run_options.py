@@ -39,6 +39,10 @@ FLAGS: list[tuple[list[str], dict[str, Any]]] = [
     (["--json"], {"json": True}),
     (["--prompted"], {"prompted": True}),
     (["--action-format", "command"], {"action_format": "command"}),
+    (
+        ["--rule-on", "missed_tool", "--rule-on", "same_value"],
+        {"rule_on": ("missed_tool", "same_value")},
+    ),
     (["--max-tokens", "7"], {"max_tokens": 7}),
     (["--temperature", "0.25"], {"temperature": 0.25}),
     (["--no-log"], {"no_log": True}),

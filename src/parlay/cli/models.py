@@ -8,7 +8,7 @@
 
 `--prompted` puts any of them behind the prompted tool-calling engine (for a server
 whose model has no native tool calling); `--action-format` picks how the model writes its
-calls there, and implies `--prompted`.
+calls there, and implies `--prompted`, as does `--rule-on`.
 """
 
 from __future__ import annotations
@@ -31,13 +31,15 @@ def resolve_model(
     *,
     use_prompted: bool = False,
     action_format: str | None = None,
+    rules_on: tuple[str, ...] = (),
     threads: int | None = None,
 ) -> Backend:
     """The backend for a `-m` value (see the module docstring). `action_format` (one of
-    `parlay.contract.render.FORMATS`) implies `use_prompted`; `threads` goes to an
-    embedded model (None: the cores free at start)."""
+    `parlay.contract.render.FORMATS`) and `rules_on` (opt-in rules of the engine) imply
+    `use_prompted`; `threads` goes to an embedded model (None: the cores free at start)."""
     text = (spec or "").strip()
-    use_prompted = use_prompted or action_format is not None
+    use_prompted = use_prompted or action_format is not None or bool(rules_on)
+    engine = {"action_format": action_format, "rules_on": rules_on or None}
     backend: Backend
     if text.lower() in EMBEDDED:
         from parlay.start import default_backend
@@ -45,7 +47,7 @@ def resolve_model(
         backend = default_backend(threads=threads)
         # default_backend already puts a plain-chat model behind the engine;
         # `behind_engine` then only changes its format.
-        return behind_engine(backend, action_format=action_format) if use_prompted else backend
+        return behind_engine(backend, **engine) if use_prompted else backend
     if "://" in text:
         from parlay.backends.openai import OpenAIBackend
 
@@ -74,4 +76,4 @@ def resolve_model(
         backend = AnthropicBackend(name)
     else:
         raise ConfigurationError(f"-m {text!r} is not understood. {MODEL_HELP}")
-    return behind_engine(backend, action_format=action_format) if use_prompted else backend
+    return behind_engine(backend, **engine) if use_prompted else backend

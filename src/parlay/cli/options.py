@@ -89,6 +89,14 @@ ActionFormatOpt = Annotated[
         "fenced.",
     ),
 ]
+RuleOnOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--rule-on",
+        help="Switch on one of the engine's opt-in rules by name, e.g. missed_tool "
+        "(repeatable; implies --prompted).",
+    ),
+]
 MaxTokensOpt = Annotated[
     int | None, typer.Option("--max-tokens", min=1, help="Most tokens per model reply.")
 ]
@@ -144,6 +152,7 @@ class RunOptions:
     json: bool = False
     prompted: bool = False
     action_format: ActionFormat | None = None
+    rule_on: tuple[str, ...] = ()
     max_tokens: int | None = None
     temperature: float | None = None
     no_log: bool = False
@@ -169,6 +178,7 @@ def run_options(
     json_output: JsonOpt = False,
     prompted: PromptedOpt = False,
     action_format: ActionFormatOpt = None,
+    rule_on: RuleOnOpt = None,
     max_tokens: MaxTokensOpt = None,
     temperature: TemperatureOpt = None,
     no_log: NoLogOpt = False,
@@ -195,6 +205,7 @@ def run_options(
         json=json_output,
         prompted=prompted,
         action_format=action_format,
+        rule_on=tuple(rule_on or ()),
         max_tokens=max_tokens,
         temperature=temperature,
         no_log=no_log,
@@ -255,6 +266,7 @@ def build_session(opts: RunOptions, stderr: Console) -> CliSession:
         opts.model,
         use_prompted=opts.prompted,
         action_format=opts.action_format,
+        rules_on=opts.rule_on,
         threads=opts.threads,
     )
     resumed = None
