@@ -63,7 +63,8 @@ class CompletedTurn:
 
 
 TurnObserver = Callable[[CompletedTurn], object]
-"""Called once per completed turn, in a worker thread; what it returns is ignored."""
+"""Called once per finished turn, failed ones too (`CompletedTurn.error`), in a worker
+thread; what it returns is ignored."""
 
 
 @attrs.define
@@ -108,7 +109,7 @@ class TurnClock:
 
 async def notify(observers: Sequence[TurnObserver], turn: CompletedTurn) -> None:
     """Tell every observer, in order, off the event loop. A failing observer warns; the
-    turn it observes has already succeeded and stays so."""
+    turn it observes stands as it ended."""
     if observers:
         await in_thread(_notify_each, tuple(observers), turn)
 
