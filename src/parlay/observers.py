@@ -19,6 +19,7 @@ import attrs
 
 from parlay.calls import in_thread
 from parlay.context import Context, Item, Message
+from parlay.errors import ToolChainLimitError
 from parlay.events import TextDelta, ToolCallStart
 
 if TYPE_CHECKING:
@@ -32,10 +33,11 @@ class CompletedTurn:
     `item` is what the verb inserted (None for `respond()`), `prompt_ctx` the context the
     model was asked from (the item included), `thunk` the output. `error` is None when
     the turn succeeded; otherwise the exception its consumers get, and reading the
-    thunk's results raises it. `steps` are the rounds of the turn's tool loop that were
-    finished (calls and results: their tools did run), also when it failed, say at its
-    chain limit. The times are `time.monotonic()` readings: `first_event` is the first
-    text or call the model streamed (None if it streamed neither).
+    thunk's results raises it. `steps` are the rounds of the turn's tool loop, each call
+    with its result; for a turn stopped at its chain limit they end with the calls it was
+    stopped on, which did not run. The times are `time.monotonic()` readings:
+    `first_event` is the first text or call the model streamed (None if it streamed
+    neither).
     """
 
     item: Item | None
@@ -53,13 +55,18 @@ class CompletedTurn:
 
     @property
     def duration_ms(self) -> float:
-        return round((self.finished - self.started) * 1000, 3)
+        return elapsed_ms(self.started, self.finished)
 
     @property
     def first_event_ms(self) -> float | None:
         if self.first_event is None:
             return None
-        return round((self.first_event - self.started) * 1000, 3)
+        return elapsed_ms(self.started, self.first_event)
+
+
+def elapsed_ms(start: float, end: float) -> float:
+    """Milliseconds between two `time.monotonic()` readings, to the microsecond."""
+    return round((end - start) * 1000, 3)
 
 
 TurnObserver = Callable[[CompletedTurn], object]
@@ -91,10 +98,9 @@ class TurnClock:
 
     def failed(self, thunk: ModelOutputThunk[Any], error: Exception) -> CompletedTurn:
         # A tool loop stopped at its chain limit hands over every round it made.
-        context = getattr(error, "context", None)
         steps: tuple[Message, ...] = ()
-        if isinstance(context, Context):
-            steps = context.messages()[len(self.prompt_ctx.messages()) :]
+        if isinstance(error, ToolChainLimitError):
+            steps = error.context.messages()[len(self.prompt_ctx.messages()) :]
         return self._ended(thunk, error, steps)
 
     def _ended(
@@ -127,4 +133,4 @@ def _notify_each(observers: tuple[TurnObserver, ...], turn: CompletedTurn) -> No
             )
 
 
-__all__ = ["CompletedTurn", "TurnClock", "TurnObserver", "notify"]
+__all__ = ["CompletedTurn", "TurnClock", "TurnObserver", "elapsed_ms", "notify"]

@@ -25,7 +25,7 @@ def no_abbreviations(call: ToolCall, tool: ToolSpec) -> str | None:
     return None
 
 
-CITY = CallRule("full_city_names", no_abbreviations, "cities by their full name")
+CITY = CallRule("full_city_names", no_abbreviations)
 
 
 async def test_a_call_the_rule_rejects_is_asked_again_with_its_sentence() -> None:

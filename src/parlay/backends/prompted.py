@@ -224,10 +224,11 @@ class PromptedBackend:
             own=changes.pop("call_rules", None),
         )
         settings.update(changes)
-        engine = PromptedBackend(self.inner, **settings)
-        engine.rules = rules
-        engine.policy = RetryPolicy(engine.policy.max_retries, rules)
-        return engine
+        # Every rule named on or off, so the copy's rules are these whatever ships.
+        on = rules.names - rules.off
+        return PromptedBackend(
+            self.inner, **settings, rules_off=rules.off, rules_on=on, call_rules=rules.own
+        )
 
     @property
     def name(self) -> str:

@@ -29,10 +29,6 @@ class Gain:
     low: float
     high: float
 
-    @property
-    def beyond_interval(self) -> bool:
-        return self.low > 0
-
     def __str__(self) -> str:
         return (
             f"{self.model}, {self.half} half: {self.points:+.1f} points "
@@ -41,74 +37,71 @@ class Gain:
         )
 
 
-def _qwen(questions: int, acted: int, points: float, low: float, high: float) -> Gain:
-    return Gain("qwen", "validate", questions, acted, points, low, high)
+Figures = tuple[int, int, float, float, float]  # questions, acted on, points, low, high
 
 
-def _smollm2(questions: int, acted: int, points: float, low: float, high: float) -> Gain:
-    return Gain("smollm2", "validate", questions, acted, points, low, high)
-
-
-def _pooled(questions: int, acted: int, points: float, low: float, high: float) -> Gain:
-    # The mean of the two models' gains, each model's questions resampled on their own.
-    return Gain("pooled", "validate", questions, acted, points, low, high)
+def _validate(qwen: Figures, smollm2: Figures, pooled: Figures) -> tuple[Gain, ...]:
+    """One rule's gains on the validation half: each model's, and pooled ("pooled": the
+    mean of the two models' gains, each model's questions resampled on their own)."""
+    by_model = {"qwen": qwen, "smollm2": smollm2, "pooled": pooled}
+    return tuple(Gain(model, "validate", *figures) for model, figures in by_model.items())
 
 
 MEASURED: dict[str, tuple[Gain, ...]] = {
-    "forced_call": (
-        _qwen(255, 9, 1.5, -1.4, 5.5),
-        _smollm2(84, 26, 10.0, 0.0, 25.0),
-        _pooled(339, 35, 5.8, 0.1, 12.5),
+    "forced_call": _validate(
+        qwen=(255, 9, 1.5, -1.4, 5.5),
+        smollm2=(84, 26, 10.0, 0.0, 25.0),
+        pooled=(339, 35, 5.8, 0.1, 12.5),
     ),
-    "example_value": (
-        _qwen(255, 7, 1.2, 0.0, 3.8),
-        _smollm2(84, 16, 0.0, 0.0, 0.0),
-        _pooled(339, 23, 0.6, 0.0, 1.9),
+    "example_value": _validate(
+        qwen=(255, 7, 1.2, 0.0, 3.8),
+        smollm2=(84, 16, 0.0, 0.0, 0.0),
+        pooled=(339, 23, 0.6, 0.0, 1.9),
     ),
-    "invented_value": (
-        _qwen(255, 13, 4.0, -0.2, 9.3),
-        _smollm2(84, 7, 20.0, 5.0, 35.0),
-        _pooled(339, 20, 12.0, 4.6, 19.6),
+    "invented_value": _validate(
+        qwen=(255, 13, 4.0, -0.2, 9.3),
+        smollm2=(84, 7, 20.0, 5.0, 35.0),
+        pooled=(339, 20, 12.0, 4.6, 19.6),
     ),
-    "same_value": (
-        _qwen(255, 0, 0.0, 0.0, 0.0),
-        _smollm2(84, 3, 0.0, 0.0, 0.0),
-        _pooled(339, 3, 0.0, 0.0, 0.0),
+    "same_value": _validate(
+        qwen=(255, 0, 0.0, 0.0, 0.0),
+        smollm2=(84, 3, 0.0, 0.0, 0.0),
+        pooled=(339, 3, 0.0, 0.0, 0.0),
     ),
-    "pretended_call": (
-        _qwen(255, 17, -1.3, -5.5, 1.7),
-        _smollm2(84, 4, 0.0, 0.0, 0.0),
-        _pooled(339, 21, -0.6, -2.6, 0.7),
+    "pretended_call": _validate(
+        qwen=(255, 17, -1.3, -5.5, 1.7),
+        smollm2=(84, 4, 0.0, 0.0, 0.0),
+        pooled=(339, 21, -0.6, -2.6, 0.7),
     ),
-    "example_answer": (
-        _qwen(255, 1, 0.0, 0.0, 0.0),
-        _smollm2(84, 4, 0.0, 0.0, 0.0),
-        _pooled(339, 5, 0.0, 0.0, 0.0),
+    "example_answer": _validate(
+        qwen=(255, 1, 0.0, 0.0, 0.0),
+        smollm2=(84, 4, 0.0, 0.0, 0.0),
+        pooled=(339, 5, 0.0, 0.0, 0.0),
     ),
-    "refusal": (
-        _qwen(255, 0, 0.0, 0.0, 0.0),
-        _smollm2(84, 0, 0.0, 0.0, 0.0),
-        _pooled(339, 0, 0.0, 0.0, 0.0),
+    "refusal": _validate(
+        qwen=(255, 0, 0.0, 0.0, 0.0),
+        smollm2=(84, 0, 0.0, 0.0, 0.0),
+        pooled=(339, 0, 0.0, 0.0, 0.0),
     ),
-    "missed_tool": (
-        _qwen(255, 22, -0.8, -3.5, 1.0),
-        _smollm2(84, 10, 0.0, 0.0, 0.0),
-        _pooled(339, 32, -0.4, -1.9, 0.5),
+    "missed_tool": _validate(
+        qwen=(255, 22, -0.8, -3.5, 1.0),
+        smollm2=(84, 10, 0.0, 0.0, 0.0),
+        pooled=(339, 32, -0.4, -1.9, 0.5),
     ),
-    "words_fallback": (
-        _qwen(255, 19, 9.3, 3.3, 16.0),
-        _smollm2(84, 32, 25.0, 10.0, 40.0),
-        _pooled(339, 51, 17.1, 8.9, 25.3),
+    "words_fallback": _validate(
+        qwen=(255, 19, 9.3, 3.3, 16.0),
+        smollm2=(84, 32, 25.0, 10.0, 40.0),
+        pooled=(339, 51, 17.1, 8.9, 25.3),
     ),
-    "kept_insisted_value": (
-        _qwen(255, 3, 0.5, 0.0, 1.2),
-        _smollm2(84, 0, 0.0, 0.0, 0.0),
-        _pooled(339, 3, 0.2, 0.0, 0.6),
+    "kept_insisted_value": _validate(
+        qwen=(255, 3, 0.5, 0.0, 1.2),
+        smollm2=(84, 0, 0.0, 0.0, 0.0),
+        pooled=(339, 3, 0.2, 0.0, 0.6),
     ),
-    "first_answer_stands": (
-        _qwen(255, 1, -0.2, -0.7, 0.0),
-        _smollm2(84, 0, 0.0, 0.0, 0.0),
-        _pooled(339, 1, -0.1, -0.4, 0.0),
+    "first_answer_stands": _validate(
+        qwen=(255, 1, -0.2, -0.7, 0.0),
+        smollm2=(84, 0, 0.0, 0.0, 0.0),
+        pooled=(339, 1, -0.1, -0.4, 0.0),
     ),
 }
 

@@ -139,7 +139,6 @@ class CallRule:
 
     name: str = field(validator=_own_name)
     check: CallCheck
-    description: str = ""
 
 
 @frozen
@@ -154,10 +153,15 @@ class Rules:
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
             raise ConfigurationError(f"two call rules named {', '.join(twice)}")
-        unknown = sorted(self.off - RULES.keys() - set(names))
+        unknown = unknown_rules(self.off, self.own)
         if unknown:
             known = ", ".join([*RULES, *names])
             raise ConfigurationError(f"unknown rule(s) {', '.join(unknown)}; the rules: {known}")
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every rule these can switch: parlay's own and the user's."""
+        return frozenset(RULES) | {rule.name for rule in self.own}
 
     def on(self, name: str) -> bool:
         return name not in self.off
@@ -178,8 +182,7 @@ class Rules:
             if flag is not None:
                 (on if flag else off).update(group)
         own = self.own if own is None else tuple(own)
-        known = RULES.keys() | {rule.name for rule in own}
-        unknown = sorted(on - known)
+        unknown = unknown_rules(on, own)
         if unknown:
             raise ConfigurationError(f"unknown rule(s) {', '.join(unknown)} in rules_on")
         return Rules((self.off - on) | off, own)
@@ -188,6 +191,11 @@ class Rules:
     def own_on(self) -> tuple[CallRule, ...]:
         """The user's rules that are switched on, in the order given."""
         return tuple(rule for rule in self.own if self.on(rule.name))
+
+
+def unknown_rules(names: Iterable[str], own: Iterable[CallRule] = ()) -> list[str]:
+    """The names, sorted, that are neither one of parlay's rules nor one of `own`."""
+    return sorted(set(names) - RULES.keys() - {rule.name for rule in own})
 
 
 def shipped(own: Iterable[CallRule] = ()) -> Rules:

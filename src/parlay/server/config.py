@@ -11,7 +11,7 @@ from attrs import field, frozen
 
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.prompted import behind_engine
-from parlay.contract.rules import RULES
+from parlay.contract.rules import RULES, unknown_rules
 from parlay.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ class ServerConfig:
                 "--tools native needs an --upstream-url with tools of its own; the embedded "
                 "model has none, so it is served through the prompt-contract engine"
             )
-        unknown = sorted(set(self.rules_on + self.rules_off) - RULES.keys())
+        unknown = unknown_rules(self.rules_on + self.rules_off)
         if unknown:
             raise ConfigurationError(
                 f"unknown engine rule(s) {', '.join(unknown)}; the rules: {', '.join(RULES)}"

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import attrs
 
 from parlay.context import AssistantMessage, Context, Item, ToolCall, ToolResult
-from parlay.observers import CompletedTurn
+from parlay.observers import CompletedTurn, elapsed_ms
 from parlay.store.store import LoggedCall, LoggedResponse, LoggedResult, LoggedSession, Store
 
 
@@ -97,7 +97,7 @@ class TurnRecorder:
             try:
                 response = self.response(turn, first_round)
                 if extending is not None:
-                    duration = _ms(extending.started, turn.finished)
+                    duration = elapsed_ms(extending.started, turn.finished)
                     response = attrs.evolve(response, duration_ms=duration)
                     self.store.extend_response(extending.id, response)
                     row_id, started = extending.id, extending.started
@@ -130,15 +130,14 @@ class TurnRecorder:
             text="",
             prompt=prompt_text(turn.item),
             backend=self.session.backend,
-            finish_reason="error",
             first_event_ms=turn.first_event_ms,
             duration_ms=turn.duration_ms,
-            diagnostics={"error": f"{type(turn.error).__name__}: {turn.error}"},
             calls=tuple(calls),
             results=tuple(results),
         )
         if not turn.succeeded:
-            return row
+            error = f"{type(turn.error).__name__}: {turn.error}"
+            return attrs.evolve(row, finish_reason="error", diagnostics={"error": error})
         thunk = turn.thunk
         calls.extend(_call(c, round_no) for c in thunk.tools)
         usage, diagnostics = thunk.usage, thunk.diagnostics
@@ -152,10 +151,6 @@ class TurnRecorder:
             diagnostics=attrs.asdict(diagnostics) if diagnostics is not None else None,
             calls=tuple(calls),
         )
-
-
-def _ms(start: float, end: float) -> float:
-    return round((end - start) * 1000, 3)
 
 
 def _call(call: ToolCall, round_no: int) -> LoggedCall:
