@@ -48,6 +48,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no-retries": {"max_retries": 0},
     # The typed reply shape (`{"type": "tool_call" | "tool_calls" | "final", ...}`).
     "typed": {"action_format": "typed"},
+    # The json reply decides whether to call, the typed format how many
+    # (`recount_calls`, parlay.backends._recount).
+    "recount": {"recount_calls": True},
 }
 NATIVE = Capabilities(native_tools=True, json_schema=True)
 

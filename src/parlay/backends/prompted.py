@@ -45,6 +45,7 @@ from parlay.backends._next_attempt import (
     wants_words,
 )
 from parlay.backends._opening import NAME_ALTERNATIVES, begin_turn, next_attempt
+from parlay.backends._recount import calls_to_hand_on
 from parlay.backends._turn import Turn
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.bounds import (
@@ -114,6 +115,9 @@ class PromptedBackend:
       on it in `Diagnostics.rules`.
     - `call_rules`: rules of your own about calls (`parlay.contract.rules.CallRule`):
       each looks at every call and may send it back to the model with a sentence.
+    - `recount_calls`: with parallel calls allowed, a json reply making one call is asked
+      again in the typed format, a call required, and that reply's calls replace it when
+      it makes two or more (`parlay.backends._recount`; one more generation per call).
     - `repetition`: stop an attempt that has fallen into a loop, repeating one line or
       sentence (`parlay.backends.bounds.RepetitionLimit`; None turns the guard off).
 
@@ -145,6 +149,7 @@ class PromptedBackend:
         rules_off: Iterable[str] = (),
         rules_on: Iterable[str] = (),
         call_rules: Iterable[CallRule] = (),
+        recount_calls: bool = False,
     ) -> None:
         if constrained and not inner.capabilities.json_schema:
             raise ConfigurationError(
@@ -179,6 +184,7 @@ class PromptedBackend:
             raise ConfigurationError(f"max_tokens must be 1 or more, got {max_tokens}")
         self.max_tokens = max_tokens
         self.repetition = repetition
+        self.recount_calls = recount_calls
 
     @property
     def action_format(self) -> str:
@@ -214,6 +220,7 @@ class PromptedBackend:
             "min_offered_share": self.min_offered_share,
             "max_tokens": self.max_tokens,
             "repetition": self.repetition,
+            "recount_calls": self.recount_calls,
         }
         # The rules as they are, then switched as asked (not rebuilt from the defaults).
         rules = self.rules.switched(
@@ -284,9 +291,8 @@ class PromptedBackend:
                 continue
             released = to_release(self, turn, attempt, parsed, can_retry)
             if released is not None:
-                for out in released.release():
+                for out in await calls_to_hand_on(self, turn, released):
                     yield out
-                turn.emitted_calls = released.emitted_calls
             break
         if turn.dropped and turn.choice.mode != "none" and self.rules.on("words_after_drop"):
             # Nothing is left to show: ask once more, told to answer in words, with no

@@ -1,0 +1,73 @@
+"""A second look at how many calls a reply makes (opt-in: `recount_calls=True`).
+
+In the json format Qwen2.5-Coder-0.5B writes one call where the user asked for several,
+whatever the wording or the examples say (bench/results/parallel-probe.md): choosing the
+plural `{"actions": [...]}` is choosing a first key, and it never does. In the typed
+format the reply's kind is a value written first (`{"type": "tool_calls", ...}`), and
+there it chooses several calls where several are asked; but that format also calls
+where no tool fits more often. So the json reply decides whether to call, and when it
+makes exactly one call with parallel calls allowed, the request goes once more through
+the typed format with a call required: its calls replace the one when it wrote two or
+more, and the json call stands otherwise. The cost is one more generation for every
+single call, which is why this is an option.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from parlay.backends._attempt import CALL_EVENTS, Attempt
+from parlay.backends._turn import Turn
+from parlay.events import Event, Finish, ToolCallEnd
+from parlay.request import ToolChoice
+
+if TYPE_CHECKING:
+    from parlay.backends.prompted import PromptedBackend
+
+REQUIRED = ToolChoice("required")
+
+
+async def calls_to_hand_on(engine: PromptedBackend, turn: Turn, released: Attempt) -> list[Event]:
+    """The events that hand the reply on: the released attempt's, or the recount's calls."""
+    several = await recounted(engine, turn) if worth_recounting(engine, turn, released) else None
+    if several is None:
+        turn.emitted_calls = released.emitted_calls
+        return released.release()
+    turn.emitted_calls = sum(isinstance(event, ToolCallEnd) for event in several)
+    return several
+
+
+def worth_recounting(engine: PromptedBackend, turn: Turn, released: Attempt) -> bool:
+    """One call, written by the json format under `auto` with parallel calls allowed,
+    and nothing of the reply shown yet."""
+    return (
+        engine.recount_calls
+        and engine.options.action_format == "json"
+        and turn.choice.mode == "auto"
+        and turn.request.parallel_tool_calls is not False
+        and released.emitted_calls == 1
+        and released.live_calls == 0
+        and not released.shown_text
+        and not turn.shown_text
+    )
+
+
+async def recounted(engine: PromptedBackend, turn: Turn) -> list[Event] | None:
+    """The call events of the typed format's reply when it made two calls or more, else
+    None (the json reply's call stands). Its usage and what it found are the turn's."""
+    typed = engine.configure(action_format="typed", recount_calls=False)
+    events: list[Event] = []
+    async for out in typed.stream(turn.request.replace(tool_choice=REQUIRED)):
+        if isinstance(out, Finish):
+            turn.add_usage(out)
+            continue
+        if isinstance(out, CALL_EVENTS):
+            events.append(out)
+    calls = [event.call for event in events if isinstance(event, ToolCallEnd)]
+    if len(calls) < 2:
+        turn.notes.append(f"recount: the typed format wrote {len(calls)} call(s); one stands")
+        return None
+    turn.fired.append("recount_calls")
+    names = ", ".join(call.name for call in calls)
+    turn.notes.append(f"recount: the typed format wrote {len(calls)} calls ({names})")
+    return events
