@@ -49,8 +49,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # The typed reply shape (`{"type": "tool_call" | "tool_calls" | "final", ...}`).
     "typed": {"action_format": "typed"},
     # The json reply decides whether to call, the typed format how many
-    # (`recount_calls`, parlay.backends._recount).
-    "recount": {"recount_calls": True},
+    # (the opt-in rule `recount_calls`, parlay.backends._recount).
+    "recount": {"rules_on": ["recount_calls"]},
 }
 NATIVE = Capabilities(native_tools=True, json_schema=True)
 

@@ -11,7 +11,7 @@ from parlay.backends.base import Capabilities
 from parlay.backends.prompted import ANSWER_ONLY, NAME_ALTERNATIVES, PromptedBackend
 from parlay.context import ToolCall, UserMessage
 from parlay.contract.forced import name_choices
-from parlay.contract.rules import OPT_IN
+from parlay.contract.rules import HEURISTICS_OPT_IN
 from parlay.errors import ConfigurationError
 from parlay.events import (
     Event,
@@ -291,7 +291,7 @@ async def test_a_forced_call_after_the_nudge_gives_way_to_the_first_answer() -> 
     nudged = call_reply("get", [("who", 0.9), ("get", 0.05)], "_weather", '{"city": "x"}')
     model = ScoredModel('{"final": {"content": "It is sunny in Lyon."}}', nudged)
     events, finish = await run(
-        PromptedBackend(model, rules_on=OPT_IN, max_retries=1),
+        PromptedBackend(model, rules_on=HEURISTICS_OPT_IN, max_retries=1),
         ask("What is the current weather in the city of Lyon?"),
     )
     assert not [e for e in events if isinstance(e, ToolCallEnd)]
@@ -305,7 +305,7 @@ async def test_a_forced_call_after_the_nudge_gives_way_to_the_first_answer() -> 
 async def test_a_call_the_model_chose_after_the_nudge_stands() -> None:
     model = ScoredModel('{"final": {"content": "It is sunny in Lyon."}}', WEATHER)
     events, finish = await run(
-        PromptedBackend(model, rules_on=OPT_IN, max_retries=1),
+        PromptedBackend(model, rules_on=HEURISTICS_OPT_IN, max_retries=1),
         ask("What is the current weather in the city of Lyon?"),
     )
     assert [e.call.name for e in events if isinstance(e, ToolCallEnd)] == ["get_weather"]

@@ -16,7 +16,7 @@ from parlay.contract.grounding import (
     invented_value,
     same_value,
 )
-from parlay.contract.rules import OPT_IN
+from parlay.contract.rules import HEURISTICS_OPT_IN
 from parlay.request import ChatRequest, ToolSpec
 
 from .conftest import CALL, TOOLS, WEATHER
@@ -189,7 +189,7 @@ async def test_one_text_in_every_argument_under_auto_is_retried() -> None:
         "That query is out of scope.",
     )
     request = ask('Record where "what is the weather like" is classified', tools=(RECORD,))
-    events, finish = await run(PromptedBackend(inner, rules_on=OPT_IN), request)
+    events, finish = await run(PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), request)
     assert calls_of(events) == [] and text_of(events) == "That query is out of scope."
     assert [r.reason for r in finish.diagnostics.retries] == ["same_value"]
     message = inner.requests[1].messages[-1].content
@@ -246,7 +246,7 @@ async def test_a_call_given_again_after_the_question_stands() -> None:
     )
     inner = scripted(block("book", day="2026-11-23"), block("book", day="2026-11-23"))
     events, finish = await run(
-        PromptedBackend(inner, rules_on=OPT_IN), ask("A table for tomorrow", tools=(date,))
+        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask("A table for tomorrow", tools=(date,))
     )
     assert calls_of(events) == [("book", {"day": "2026-11-23"})]
     assert [r.reason for r in finish.diagnostics.retries] == ["invented_value"]

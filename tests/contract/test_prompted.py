@@ -14,7 +14,7 @@ from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import AssistantMessage, ToolResult, UserMessage
 from parlay.contract.refusal import DEFAULT_REFUSALS
-from parlay.contract.rules import OPT_IN
+from parlay.contract.rules import HEURISTICS_OPT_IN
 from parlay.errors import BackendStatusError, ConfigurationError
 from parlay.events import (
     Event,
@@ -168,7 +168,7 @@ async def test_soft_refusal_under_auto_is_retried() -> None:
         "I'm sorry, I don't have access to real-time weather data.",
         block("get_weather", city="Paris"),
     )
-    events, finish = await run(PromptedBackend(inner, rules_on=OPT_IN), ask("Weather in Paris?"))
+    events, finish = await run(PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask("Weather in Paris?"))
     assert calls_of(events) == [("get_weather", {"city": "Paris"})]
     assert "sorry" not in text_of(events)
     assert [r.reason for r in finish.diagnostics.retries] == ["refusal"]
@@ -186,7 +186,7 @@ async def test_hard_refusal_under_auto_is_an_answer() -> None:
 async def test_chinese_refusal_is_detected_and_retried_when_forced() -> None:
     inner = scripted("抱歉，我无法查询天气。", block("get_weather", city="北京"))
     events, finish = await run(
-        PromptedBackend(inner, rules_on=OPT_IN), ask("北京天气?", "required")
+        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask("北京天气?", "required")
     )
     assert calls_of(events) == [("get_weather", {"city": "北京"})]
     assert [r.reason for r in finish.diagnostics.retries] == ["refusal"]
@@ -196,7 +196,7 @@ async def test_user_refusal_phrases_extend_the_set() -> None:
     phrases = DEFAULT_REFUSALS.extend(soft=["my crystal ball is cloudy"])
     inner = scripted("My crystal ball is cloudy today.", block("get_weather", city="Paris"))
     request = ask("Weather in Paris?")
-    _, finish = await run(PromptedBackend(inner, rules_on=OPT_IN, refusal_phrases=phrases), request)
+    _, finish = await run(PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN, refusal_phrases=phrases), request)
     assert [r.reason for r in finish.diagnostics.retries] == ["refusal"]
 
 

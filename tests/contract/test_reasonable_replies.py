@@ -9,7 +9,7 @@ from parlay.backends.prompted import PromptedBackend
 from parlay.context import UserMessage
 from parlay.contract.grounding import grounds_of, invented_value
 from parlay.contract.refusal import asks_user, detect_refusal
-from parlay.contract.rules import OPT_IN
+from parlay.contract.rules import HEURISTICS_OPT_IN
 
 from .conftest import WEATHER
 from .test_prompted import PLAIN_SCHEMA, ask, block, calls_of, run, scripted, text_of
@@ -35,7 +35,7 @@ async def test_a_clarifying_question_is_not_retried_as_a_refusal() -> None:
 
 async def test_a_soft_refusal_that_asks_nothing_is_still_retried() -> None:
     inner = scripted(final("I can't check the weather."), block("get_weather", city="Rome"))
-    events, finish = await run(PromptedBackend(inner, rules_on=OPT_IN), ask("Weather in Rome?"))
+    events, finish = await run(PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask("Weather in Rome?"))
     assert calls_of(events) == [("get_weather", {"city": "Rome"})]
     assert finish.diagnostics.rules == ("refusal",)
 
@@ -53,7 +53,7 @@ async def test_a_value_from_world_knowledge_stands_when_the_model_gives_it_again
     tokyo = block("get_weather", city="Tokyo")
     inner = scripted(tokyo, tokyo)
     events, finish = await run(
-        PromptedBackend(inner, rules_on=OPT_IN), ask("Weather in the capital of Japan?")
+        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask("Weather in the capital of Japan?")
     )
     assert calls_of(events) == [("get_weather", {"city": "Tokyo"})]
     assert finish.diagnostics.rules == ("invented_value", "kept_insisted_value")
@@ -63,7 +63,7 @@ async def test_a_right_call_after_a_missed_tool_nudge_is_not_turned_into_words()
     tokyo = json.dumps({"actions": [{"tool": "get_weather", "parameters": {"city": "Tokyo"}}]})
     inner = scripted(final("It is often mild there."), tokyo, tokyo, caps=PLAIN_SCHEMA)
     events, finish = await run(
-        PromptedBackend(inner, rules_on=OPT_IN),
+        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN),
         ask("What's the current weather in the capital of Japan?"),
     )
     assert calls_of(events) == [("get_weather", {"city": "Tokyo"})]

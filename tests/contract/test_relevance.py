@@ -10,7 +10,7 @@ from parlay.backends.prompted import PromptedBackend
 from parlay.context import AssistantMessage, ToolResult, UserMessage
 from parlay.contract.examples import EXAMPLE_RESULT
 from parlay.contract.relevance import content_words, fitting_tool
-from parlay.contract.rules import OPT_IN
+from parlay.contract.rules import HEURISTICS_OPT_IN
 from parlay.request import ToolSpec
 
 from .conftest import CALL, TOOLS
@@ -62,7 +62,7 @@ async def test_an_answer_from_memory_is_asked_again_naming_the_tool() -> None:
     )
     question = "When was the Treaty of Lisbon signed? I need the date of that event."
     events, finish = await run(
-        PromptedBackend(inner, rules_on=OPT_IN), ask(question, tools=(EVENT_DATE,))
+        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask(question, tools=(EVENT_DATE,))
     )
     assert calls_of(events) == [("get_event_date", {"event": "signing of the Treaty of Lisbon"})]
     assert text_of(events) == ""  # the first answer was held, then dropped
@@ -78,7 +78,7 @@ async def test_an_answer_from_memory_is_asked_again_naming_the_tool() -> None:
 async def test_a_second_plain_answer_stands() -> None:
     inner = scripted(final("Sunny, I think."), final("Sunny in Rome."), caps=PLAIN_SCHEMA)
     events, finish = await run(
-        PromptedBackend(inner, rules_on=OPT_IN), ask("What's the current weather in Rome?")
+        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask("What's the current weather in Rome?")
     )
     assert calls_of(events) == [] and text_of(events) == "Sunny in Rome."
     assert [r.reason for r in finish.diagnostics.retries] == ["missed_tool"]
@@ -93,7 +93,7 @@ async def test_a_call_made_up_after_the_nudge_gives_way_to_an_answer() -> None:
         caps=PLAIN_SCHEMA,
     )
     events, finish = await run(
-        PromptedBackend(inner, rules_on=OPT_IN), ask("What's the current weather?")
+        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask("What's the current weather?")
     )
     assert calls_of(events) == [] and text_of(events) == "Which city do you mean?"
     assert [r.reason for r in finish.diagnostics.retries] == ["missed_tool", "invented_value"]
@@ -128,7 +128,7 @@ async def test_a_second_answer_repeating_the_message_gives_way_to_the_first() ->
         caps=PLAIN_SCHEMA,
     )
     events, finish = await run(
-        PromptedBackend(inner, rules_on=OPT_IN), ask("What's the current weather in Rome?")
+        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask("What's the current weather in Rome?")
     )
     assert calls_of(events) == [] and text_of(events) == "Sunny, I think."
     assert [r.reason for r in finish.diagnostics.retries] == ["missed_tool"]
@@ -149,7 +149,7 @@ async def test_pretending_to_have_called_the_named_tool_leads_to_the_call() -> N
     )
     question = "When was the Treaty of Lisbon signed? I need the date of that event."
     events, finish = await run(
-        PromptedBackend(inner, rules_on=OPT_IN), ask(question, tools=(*TOOLS, EVENT_DATE))
+        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask(question, tools=(*TOOLS, EVENT_DATE))
     )
     assert calls_of(events) == [("get_event_date", {"event": "Treaty of Lisbon signing"})]
     assert text_of(events) == ""
@@ -162,7 +162,7 @@ async def test_on_the_last_attempt_too_a_repeated_message_gives_way_to_the_first
         final("The tool call, or your answer to the user."),
         caps=PLAIN_SCHEMA,
     )
-    backend = PromptedBackend(inner, rules_on=OPT_IN, max_retries=1)
+    backend = PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN, max_retries=1)
     events, finish = await run(backend, ask("What's the current weather in Rome?"))
     assert text_of(events) == "Sunny, I think."
     # The last attempt holds its short text back to tell an echo.

@@ -1,4 +1,4 @@
-"""A second look at how many calls a reply makes (opt-in: `recount_calls=True`).
+"""A second look at how many calls a reply makes (the opt-in rule `recount_calls`).
 
 In the json format Qwen2.5-Coder-0.5B writes one call where the user asked for several,
 whatever the wording or the examples say (bench/results/parallel-probe.md): choosing the
@@ -41,7 +41,7 @@ def worth_recounting(engine: PromptedBackend, turn: Turn, released: Attempt) -> 
     """One call, written by the json format under `auto` with parallel calls allowed,
     and nothing of the reply shown yet."""
     return (
-        engine.recount_calls
+        engine.rules.on("recount_calls")
         and engine.options.action_format == "json"
         and turn.choice.mode == "auto"
         and turn.request.parallel_tool_calls is not False
@@ -55,7 +55,7 @@ def worth_recounting(engine: PromptedBackend, turn: Turn, released: Attempt) -> 
 async def recounted(engine: PromptedBackend, turn: Turn) -> list[Event] | None:
     """The call events of the typed format's reply when it made two calls or more, else
     None (the json reply's call stands). Its usage and what it found are the turn's."""
-    typed = engine.configure(action_format="typed", recount_calls=False)
+    typed = engine.configure(action_format="typed", rules_off=["recount_calls"])
     events: list[Event] = []
     async for out in typed.stream(turn.request.replace(tool_choice=REQUIRED)):
         if isinstance(out, Finish):

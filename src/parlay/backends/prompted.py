@@ -110,14 +110,12 @@ class PromptedBackend:
     - `max_tokens`: the token budget of each attempt when the request sets none (default
       2048; None: the inner backend's own limit). A caller's `max_tokens` wins.
     - `rules_off` / `rules_on`: names of the engine's rules to switch off, or on (the
-      opt-in heuristics, `parlay.contract.rules.OPT_IN`, are off unless named here;
+      opt-in heuristics, `parlay.contract.rules.OPT_IN`, are off unless named here, and
+      so is `recount_calls`, a second look at how many calls a reply makes;
       `RULES` lists every rule and what it does); every reply names the rules that acted
       on it in `Diagnostics.rules`.
     - `call_rules`: rules of your own about calls (`parlay.contract.rules.CallRule`):
       each looks at every call and may send it back to the model with a sentence.
-    - `recount_calls`: with parallel calls allowed, a json reply making one call is asked
-      again in the typed format, a call required, and that reply's calls replace it when
-      it makes two or more (`parlay.backends._recount`; one more generation per call).
     - `repetition`: stop an attempt that has fallen into a loop, repeating one line or
       sentence (`parlay.backends.bounds.RepetitionLimit`; None turns the guard off).
 
@@ -149,7 +147,6 @@ class PromptedBackend:
         rules_off: Iterable[str] = (),
         rules_on: Iterable[str] = (),
         call_rules: Iterable[CallRule] = (),
-        recount_calls: bool = False,
     ) -> None:
         if constrained and not inner.capabilities.json_schema:
             raise ConfigurationError(
@@ -184,7 +181,6 @@ class PromptedBackend:
             raise ConfigurationError(f"max_tokens must be 1 or more, got {max_tokens}")
         self.max_tokens = max_tokens
         self.repetition = repetition
-        self.recount_calls = recount_calls
 
     @property
     def action_format(self) -> str:
@@ -220,7 +216,6 @@ class PromptedBackend:
             "min_offered_share": self.min_offered_share,
             "max_tokens": self.max_tokens,
             "repetition": self.repetition,
-            "recount_calls": self.recount_calls,
         }
         # The rules as they are, then switched as asked (not rebuilt from the defaults).
         rules = self.rules.switched(

@@ -59,6 +59,10 @@ OTHER_RULES: dict[str, str] = {
         "in the typed format, whose grammar holds its plural form to two calls or more, a "
         "call identical to an earlier one of the same reply is dropped"
     ),
+    "recount_calls": (
+        "with parallel calls allowed, a json reply making one call is asked again in the "
+        "typed format, a call required; two or more calls there replace the one"
+    ),
     "words_after_drop": (
         "when the last reply was dropped by the echo filter, one more reply is asked for "
         "under tool_choice none, with no retry message to repeat"
@@ -99,9 +103,12 @@ MISSED_CALL_RULES = frozenset({"missed_tool"})
 # either model or pooled over both: off unless asked for (`PromptedBackend(rules_on=...)`;
 # the figures are in `parlay.contract.measured`). forced_call, invented_value and
 # words_fallback earned their place and stay on.
-OPT_IN: frozenset[str] = frozenset(
+HEURISTICS_OPT_IN = frozenset(
     {"same_value", "refusal", "missed_tool", "kept_insisted_value", "first_answer_stands"}
 )
+# `recount_calls` costs one more generation for every single call it looks at
+# (`parlay.backends._recount`), so it is asked for, whatever it gains.
+OPT_IN: frozenset[str] = HEURISTICS_OPT_IN | {"recount_calls"}
 
 
 CallCheck = Callable[[ToolCall, ToolSpec], "str | None"]
