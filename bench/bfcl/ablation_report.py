@@ -108,19 +108,41 @@ def kept_lost(pairs: Sequence[Pair]) -> str:
     return f"{sum(s and not o for s, o in pairs)} / {sum(o and not s for s, o in pairs)}"
 
 
+RULE_HEADER = [
+    "rule",
+    "questions",
+    "acted on",
+    "right kept / lost by it",
+    "live_relevance kept / lost",
+    "gain, points (95 %)",
+    "verdict",
+]
+
+
 def rule_row(rule: str, shipped: Mapping[str, Outcome], off: Mapping[str, Outcome]) -> list[object]:
     got = rule_pairs(shipped, off)
-    calls, abstain = got.calls, got.abstain
+    return row_cells(rule, got.questions, got.acted, got.calls, got.abstain, got.relevance)
+
+
+def row_cells(
+    rule: str,
+    questions: int,
+    acted: int,
+    calls: Sequence[Pair],
+    abstain: Sequence[Pair],
+    relevance: Sequence[Pair],
+) -> list[object]:
+    """A row of `RULE_HEADER`: the rule's gain on these pairs (rule on, rule off)."""
     low, high = interval(calls, abstain) if calls or abstain else (0.0, 0.0)
     points = 100 * gain(calls, abstain)
     return [
         rule,
-        str(got.questions),
-        str(got.acted),
-        kept_lost(calls + abstain),
-        kept_lost(got.relevance),
+        str(questions),
+        str(acted),
+        kept_lost([*calls, *abstain]),
+        kept_lost(relevance),
         f"{points:+.1f} ({100 * low:+.1f} to {100 * high:+.1f})",
-        verdict(rule, got.acted, low, high),
+        verdict(rule, acted, low, high),
     ]
 
 
@@ -171,20 +193,7 @@ def section(outcomes: Sequence[Outcome]) -> list[str]:
     rows: list[list[object]] = [
         rule_row(rule, shipped, by_system_[f"parlay:no-{rule}"]) for rule in ablated
     ]
-    lines = [
-        markdown_table(
-            [
-                "rule",
-                "questions",
-                "acted on",
-                "right kept / lost by it",
-                "live_relevance kept / lost",
-                "gain, points (95 %)",
-                "verdict",
-            ],
-            rows,
-        )
-    ]
+    lines = [markdown_table(RULE_HEADER, rows)]
     again = by_system_.get("parlay:again", {})
     if again:
         same = sum(same_reply(o, shipped[q]) for q, o in again.items() if q in shipped)

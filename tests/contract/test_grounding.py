@@ -246,7 +246,8 @@ async def test_a_call_given_again_after_the_question_stands() -> None:
     )
     inner = scripted(block("book", day="2026-11-23"), block("book", day="2026-11-23"))
     events, finish = await run(
-        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask("A table for tomorrow", tools=(date,))
+        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN),
+        ask("A table for tomorrow", tools=(date,)),
     )
     assert calls_of(events) == [("book", {"day": "2026-11-23"})]
     assert [r.reason for r in finish.diagnostics.retries] == ["invented_value"]

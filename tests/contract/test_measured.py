@@ -1,5 +1,7 @@
 """The gains the engine's rules state (`parlay.contract.measured`) are the ones the
-ablation table in bench/results/bfcl-ablation.md shows, and every heuristic states one."""
+ablation table in bench/results/bfcl-ablation.md shows (or, for an opt-in rule measured
+by asking every question with it on, bench/results/bfcl-opt-in.md), and every heuristic
+states one."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import pytest
 from parlay.contract.measured import MEASURED, Gain, describe
 from parlay.contract.rules import GUARDS, RULES
 
-TABLE = Path(__file__).parents[2] / "bench" / "results" / "bfcl-ablation.md"
+RESULTS = Path(__file__).parents[2] / "bench" / "results"
+TABLES = (RESULTS / "bfcl-ablation.md", RESULTS / "bfcl-opt-in.md")
 ROW = re.compile(
     r"^\| (?P<rule>\w+) \| (?P<questions>\d+) \| (?P<acted>\d+) \| (?:[^|]+ \| )+"
     r"(?P<points>[+-][\d.]+) \((?P<low>[+-][\d.]+) to (?P<high>[+-][\d.]+)\) \|"
@@ -26,7 +29,8 @@ POOLED_ROW = re.compile(
 def table_rows() -> dict[tuple[str, str, str], Gain]:
     rows: dict[tuple[str, str, str], Gain] = {}
     model = half = ""
-    for line in TABLE.read_text().splitlines():
+    lines = [line for table in TABLES for line in table.read_text().splitlines()]
+    for line in lines:
         if line.startswith("## "):
             heading = re.match(r"^## (\w+), (\w+) half", line)
             pooled = re.match(r"^## Pooled over the models, (\w+) half", line)

@@ -168,7 +168,9 @@ async def test_soft_refusal_under_auto_is_retried() -> None:
         "I'm sorry, I don't have access to real-time weather data.",
         block("get_weather", city="Paris"),
     )
-    events, finish = await run(PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask("Weather in Paris?"))
+    events, finish = await run(
+        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask("Weather in Paris?")
+    )
     assert calls_of(events) == [("get_weather", {"city": "Paris"})]
     assert "sorry" not in text_of(events)
     assert [r.reason for r in finish.diagnostics.retries] == ["refusal"]
@@ -196,7 +198,9 @@ async def test_user_refusal_phrases_extend_the_set() -> None:
     phrases = DEFAULT_REFUSALS.extend(soft=["my crystal ball is cloudy"])
     inner = scripted("My crystal ball is cloudy today.", block("get_weather", city="Paris"))
     request = ask("Weather in Paris?")
-    _, finish = await run(PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN, refusal_phrases=phrases), request)
+    _, finish = await run(
+        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN, refusal_phrases=phrases), request
+    )
     assert [r.reason for r in finish.diagnostics.retries] == ["refusal"]
 
 

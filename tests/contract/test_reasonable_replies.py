@@ -35,7 +35,9 @@ async def test_a_clarifying_question_is_not_retried_as_a_refusal() -> None:
 
 async def test_a_soft_refusal_that_asks_nothing_is_still_retried() -> None:
     inner = scripted(final("I can't check the weather."), block("get_weather", city="Rome"))
-    events, finish = await run(PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask("Weather in Rome?"))
+    events, finish = await run(
+        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask("Weather in Rome?")
+    )
     assert calls_of(events) == [("get_weather", {"city": "Rome"})]
     assert finish.diagnostics.rules == ("refusal",)
 

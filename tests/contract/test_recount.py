@@ -86,3 +86,13 @@ def _alternatives(request: ChatRequest) -> list[dict]:
     assert request.response_format is not None
     schema = request.response_format.schema
     return list(schema.get("anyOf", [schema]))
+
+
+async def test_no_recount_once_the_call_has_streamed_out() -> None:
+    # With no retry left the json call goes out as it is written (`live` mode): there is
+    # nothing left to replace.
+    inner = ScriptedBackend([JSON_ONE], capabilities=GRAMMAR)
+    engine = PromptedBackend(inner, rules_on=["recount_calls"], max_retries=0)
+    cities, finish = await run(engine, ASKED)
+    assert cities == ["Paris"] and len(inner.requests) == 1
+    assert finish.diagnostics is not None and finish.diagnostics.streaming == "live"

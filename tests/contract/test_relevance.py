@@ -78,7 +78,8 @@ async def test_an_answer_from_memory_is_asked_again_naming_the_tool() -> None:
 async def test_a_second_plain_answer_stands() -> None:
     inner = scripted(final("Sunny, I think."), final("Sunny in Rome."), caps=PLAIN_SCHEMA)
     events, finish = await run(
-        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask("What's the current weather in Rome?")
+        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN),
+        ask("What's the current weather in Rome?"),
     )
     assert calls_of(events) == [] and text_of(events) == "Sunny in Rome."
     assert [r.reason for r in finish.diagnostics.retries] == ["missed_tool"]
@@ -128,7 +129,8 @@ async def test_a_second_answer_repeating_the_message_gives_way_to_the_first() ->
         caps=PLAIN_SCHEMA,
     )
     events, finish = await run(
-        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask("What's the current weather in Rome?")
+        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN),
+        ask("What's the current weather in Rome?"),
     )
     assert calls_of(events) == [] and text_of(events) == "Sunny, I think."
     assert [r.reason for r in finish.diagnostics.retries] == ["missed_tool"]
@@ -149,7 +151,8 @@ async def test_pretending_to_have_called_the_named_tool_leads_to_the_call() -> N
     )
     question = "When was the Treaty of Lisbon signed? I need the date of that event."
     events, finish = await run(
-        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask(question, tools=(*TOOLS, EVENT_DATE))
+        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN),
+        ask(question, tools=(*TOOLS, EVENT_DATE)),
     )
     assert calls_of(events) == [("get_event_date", {"event": "Treaty of Lisbon signing"})]
     assert text_of(events) == ""

@@ -75,7 +75,8 @@ def test_with_a_verdict_rule_off_the_next_verdict_in_order_is_given() -> None:
 async def test_the_rules_that_acted_are_named_in_the_diagnostics() -> None:
     inner = scripted(final("Sunny, I think."), final("Sunny in Rome."), caps=PLAIN_SCHEMA)
     events, finish = await run(
-        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask("What's the current weather in Rome?")
+        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN),
+        ask("What's the current weather in Rome?"),
     )
     assert text_of(events) == "Sunny in Rome."
     assert finish.diagnostics.rules == ("missed_tool",)
@@ -122,17 +123,22 @@ async def test_kept_insisted_value_off_asks_about_the_value_again() -> None:
     _, finish = await run(backend, ask("A table for tomorrow", tools=(date,)))
     assert [r.reason for r in finish.diagnostics.retries] == ["invented_value"] * 2
     _, kept = await run(
-        PromptedBackend(scripted(reply, reply), rules_on=HEURISTICS_OPT_IN), ask("A table", tools=(date,))
+        PromptedBackend(scripted(reply, reply), rules_on=HEURISTICS_OPT_IN),
+        ask("A table", tools=(date,)),
     )
     assert kept.diagnostics.rules == ("invented_value", "kept_insisted_value")
 
 
 def test_check_values_false_is_the_value_rules_switched_off() -> None:
-    backend = PromptedBackend(scripted(caps=PLAIN_SCHEMA), rules_on=HEURISTICS_OPT_IN, check_values=False)
+    backend = PromptedBackend(
+        scripted(caps=PLAIN_SCHEMA), rules_on=HEURISTICS_OPT_IN, check_values=False
+    )
     assert backend.rules.off >= VALUE_RULES
     assert backend.configure(max_retries=1).rules.off == backend.rules.off
-    missed = PromptedBackend(scripted(caps=PLAIN_SCHEMA), rules_on=HEURISTICS_OPT_IN, check_missed_calls=False)
-    assert missed.rules.off == {"missed_tool"}
+    missed = PromptedBackend(
+        scripted(caps=PLAIN_SCHEMA), rules_on=HEURISTICS_OPT_IN, check_missed_calls=False
+    )
+    assert missed.rules.off == {"missed_tool", "recount_calls"}
 
 
 def test_rules_are_switched_on_and_off_by_name_and_by_group() -> None:

@@ -12,6 +12,7 @@ Tune half only; run under the model lock.
 import asyncio
 import json
 import sys
+from typing import Any
 
 import httpx
 
@@ -47,7 +48,7 @@ wording = NUDGES[sys.argv[3] if len(sys.argv) > 3 else "noted"]
 qs = [q for c in cats for q in select(c, "tune", n)]
 
 
-async def ask(client, body):
+async def ask(client: httpx.AsyncClient, body: dict[str, Any]) -> str:
     r = await client.post(url + "/chat/completions", json=body)
     return r.json()["choices"][0]["message"]["content"]
 

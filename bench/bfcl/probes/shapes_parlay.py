@@ -61,9 +61,9 @@ async def main() -> None:
             third = _varied_example(tools[0], 82)
             later = third.request[0].lower() + third.request[1:]
             request = f"{pair.request[:-1]}, and {later}"
-            return Pair(request, (*pair.calls, third.call), pair.thought)  # type: ignore[arg-type]
+            return Pair(request, (*pair.calls, third.call), pair.thought)
 
-        render.pair_example = three  # type: ignore[assignment]
+        render.pair_example = three
     if "listed" in sys.argv[2:]:
         engine = engine.configure(listed_calls=True)
     async with httpx.AsyncClient(timeout=300) as client:

@@ -1,0 +1,109 @@
+"""The opt-in rules, each asked with the rule switched on: `python -m bench.bfcl.opt_in`.
+
+A rule that is off leaves no trace of where it would have acted, so the ablation's
+shortcut (ask again only where the rule acted) cannot measure it. Such a rule is a
+variant of the development benchmark instead (`bench.bfcl.systems.VARIANTS`), asked the
+questions beside the shipped engine, and this page pairs the two question by question
+with the ablation page's gain and interval (`bench.bfcl.ablation_report`): the balanced
+score with the rule on minus the shipped engine's.
+
+Where a rule cannot change right or wrong, the variant need not be asked: its outcome is
+the shipped engine's (`UNCHANGED`). `recount_calls` only acts on a reply that already
+makes one call, so on live_irrelevance (right: no call) and live_relevance (right: any
+call) it changes nothing.
+
+    python -m bench.bfcl.opt_in   # bench/results/bfcl-opt-in.md from the dev store
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from bench._table import markdown_table
+from bench.bfcl.ablation_report import RULE_HEADER, Outcome, row_cells
+from bench.bfcl.data import ABSTAIN_CATEGORIES, CALL_CATEGORIES, RELEVANCE_CATEGORIES
+from bench.bfcl.store import Store
+
+# The variant that switches each opt-in rule on.
+VARIANTS = {"recount_calls": "parlay:recount"}
+UNCHANGED = {"recount_calls": ABSTAIN_CATEGORIES + RELEVANCE_CATEGORIES}
+RESULTS = Path(__file__).parents[2] / "bench" / "results"
+
+Paired = dict[str, tuple[Outcome, Outcome]]  # question -> (rule on, shipped)
+
+
+def newest(outcomes: Sequence[Outcome], system: str, tags: Sequence[str]) -> dict[str, Outcome]:
+    """One outcome per question of `system`, from the newest of `tags` that has it."""
+    out: dict[str, Outcome] = {}
+    for tag in tags:
+        out.update(
+            {o["question"]: o for o in outcomes if o["system"] == system and o.get("tag") == tag}
+        )
+    return out
+
+
+def paired(rule: str, on: Mapping[str, Outcome], shipped: Mapping[str, Outcome]) -> Paired:
+    pairs = {q: (on[q], shipped[q]) for q in on if q in shipped}
+    for q, o in shipped.items():
+        if q not in pairs and o["category"] in UNCHANGED.get(rule, ()):
+            pairs[q] = (o, o)
+    return pairs
+
+
+def rule_row(rule: str, pairs: Paired) -> list[object]:
+    def right(categories: Sequence[str]) -> list[tuple[bool, bool]]:
+        return [(a["right"], b["right"]) for a, b in pairs.values() if a["category"] in categories]
+
+    acted = sum(rule in (a.get("rules") or ()) for a, _ in pairs.values())
+    return row_cells(
+        rule,
+        len(pairs),
+        acted,
+        right(CALL_CATEGORIES),
+        right(ABSTAIN_CATEGORIES),
+        right(RELEVANCE_CATEGORIES),
+    )
+
+
+def render(outcomes: Sequence[Outcome], tags: Sequence[str]) -> str:
+    lines = [
+        "# Opt-in rules, asked with the rule on",
+        "",
+        "Made by `python -m bench.bfcl.opt_in` from `bench/results/bfcl-dev.jsonl` (engine "
+        f"tags {', '.join(tags)}, newest first per question). Each opt-in rule is a variant",
+        "of the development benchmark, paired question by question with the shipped engine:",
+        "gain is the balanced score with the rule on minus the shipped one, 95 % paired",
+        "bootstrap (as on bfcl-ablation.md). Categories where the rule cannot change right or",
+        "wrong take the shipped engine's outcome (see the module's docstring).",
+    ]
+    for model in sorted({o["model"] for o in outcomes}):
+        for half in ("tune", "validate"):
+            mine = [o for o in outcomes if o["model"] == model and o["half"] == half]
+            shipped = newest(mine, "parlay", tags)
+            rows = [
+                rule_row(rule, paired(rule, newest(mine, system, tags), shipped))
+                for rule, system in VARIANTS.items()
+                if any(o["system"] == system for o in mine)
+            ]
+            if rows:
+                lines += ["", f"## {model}, {half} half", "", markdown_table(RULE_HEADER, rows)]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", type=Path, default=RESULTS / "bfcl-dev.jsonl")
+    parser.add_argument("--page", type=Path, default=RESULTS / "bfcl-opt-in.md")
+    parser.add_argument("--tag", default="stop16-derived,stop16", help="oldest first")
+    args = parser.parse_args(argv)
+    text = render(list(Store(args.store).load().values()), args.tag.split(","))
+    args.page.write_text(text)
+    print(text)
+    print(f"page: {args.page}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
