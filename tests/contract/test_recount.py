@@ -1,6 +1,6 @@
 """`recount_calls`: the json reply decides whether to call, the typed format how many.
 
-Opt-in (one more generation for every single call); measured in bench/results/bfcl-dev.md.
+Opt-in (one more generation for every single call); measured in bench/results/bfcl-opt-in.md.
 """
 
 from __future__ import annotations
