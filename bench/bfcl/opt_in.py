@@ -21,10 +21,12 @@ import argparse
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from bench._table import markdown_table
 from bench.bfcl.ablation_report import RULE_HEADER, Outcome, row_cells
 from bench.bfcl.data import ABSTAIN_CATEGORIES, CALL_CATEGORIES, RELEVANCE_CATEGORIES
+from bench.bfcl.dev import current
 from bench.bfcl.store import Store
 
 # The variant that switches each opt-in rule on.
@@ -35,14 +37,8 @@ RESULTS = Path(__file__).parents[2] / "bench" / "results"
 Paired = dict[str, tuple[Outcome, Outcome]]  # question -> (rule on, shipped)
 
 
-def newest(outcomes: Sequence[Outcome], system: str, tags: Sequence[str]) -> dict[str, Outcome]:
-    """One outcome per question of `system`, from the newest of `tags` that has it."""
-    out: dict[str, Outcome] = {}
-    for tag in tags:
-        out.update(
-            {o["question"]: o for o in outcomes if o["system"] == system and o.get("tag") == tag}
-        )
-    return out
+def by_question(outcomes: Sequence[Outcome], system: str) -> dict[str, Outcome]:
+    return {o["question"]: o for o in outcomes if o["system"] == system}
 
 
 def paired(rule: str, on: Mapping[str, Outcome], shipped: Mapping[str, Outcome]) -> Paired:
@@ -68,7 +64,7 @@ def rule_row(rule: str, pairs: Paired) -> list[object]:
     )
 
 
-def render(outcomes: Sequence[Outcome], tags: Sequence[str]) -> str:
+def render(outcomes: Sequence[dict[str, Any]], tags: Sequence[str]) -> str:
     lines = [
         "# Opt-in rules, asked with the rule on",
         "",
@@ -79,12 +75,13 @@ def render(outcomes: Sequence[Outcome], tags: Sequence[str]) -> str:
         "bootstrap (as on bfcl-ablation.md). Categories where the rule cannot change right or",
         "wrong take the shipped engine's outcome (see the module's docstring).",
     ]
-    for model in sorted({o["model"] for o in outcomes}):
+    newest = current(outcomes, ",".join(tags))  # each question's newest outcome
+    for model in sorted({o["model"] for o in newest}):
         for half in ("tune", "validate"):
-            mine = [o for o in outcomes if o["model"] == model and o["half"] == half]
-            shipped = newest(mine, "parlay", tags)
+            mine = [o for o in newest if o["model"] == model and o["half"] == half]
+            shipped = by_question(mine, "parlay")
             rows = [
-                rule_row(rule, paired(rule, newest(mine, system, tags), shipped))
+                rule_row(rule, paired(rule, by_question(mine, system), shipped))
                 for rule, system in VARIANTS.items()
                 if any(o["system"] == system for o in mine)
             ]

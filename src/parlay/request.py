@@ -87,6 +87,7 @@ def unknown_choice(name: str, tool_names: Collection[str]) -> str:
 
 AUTO = ToolChoice("auto")
 NONE = ToolChoice("none")
+REQUIRED = ToolChoice("required")
 # OpenAI's limit on alternatives per token, which llama.cpp and vLLM accept too.
 MAX_TOP_LOGPROBS = 20
 

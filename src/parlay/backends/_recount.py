@@ -19,12 +19,10 @@ from typing import TYPE_CHECKING
 from parlay.backends._attempt import CALL_EVENTS, Attempt
 from parlay.backends._turn import Turn
 from parlay.events import Event, Finish, ToolCallEnd
-from parlay.request import ToolChoice
+from parlay.request import REQUIRED
 
 if TYPE_CHECKING:
     from parlay.backends.prompted import PromptedBackend
-
-REQUIRED = ToolChoice("required")
 
 
 async def calls_to_hand_on(engine: PromptedBackend, turn: Turn, released: Attempt) -> list[Event]:

@@ -110,8 +110,8 @@ class PromptedBackend:
     - `max_tokens`: the token budget of each attempt when the request sets none (default
       2048; None: the inner backend's own limit). A caller's `max_tokens` wins.
     - `rules_off` / `rules_on`: names of the engine's rules to switch off, or on (the
-      opt-in heuristics, `parlay.contract.rules.OPT_IN`, are off unless named here, and
-      so is `recount_calls`, a second look at how many calls a reply makes;
+      opt-in rules, `parlay.contract.rules.OPT_IN`, are off unless named here: five
+      heuristics and `recount_calls`, a second look at how many calls a reply makes;
       `RULES` lists every rule and what it does); every reply names the rules that acted
       on it in `Diagnostics.rules`.
     - `call_rules`: rules of your own about calls (`parlay.contract.rules.CallRule`):
