@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import json
 import sys
+from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -133,25 +134,36 @@ def current(outcomes: Sequence[dict[str, Any]], tag: str) -> list[dict[str, Any]
     """With an engine tag, the engine's outcomes of that tag only (older engines' would
     shrink every comparison to the questions they too answered); the baselines' all.
 
-    Several tags, comma-separated, oldest first: each question's newest outcome among
-    them, so a variant asked again on a later engine shows that engine's answers."""
+    Several tags, comma-separated, oldest first: for each model, system and half, the
+    outcomes of the newest tag that has answered every question the older ones had. A
+    column is one engine: a later engine's run still under way leaves the earlier one in
+    place whole (taking its answers question by question would split the system into two
+    columns, each holding part of the questions, and empty every comparison)."""
     if not tag:
         return list(outcomes)
     order = {name: rank for rank, name in enumerate(tag.split(","))}
-    chosen: dict[tuple[Any, ...], dict[str, Any]] = {}
+    groups: dict[tuple[Any, ...], dict[str, list[dict[str, Any]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
     kept: list[dict[str, Any]] = []
     for outcome in outcomes:
         if not outcome["system"].startswith("parlay"):
             kept.append(outcome)
-            continue
-        rank = order.get(outcome.get("tag") or "")
-        if rank is None:
-            continue
-        key = tuple(outcome[k] for k in ("model", "system", "half", "category", "question"))
-        held = chosen.get(key)
-        if held is None or order[held["tag"]] < rank:
-            chosen[key] = outcome
-    return kept + list(chosen.values())
+        elif (outcome.get("tag") or "") in order:
+            key = tuple(outcome[k] for k in ("model", "system", "half"))
+            groups[key][outcome["tag"]].append(outcome)
+    for by_tag in groups.values():
+        kept.extend(by_tag[_newest_complete(by_tag, order)])
+    return kept
+
+
+def _newest_complete(by_tag: dict[str, list[dict[str, Any]]], order: dict[str, int]) -> str:
+    tags = sorted(by_tag, key=order.__getitem__)
+    asked = [{(o["category"], o["question"]) for o in by_tag[t]} for t in tags]
+    for index in range(len(tags) - 1, 0, -1):
+        if asked[index] >= set().union(*asked[:index]):
+            return tags[index]
+    return tags[0]
 
 
 def write_page(store: Store, page: Path, tag: str = "") -> str:

@@ -164,26 +164,44 @@ def test_the_page_of_one_engine_tag_keeps_every_baseline_outcome() -> None:
     assert current(outcomes, "") == outcomes
 
 
-def test_several_tags_keep_each_questions_newest_engine_outcome() -> None:
+def _tagged(system: str, tag: str, question: str) -> dict[str, str]:
+    where = {"model": "qwen", "half": "validate", "category": "multiple"}
+    return {"system": system, "tag": tag, "question": question, **where}
+
+
+def test_several_tags_keep_the_newest_engine_that_answered_every_question() -> None:
     from bench.bfcl.dev import current
 
-    def outcome(system: str, tag: str, question: str) -> dict[str, str]:
-        where = {"model": "qwen", "half": "validate", "category": "multiple"}
-        return {"system": system, "tag": tag, "question": question, **where}
-
     outcomes = [
-        outcome("parlay:typed", "stop15", "q1"),  # asked again on the later engine
-        outcome("parlay:typed", "stop14", "q1"),
-        outcome("parlay:typed", "stop14", "q2"),  # not yet asked again: the older stands
-        outcome("parlay", "stop14", "q1"),
-        outcome("parlay", "stop12", "q1"),  # a tag not listed: left out
+        _tagged("parlay:typed", "stop15", "q1"),  # asked again on the later engine, all of it
+        _tagged("parlay:typed", "stop15", "q2"),
+        _tagged("parlay:typed", "stop14", "q1"),
+        _tagged("parlay:typed", "stop14", "q2"),
+        _tagged("parlay", "stop14", "q1"),
+        _tagged("parlay", "stop12", "q1"),  # a tag not listed: left out
     ]
     kept = {(o["system"], o["question"]): o["tag"] for o in current(outcomes, "stop14,stop15")}
     assert kept == {
         ("parlay:typed", "q1"): "stop15",
-        ("parlay:typed", "q2"): "stop14",
+        ("parlay:typed", "q2"): "stop15",
         ("parlay", "q1"): "stop14",
     }
+
+
+def test_a_later_engine_still_running_does_not_split_its_system_into_two_columns() -> None:
+    from bench.bfcl.dev import current
+    from bench.bfcl.report import Cell, labels
+
+    outcomes = [
+        {**_tagged("parlay", "stop14", q), "config": "old", "right": True} for q in ("q1", "q2")
+    ]
+    outcomes.append({**_tagged("parlay", "stop15", "q1"), "config": "new", "right": False})
+    kept = current(outcomes, "stop14,stop15")
+    assert {(o["tag"], o["question"]) for o in kept} == {("stop14", "q1"), ("stop14", "q2")}
+    cell = Cell(kept, labels(kept))
+    assert cell.common("multiple") == {"q1", "q2"}
+    outcomes.append({**_tagged("parlay", "stop15", "q2"), "config": "new", "right": False})
+    assert {o["tag"] for o in current(outcomes, "stop14,stop15")} == {"stop15"}
 
 
 def test_without_the_prompt_cache_every_request_says_so_and_the_key_changes() -> None:
