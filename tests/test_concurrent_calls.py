@@ -262,3 +262,27 @@ async def test_cancelling_a_turn_cancels_its_running_calls():
     assert sorted(cancelled) == [0, 1, 2]
     assert thunk.is_computed and session.ctx is before
     assert thunk.cancel() is False  # over already
+
+
+async def test_cancelling_a_sync_hook_cancels_the_async_work_it_waits_on() -> None:
+    from parlay._sync import run_sync
+    from parlay.calls import in_thread
+
+    started, stopped = threading.Event(), threading.Event()
+
+    async def forever() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            stopped.set()
+
+    def hook() -> None:  # a sync protocol hook running an async tool
+        run_sync(forever())
+
+    waiting = asyncio.ensure_future(in_thread(hook))
+    assert await asyncio.to_thread(started.wait, 10)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert await asyncio.to_thread(stopped.wait, 10)

@@ -161,9 +161,15 @@ def test_a_failed_turn_is_a_row_in_the_log_with_the_calls_that_ran(tmp_path: Pat
     assert [r.output for r in row.results] == ["3"]
 
 
-async def test_a_cancelled_turn_is_rolled_back_and_told_to_no_one() -> None:
+async def test_a_cancelled_turn_is_rolled_back_and_told_as_cancelled_with_its_finished_rounds(
+    tmp_path: Path,
+) -> None:
     seen: list[CompletedTurn] = []
     started = asyncio.Event()
+
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
 
     async def wait_forever(x: int) -> int:
         """Never returns."""
@@ -171,8 +177,13 @@ async def test_a_cancelled_turn_is_rolled_back_and_told_to_no_one() -> None:
         await asyncio.sleep(3600)
         return x
 
-    backend = ScriptedBackend([calls(("wait_forever", {"x": 1})), "never"])
-    session = Session(backend, tools=[wait_forever], observers=[seen.append])
+    backend = ScriptedBackend(
+        [calls(("add", {"a": 2, "b": 3})), calls(("wait_forever", {"x": 1})), "never"]
+    )
+    store = Store(tmp_path / "log.db")
+    session = Session(
+        backend, tools=[add, wait_forever], observers=[seen.append], log=TurnRecorder(store)
+    )
     before = session.ctx
     thunk = session.chat("go", run_tools=True)
     consumer = asyncio.ensure_future(thunk._await())
@@ -180,4 +191,10 @@ async def test_a_cancelled_turn_is_rolled_back_and_told_to_no_one() -> None:
     assert thunk.cancel()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(consumer, 10)
-    assert seen == [] and session.ctx is before
+    assert session.ctx is before
+    [turn] = seen
+    assert isinstance(turn.error, parlay.TurnCancelledError)
+    assert [m.role for m in turn.steps] == ["assistant", "tool"]  # the round that finished
+    [row] = store.responses()
+    assert row.finish_reason == "cancelled"
+    assert [c.name for c in row.calls] == ["add"] and [r.output for r in row.results] == ["5"]

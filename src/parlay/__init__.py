@@ -35,6 +35,7 @@ from parlay.errors import (
     StoreError,
     ThunkError,
     ToolChainLimitError,
+    TurnCancelledError,
     ToolDefinitionError,
     UndescribedToolWarning,
 )
@@ -122,6 +123,7 @@ __all__ = [
     "ToolCallEnd",
     "ToolCallStart",
     "ToolChainLimitError",
+    "TurnCancelledError",
     "ToolChoice",
     "ToolDefinitionError",
     "ToolResult",

@@ -8,11 +8,49 @@ is already running in the main thread.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+
+class PortalWaits:
+    """The portal work a worker thread is waiting on, so that cancelling the coroutine
+    that started the thread (`parlay.calls.in_thread`) cancels that work too: a sync hook
+    blocked in `run_sync` on an async tool would otherwise hold its thread for as long as
+    the tool runs, after the turn that wanted it is gone."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._futures: set[concurrent.futures.Future[Any]] = set()
+        self.cancelled = False
+
+    def add(self, future: concurrent.futures.Future[Any]) -> None:
+        with self._lock:
+            self._futures.add(future)
+            cancelled = self.cancelled
+        if cancelled:
+            future.cancel()
+
+    def discard(self, future: concurrent.futures.Future[Any]) -> None:
+        with self._lock:
+            self._futures.discard(future)
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            futures = list(self._futures)
+        for future in futures:
+            future.cancel()
+
+
+# Set, in the thread's copy of the context, by whoever runs the thread on parlay's behalf.
+current_waits: contextvars.ContextVar[PortalWaits | None] = contextvars.ContextVar(
+    "parlay_portal_waits", default=None
+)
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -41,7 +79,15 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     if in_portal():
         coro.close()
         raise RuntimeError("run_sync called from parlay's own loop; await instead")
-    return asyncio.run_coroutine_threadsafe(coro, portal_loop()).result()
+    future = asyncio.run_coroutine_threadsafe(coro, portal_loop())
+    waits = current_waits.get()
+    if waits is None:
+        return future.result()
+    waits.add(future)
+    try:
+        return future.result()
+    finally:
+        waits.discard(future)
 
 
 def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from parlay._sync import PortalWaits, current_waits
 from parlay.context import ToolCall, ToolResult
 
 T = TypeVar("T")
@@ -40,11 +41,18 @@ def tool_executor() -> ThreadPoolExecutor:
 
 
 async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """`fn(*args, **kwargs)` in a tool thread, with the caller's context variables."""
+    """`fn(*args, **kwargs)` in a tool thread, with the caller's context variables.
+    Cancelling the caller cancels what the thread waits for through `run_sync`."""
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
+    waits = PortalWaits()
+    context.run(current_waits.set, waits)
     call = functools.partial(context.run, fn, *args, **kwargs)
-    return await loop.run_in_executor(tool_executor(), call)
+    try:
+        return await loop.run_in_executor(tool_executor(), call)
+    except asyncio.CancelledError:
+        waits.cancel()  # what the thread awaits on the portal stops; the thread then returns
+        raise
 
 
 Execute = Callable[[ToolCall], Awaitable[ToolResult]]

@@ -29,6 +29,12 @@ class ToolChainLimitError(ParlayError):
         self.limit = limit
 
 
+class TurnCancelledError(ParlayError):
+    """A turn stopped before it finished (`ModelOutputThunk.cancel()`, or Ctrl-C on the
+    command line). Observers see it as the turn's error, with the rounds that finished
+    before the stop (their tools ran); the thunk's consumers get `asyncio.CancelledError`."""
+
+
 class ThunkError(ParlayError):
     """A `ModelOutputThunk` was used in a way that cannot work (say, forced from its own loop)."""
 

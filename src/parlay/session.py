@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
@@ -21,7 +22,7 @@ from parlay.context import (
     ToolResult,
     UserMessage,
 )
-from parlay.errors import InvalidRequestError, ToolChainLimitError
+from parlay.errors import InvalidRequestError, ToolChainLimitError, TurnCancelledError
 from parlay.events import Event, TextDelta, ToolCallEnd
 from parlay.observers import CompletedTurn, TurnClock, TurnObserver, notify
 from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice
@@ -286,8 +287,10 @@ class Session:
         # A failed turn leaves the context as it was, unless the user moved on already.
         if self._ctx is after:
             self._ctx = before
-        if not isinstance(error, Exception):
-            return None  # cancelled or interrupted: no one is told
+        if isinstance(error, asyncio.CancelledError):
+            error = TurnCancelledError("the turn was cancelled before it finished")
+        elif not isinstance(error, Exception):
+            return None  # the process is being interrupted: no one is told
         return self.turn_completed(clock.failed(thunk, error))
 
     async def turn_completed(self, turn: CompletedTurn) -> None:

@@ -137,14 +137,20 @@ class ModelOutputThunk(Generic[T]):
         else:
             self._driver = asyncio.run_coroutine_threadsafe(self._drive(), loop)
 
-    def cancel(self) -> bool:
+    def cancel(self, *, wait: float = 0) -> bool:
         """Stop a running turn: its model request and the tool calls it is running are
         cancelled, and every consumer gets `asyncio.CancelledError`. False when the turn
-        has not started or is already over."""
+        has not started or is already over. `wait`: seconds to wait, from a thread other
+        than the turn's loop, for it to unwind (its failure hook, the session's observers
+        with it, done)."""
         driver, loop = self._driver, self._loop
         if driver is None or loop is None or self._finished.is_set():
             return False
+        if wait > 0:
+            self._check_not_own_loop()
         loop.call_soon_threadsafe(driver.cancel)
+        if wait > 0:
+            self._finished.wait(wait)
         return True
 
     async def _drive(self) -> None:
@@ -164,7 +170,12 @@ class ModelOutputThunk(Generic[T]):
             self._error = exc
             self._settled = True
             await self._hook(self._on_failure, exc)
-        except BaseException as exc:  # cancelled: undo, tell no one, and go on unwinding
+        except asyncio.CancelledError as exc:  # the hook is told, then unwinding goes on
+            self._error = exc
+            self._settled = True
+            await self._hook(self._on_failure, exc)
+            raise
+        except BaseException as exc:  # the process is going down: undo, tell no one
             self._error = exc
             self._settled = True
             if self._on_failure is not None:

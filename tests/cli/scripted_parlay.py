@@ -6,7 +6,9 @@ a real process with real standard streams, answering at once. `-m` picks the scr
 - `echo` (or anything else): the reply is the request's messages as JSON,
   `[[role, content], ...]`, so a test reads what the model was shown;
 - `json`: a reply matching `PERSON_SCHEMA` when the request asks for structured output;
-- `tool`: a call of `add` {"a": 2, "b": 3} until a result is in the history, then "The sum is 5.".
+- `tool`: a call of `add` {"a": 2, "b": 3} until a result is in the history, then "The sum is 5.";
+- `stall`: for the prompt "go", a call of `add`, then of `stall` (a tool of the test's
+  that never returns); for any other prompt, `echo`.
 """
 
 from __future__ import annotations
@@ -44,7 +46,16 @@ def _loop(request: ChatRequest) -> Any:
     return calls(("add", {"a": 2, "b": 3}))  # never answers: the chain limit stops it
 
 
-SCRIPTS = {"json": _json, "tool": _tool, "loop": _loop}
+def _stall(request: ChatRequest) -> Any:
+    last_prompt = [m for m in request.messages if m.role == "user"][-1]
+    if getattr(last_prompt, "content", "") != "go":
+        return _echo(request)
+    if any(isinstance(m, ToolResult) for m in request.messages):
+        return calls(("stall", {}))
+    return calls(("add", {"a": 2, "b": 3}))
+
+
+SCRIPTS = {"json": _json, "tool": _tool, "loop": _loop, "stall": _stall}
 
 
 def backend(spec: str | None, **_flags: Any) -> ScriptedBackend:

@@ -118,7 +118,8 @@ def prompt(
 @app.command()
 @with_run_options
 def chat(*, opts: RunOptions) -> None:
-    """An interactive chat; the whole conversation is kept. Type 'exit' or Ctrl-D to end."""
+    """An interactive chat; the whole conversation is kept. Type 'exit' or Ctrl-D to end;
+    Ctrl-C stops the answer being written."""
     stderr = stderr_console()
     with friendly_errors(stderr), build_session(opts, stderr) as session:
         stderr.print(f"[dim]chatting with {session.backend.name}; 'exit' or Ctrl-D to end[/]")
@@ -133,6 +134,8 @@ def chat(*, opts: RunOptions) -> None:
                 except (ToolChainLimitError, BackendError) as exc:
                     # One bad turn does not end the chat; the context is as it was before.
                     stderr.print(f"[red]error:[/] {exc}")
+                except KeyboardInterrupt:  # stops this turn, not the chat
+                    stderr.print("\n[dim]cancelled; the conversation goes on from before it[/]")
 
 
 # Registered after prompt and chat so `parlay --help` lists the everyday commands first.

@@ -28,6 +28,8 @@ def _model_name(model: str) -> str:
 
 
 def _answer(row: LoggedResponse) -> str:
+    if row.finish_reason == "cancelled":
+        return "(cancelled)"
     if row.finish_reason == "error" and row.diagnostics:
         return f"(failed) {row.diagnostics.get('error', '')}"
     return row.text

@@ -3,8 +3,9 @@
 The log keeps one row per prompt (see `parlay.store.recorder`): the prompt, every round's
 calls, their results and the answer. Read in order, the rows give back what the model was
 shown: the system prompt, then per prompt the user's text, each round's calls as an
-assistant turn followed by their results, and the answer. A failed turn (its row ends
-in "error") is left out: the session went on from the context before it.
+assistant turn followed by their results, and the answer. A failed or cancelled turn (its
+row ends in "error" or "cancelled") is left out: the session went on from the context
+before it.
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ def find_conversation(store: Store, cid: str | None) -> Conversation:
     return Conversation(session, tuple(reversed(rows)))
 
 
+# How the log ends a turn that left the session's context as it was.
+UNFINISHED = frozenset({"error", "cancelled"})
+
+
 def rebuild_context(conversation: Conversation, system: str | None = None) -> Context:
     """What the model was shown over `conversation`; `system` (-s) replaces the logged one."""
     ctx = Context()
@@ -60,8 +65,8 @@ def rebuild_context(conversation: Conversation, system: str | None = None) -> Co
     if system:
         ctx = ctx.insert(SystemMessage(system))
     for row in conversation.responses:
-        if row.finish_reason == "error":
-            continue  # a failed turn left the session's context as it was
+        if row.finish_reason in UNFINISHED:
+            continue  # a failed or cancelled turn left the session's context as it was
         if row.prompt is not None:
             ctx = ctx.insert(UserMessage(row.prompt))
         ctx = _insert_rounds(ctx, row)

@@ -22,6 +22,9 @@ from parlay.events import Finish, TextDelta, Usage
 from parlay.request import ToolChoice
 from parlay.thunk import ModelOutputThunk
 
+# How long Ctrl-C waits for a stopped turn to reach the log; a second Ctrl-C cuts it short.
+CANCEL_WAIT_SECONDS = 10.0
+
 
 @define
 class TurnOutcome:
@@ -84,6 +87,11 @@ def run_turn(
             context=exc.context,
             limit=exc.limit,
         ) from None
+    except KeyboardInterrupt:
+        # Ctrl-C stops the turn itself, not only this thread's wait for it, and lets it
+        # unwind: its finished rounds (tools that ran) reach the log as "cancelled".
+        thunk.cancel(wait=CANCEL_WAIT_SECONDS)
+        raise
     return _outcome(thunk, session)
 
 

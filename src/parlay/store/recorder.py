@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import attrs
 
 from parlay.context import AssistantMessage, Context, Item, ToolCall, ToolResult
+from parlay.errors import TurnCancelledError
 from parlay.observers import CompletedTurn, elapsed_ms
 from parlay.store.store import LoggedCall, LoggedResponse, LoggedResult, LoggedSession, Store
 
@@ -115,7 +116,8 @@ class TurnRecorder:
     def response(self, turn: CompletedTurn, first_round: int = 0) -> LoggedResponse:
         """The turn as a row; its rounds are numbered from `first_round`. A failed turn
         is a row too: its finished rounds (their tools ran), no text, and the error in
-        its diagnostics (`finish_reason` "error")."""
+        its diagnostics (`finish_reason` "error", or "cancelled" for a turn stopped
+        before it finished)."""
         calls: list[LoggedCall] = []
         results = [_result(r) for r in results_since_last_turn(turn.prompt_ctx)]
         round_no = first_round
@@ -137,7 +139,8 @@ class TurnRecorder:
         )
         if not turn.succeeded:
             error = f"{type(turn.error).__name__}: {turn.error}"
-            return attrs.evolve(row, finish_reason="error", diagnostics={"error": error})
+            ended = "cancelled" if isinstance(turn.error, TurnCancelledError) else "error"
+            return attrs.evolve(row, finish_reason=ended, diagnostics={"error": error})
         thunk = turn.thunk
         calls.extend(_call(c, round_no) for c in thunk.tools)
         usage, diagnostics = thunk.usage, thunk.diagnostics
