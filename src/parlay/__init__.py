@@ -35,8 +35,8 @@ from parlay.errors import (
     StoreError,
     ThunkError,
     ToolChainLimitError,
-    TurnCancelledError,
     ToolDefinitionError,
+    TurnCancelledError,
     UndescribedToolWarning,
 )
 from parlay.events import (
@@ -123,12 +123,12 @@ __all__ = [
     "ToolCallEnd",
     "ToolCallStart",
     "ToolChainLimitError",
-    "TurnCancelledError",
     "ToolChoice",
     "ToolDefinitionError",
     "ToolResult",
     "ToolSpec",
     "Toolbox",
+    "TurnCancelledError",
     "TurnObserver",
     "TurnRecorder",
     "UndescribedToolWarning",

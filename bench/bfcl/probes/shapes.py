@@ -70,3 +70,24 @@ def keyed_grammar(tools: Any, min_several: int = 1) -> dict[str, Any]:
         {"final": {"type": "string"}},
     )
     return {"anyOf": [{"type": "object", "properties": p, "required": list(p)} for p in shapes]}
+
+
+def counted(schema: dict[str, Any], most: int = 6) -> dict[str, Any]:
+    """The engine's typed grammar with `"count": N` after `"type": "tool_calls"` and the
+    list held to N entries, for N from 2 to `most`."""
+    options = []
+    for option in schema.get("anyOf", [schema]):
+        props = option.get("properties", {})
+        if props.get("type", {}).get("const") != "tool_calls":
+            options.append(option)
+            continue
+        for n in range(2, most + 1):
+            tools = {**props["tools"], "minItems": n, "maxItems": n}
+            options.append(
+                {
+                    "type": "object",
+                    "properties": {"type": props["type"], "count": {"const": n}, "tools": tools},
+                    "required": ["type", "count", "tools"],
+                }
+            )
+    return {**schema, "anyOf": options} if "anyOf" in schema else options[0]

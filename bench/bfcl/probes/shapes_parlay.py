@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 
 from bench.bfcl.models import models
-from bench.bfcl.probes.shapes import keyed_grammar, scored, typed_grammar
+from bench.bfcl.probes.shapes import counted, keyed_grammar, scored, typed_grammar
 from bench.bfcl.split import select
 from bench.bfcl.systems import Setup, shipped_engine
 from parlay.backends._next_attempt import grammar_for
@@ -35,7 +35,7 @@ qs = [
     for c in os.environ.get(
         "PROBE_CATS", "parallel_multiple,live_parallel,live_parallel_multiple"
     ).split(",")
-    for q in select(c, "tune", 5)
+    for q in select(c, "tune", int(os.environ.get("PROBE_N", "5")))
 ]
 which = sys.argv[1]
 
@@ -128,6 +128,10 @@ async def main() -> None:
                 for opt in sch.get("anyOf", [sch]):
                     if "actions" in opt.get("properties", {}):
                         opt["properties"]["actions"]["minItems"] = 2
+            if "counted" in sys.argv[2:]:  # typed: a count first, the list held to it
+                body["response_format"]["json_schema"]["schema"] = counted(
+                    body["response_format"]["json_schema"]["schema"]
+                )
             if which == "noform":
                 body.pop("response_format", None)
             r = await client.post(url + "/chat/completions", json=body)
