@@ -1,4 +1,4 @@
-"""The opt-in rules, each asked with the rule switched on: `python -m bench.bfcl.opt_in`.
+"""The opt-in rules and formats, each asked switched on: `python -m bench.bfcl.opt_in`.
 
 A rule that is off leaves no trace of where it would have acted, so the ablation's
 shortcut (ask again only where the rule acted) cannot measure it. Such a rule is a
@@ -12,6 +12,10 @@ the shipped engine's (`UNCHANGED`). `recount_calls` only acts on a reply that al
 makes one call, so on live_irrelevance (right: no call) and live_relevance (right: any
 call) it changes nothing.
 
+An opt-in format (`action_format=typed`) is paired the same way; it leaves no rule's name
+on a reply, so its "acted on" counts the questions whose reply differs from the shipped
+engine's.
+
     python -m bench.bfcl.opt_in   # bench/results/bfcl-opt-in.md from the dev store
 """
 
@@ -24,13 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from bench._table import markdown_table
-from bench.bfcl.ablation_report import RULE_HEADER, Outcome, row_cells
+from bench.bfcl.ablation_report import RULE_HEADER, Outcome, row_cells, same_reply
 from bench.bfcl.data import ABSTAIN_CATEGORIES, CALL_CATEGORIES, RELEVANCE_CATEGORIES
 from bench.bfcl.dev import current
 from bench.bfcl.store import Store
 
-# The variant that switches each opt-in rule on.
-VARIANTS = {"recount_calls": "parlay:recount"}
+# The variant that switches each opt-in rule or format on.
+VARIANTS = {"recount_calls": "parlay:recount", "action_format=typed": "parlay:typed"}
+FORMATS = frozenset({"action_format=typed"})
 UNCHANGED = {"recount_calls": ABSTAIN_CATEGORIES + RELEVANCE_CATEGORIES}
 RESULTS = Path(__file__).parents[2] / "bench" / "results"
 
@@ -53,7 +58,10 @@ def rule_row(rule: str, pairs: Paired) -> list[object]:
     def right(categories: Sequence[str]) -> list[tuple[bool, bool]]:
         return [(a["right"], b["right"]) for a, b in pairs.values() if a["category"] in categories]
 
-    acted = sum(rule in (a.get("rules") or ()) for a, _ in pairs.values())
+    if rule in FORMATS:
+        acted = sum(not same_reply(a, b) for a, b in pairs.values())
+    else:
+        acted = sum(rule in (a.get("rules") or ()) for a, _ in pairs.values())
     return row_cells(
         rule,
         len(pairs),
@@ -66,10 +74,10 @@ def rule_row(rule: str, pairs: Paired) -> list[object]:
 
 def render(outcomes: Sequence[dict[str, Any]], tags: Sequence[str]) -> str:
     lines = [
-        "# Opt-in rules, asked with the rule on",
+        "# Opt-in rules and formats, asked switched on",
         "",
         "Made by `python -m bench.bfcl.opt_in` from `bench/results/bfcl-dev.jsonl` (engine "
-        f"tags {', '.join(tags)}, newest first per question). Each opt-in rule is a variant",
+        f"tags {', '.join(tags)}, the newest complete run per system). Each opt-in rule or format is a variant",
         "of the development benchmark, paired question by question with the shipped engine:",
         "gain is the balanced score with the rule on minus the shipped one, 95 % paired",
         "bootstrap (as on bfcl-ablation.md). Categories where the rule cannot change right or",
