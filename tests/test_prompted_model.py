@@ -199,3 +199,30 @@ async def test_a_name_the_model_left_halfway_is_read_at_every_token(llama_backen
     [first, *_] = finish.diagnostics.retries
     assert first.reason == "forced_call"
     assert first.detail.startswith("get_current_weather: after 'get")
+
+
+async def test_a_callers_schema_with_nested_models_is_held_by_the_real_grammar(
+    llama_backend,
+) -> None:
+    # llama.cpp reads `$ref: #/$defs/...` from the root of the whole schema: left inside
+    # the answer's option it refused the grammar (HTTP 400) and the engine ran without one.
+    from pydantic import BaseModel
+
+    from parlay.request import ResponseFormat
+
+    class Address(BaseModel):
+        city: str
+
+    class Person(BaseModel):
+        name: str
+        home: Address
+
+    request = ChatRequest(
+        (UserMessage("Ada lives in London. Describe her as JSON."),),
+        tools=(USER_ID,),
+        response_format=ResponseFormat(Person.model_json_schema(), name="person"),
+        options=OPTIONS,
+    )
+    _, finish = await collect(embedded(llama_backend), request)
+    assert finish.diagnostics.constrained
+    assert not any("rejected the action schema" in note for note in finish.diagnostics.notes)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
+import pytest
 from pydantic import BaseModel
 
 from parlay import Session
@@ -39,6 +41,31 @@ def test_the_answer_option_of_the_grammar_is_the_callers_schema() -> None:
     # An object opening with an action key (`reasoning`) would be read as an action.
     assert next(iter(answer["properties"])) == "city"
     assert all("tool" in json.dumps(o) for o in options[:-1])
+
+
+class Address(BaseModel):
+    city: str
+
+
+class Person(BaseModel):
+    name: str
+    home: Address
+
+
+def test_a_callers_schema_with_nested_models_keeps_its_references_resolvable() -> None:
+    # pydantic (and the openai SDK's `response_format=Model`) writes nested models as
+    # `$ref: #/$defs/...`, read from the root: under `anyOf` they must move there.
+    schema = Person.model_json_schema()
+    assert "$defs" in schema
+    for action_format in ("json", "typed"):
+        grammar = action_schema(TOOLS, ToolChoice("auto"), action_format, schema, parallel=True)
+        assert "Address" in grammar["$defs"]
+        assert all("$defs" not in option for option in grammar["anyOf"])
+        person = {"name": "Ada", "home": {"city": "London"}}
+        jsonschema.validate(person, grammar)
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"name": "Ada", "home": {"town": 3}}, grammar)
+    assert "$defs" in schema  # the caller's own schema is left as it was
 
 
 def test_a_forced_call_keeps_only_calls() -> None:
