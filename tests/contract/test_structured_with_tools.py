@@ -108,3 +108,28 @@ def test_a_session_with_tools_parses_the_structured_answer() -> None:
         assert request.response_format is not None
         assert "Weather" not in request.response_format.name  # the action grammar, holding it
         assert "temp" in json.dumps(request.response_format.schema)
+
+
+class Node(BaseModel):
+    label: str
+    children: list[Node] = []
+
+
+def test_a_tool_with_a_recursive_model_gets_a_grammar_whose_references_resolve() -> None:
+    from parlay.tools import Tool
+
+    def draw(tree: Node) -> str:
+        """Draw a tree."""
+        return tree.label
+
+    spec = Tool.from_function(draw).spec
+    assert "$defs" in json.dumps(spec.parameters)  # a recursive model is not inlined
+    grammar = action_schema((spec,), ToolChoice("auto"), "json")
+    call = {
+        "action": {"tool": "draw", "args": {"tree": {"label": "a", "children": [{"label": "b"}]}}}
+    }
+    jsonschema.validate(call, grammar)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(
+            {"action": {"tool": "draw", "args": {"tree": {"children": []}}}}, grammar
+        )

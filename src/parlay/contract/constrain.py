@@ -145,25 +145,28 @@ def action_schema(
             options.append(calls_schema(allowed, action_format))
     if choice.mode == "auto":
         options.append(_answer_first(answer) if answer is not None else final_schema(action_format))
-    return _defined_at_root(options)
+    return _defined_at_root(options, [t.parameters or {} for t in allowed])
 
 
 # Where JSON Schema keeps named subschemas; a `$ref` points into them from the root.
 DEFINITIONS = ("$defs", "definitions")
 
 
-def _defined_at_root(options: list[dict[str, Any]]) -> dict[str, Any]:
+def _defined_at_root(
+    options: list[dict[str, Any]], parameters: list[dict[str, Any]]
+) -> dict[str, Any]:
     """The options as one schema, with their named subschemas lifted to its root: a
     `$ref` such as `#/$defs/Address` (pydantic writes one for every nested model, and so
     does the openai SDK's `response_format=Model`) is read from the root of the whole
-    schema, so left inside an `anyOf` option it would point at nothing."""
+    schema, so left inside an `anyOf` option it would point at nothing. The tools'
+    parameters keep theirs (a recursive model's cannot be inlined); a copy goes to the
+    root too."""
     found: dict[str, dict[str, Any]] = {}
-    bare: list[dict[str, Any]] = []
-    for option in options:
+    for schema in [*options, *parameters]:
         for key in DEFINITIONS:
-            if isinstance(option.get(key), dict):
-                found.setdefault(key, {}).update(option[key])
-        bare.append({k: v for k, v in option.items() if k not in DEFINITIONS})
+            if isinstance(schema.get(key), dict):
+                found.setdefault(key, {}).update(schema[key])
+    bare = [{k: v for k, v in option.items() if k not in DEFINITIONS} for option in options]
     schema = bare[0] if len(bare) == 1 else {"anyOf": bare}
     return {**schema, **found}
 
