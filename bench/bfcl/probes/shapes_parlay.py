@@ -6,7 +6,9 @@
 `listed`: the shipped contract with `listed_calls` (every call in `{"actions": [...]}`);
 `rule`: plus a rule line asking for one call per thing asked; `rule-noshot`: that without
 the few-shot turns; `plan`: a `requests` list before the actions; `count`: a `calls` count
-before them (templates in `templates_count/`); `noform`: no grammar. Figures in
+before them (templates in `templates_count/`); `noform`: no grammar. With `format=typed`,
+`counted` holds the typed plural form to the count it writes first (templates in
+`templates_typed_count/`). `PROBE_N`: questions per category (default 5). Figures in
 bench/results/parallel-probe.md. Run under the model lock; tune half only.
 """
 
