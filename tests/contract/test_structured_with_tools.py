@@ -15,7 +15,7 @@ from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import UserMessage
 from parlay.contract.constrain import action_schema
-from parlay.request import ChatRequest, ResponseFormat, ToolChoice
+from parlay.request import ChatRequest, ResponseFormat, ToolChoice, ToolSpec
 
 from .conftest import TOOLS
 
@@ -133,3 +133,53 @@ def test_a_tool_with_a_recursive_model_gets_a_grammar_whose_references_resolve()
         jsonschema.validate(
             {"action": {"tool": "draw", "args": {"tree": {"children": []}}}}, grammar
         )
+
+
+def _with_item(tool: str, arg: str, item: dict) -> ToolSpec:
+    # As MCP servers send them: FastMCP writes a pydantic argument as `$ref` + `$defs`.
+    return ToolSpec(
+        tool,
+        parameters={
+            "type": "object",
+            "properties": {arg: {"$ref": "#/$defs/Item"}},
+            "required": [arg],
+            "$defs": {"Item": item},
+        },
+    )
+
+
+BASKET_LINE = {
+    "type": "object",
+    "properties": {"sku": {"type": "string"}, "quantity": {"type": "integer"}},
+    "required": ["sku", "quantity"],
+}
+TO_DO = {
+    "type": "object",
+    "properties": {"text": {"type": "string"}, "done": {"type": "boolean"}},
+    "required": ["text", "done"],
+}
+
+
+def test_two_tools_naming_different_models_alike_keep_each_its_own() -> None:
+    specs = (_with_item("order", "line", BASKET_LINE), _with_item("remember", "item", TO_DO))
+    grammar = action_schema(specs, ToolChoice("auto"), "json", Person.model_json_schema())
+    jsonschema.validate(
+        {"action": {"tool": "order", "args": {"line": {"sku": "a1", "quantity": 2}}}}, grammar
+    )
+    jsonschema.validate(
+        {"action": {"tool": "remember", "args": {"item": {"text": "milk", "done": False}}}},
+        grammar,
+    )
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(
+            {"action": {"tool": "remember", "args": {"item": {"sku": "a1", "quantity": 2}}}},
+            grammar,
+        )
+    jsonschema.validate({"name": "Ada", "home": {"city": "London"}}, grammar)
+    assert specs[1].parameters["$defs"].keys() == {"Item"}  # the tool's own is left as it was
+
+
+def test_tools_sharing_one_model_share_its_name() -> None:
+    specs = (_with_item("order", "line", BASKET_LINE), _with_item("cancel", "line", BASKET_LINE))
+    grammar = action_schema(specs, ToolChoice("auto"), "json")
+    assert grammar["$defs"] == {"Item": BASKET_LINE}

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from attrs import evolve
+
+from parlay.contract import definitions
 from parlay.contract.parser.vocabulary import BLOCK_KEYS
 from parlay.request import ResponseFormat, ToolChoice, ToolSpec
 
@@ -137,6 +140,11 @@ def action_schema(
     if choice.mode == "none" or not tools:
         return None
     allowed = [t for t in tools if choice.mode != "tool" or t.name == choice.name]
+    *parameters, answer_or_none = definitions.distinct(
+        [t.parameters or {} for t in allowed] + [answer or {}]
+    )
+    allowed = [evolve(t, parameters=p) for t, p in zip(allowed, parameters, strict=True)]
+    answer = answer_or_none if answer is not None else None
     if parallel and listed:
         options = [calls_schema(allowed, action_format)]
     else:
@@ -145,30 +153,7 @@ def action_schema(
             options.append(calls_schema(allowed, action_format))
     if choice.mode == "auto":
         options.append(_answer_first(answer) if answer is not None else final_schema(action_format))
-    return _defined_at_root(options, [t.parameters or {} for t in allowed])
-
-
-# Where JSON Schema keeps named subschemas; a `$ref` points into them from the root.
-DEFINITIONS = ("$defs", "definitions")
-
-
-def _defined_at_root(
-    options: list[dict[str, Any]], parameters: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """The options as one schema, with their named subschemas lifted to its root: a
-    `$ref` such as `#/$defs/Address` (pydantic writes one for every nested model, and so
-    does the openai SDK's `response_format=Model`) is read from the root of the whole
-    schema, so left inside an `anyOf` option it would point at nothing. The tools'
-    parameters keep theirs (a recursive model's cannot be inlined); a copy goes to the
-    root too."""
-    found: dict[str, dict[str, Any]] = {}
-    for schema in [*options, *parameters]:
-        for key in DEFINITIONS:
-            if isinstance(schema.get(key), dict):
-                found.setdefault(key, {}).update(schema[key])
-    bare = [{k: v for k, v in option.items() if k not in DEFINITIONS} for option in options]
-    schema = bare[0] if len(bare) == 1 else {"anyOf": bare}
-    return {**schema, **found}
+    return definitions.at_root(options, parameters)
 
 
 def _answer_first(schema: dict[str, Any]) -> dict[str, Any]:
