@@ -161,24 +161,33 @@ def test_a_failed_turn_is_a_row_in_the_log_with_the_calls_that_ran(tmp_path: Pat
     assert [r.output for r in row.results] == ["3"]
 
 
-async def test_a_cancelled_turn_is_rolled_back_and_told_as_cancelled_with_its_finished_rounds(
+async def test_a_cancelled_turn_is_rolled_back_and_told_as_cancelled_with_the_tools_that_ran(
     tmp_path: Path,
 ) -> None:
     seen: list[CompletedTurn] = []
     started = asyncio.Event()
 
-    def add(a: int, b: int) -> int:
+    added = asyncio.Event()
+
+    async def add(a: int, b: int) -> int:
         """Add."""
+        added.set()
         return a + b
 
     async def wait_forever(x: int) -> int:
         """Never returns."""
+        await added.wait()  # the add beside it has its result: cancel only then
+        await asyncio.sleep(0)
         started.set()
         await asyncio.sleep(3600)
         return x
 
     backend = ScriptedBackend(
-        [calls(("add", {"a": 2, "b": 3})), calls(("wait_forever", {"x": 1})), "never"]
+        [
+            calls(("add", {"a": 2, "b": 3})),
+            calls(("add", {"a": 1, "b": 1}), ("wait_forever", {"x": 1})),
+            "never",
+        ]
     )
     store = Store(tmp_path / "log.db")
     session = Session(
@@ -194,7 +203,14 @@ async def test_a_cancelled_turn_is_rolled_back_and_told_as_cancelled_with_its_fi
     assert session.ctx is before
     [turn] = seen
     assert isinstance(turn.error, parlay.TurnCancelledError)
-    assert [m.role for m in turn.steps] == ["assistant", "tool"]  # the round that finished
+    # The round that finished, and the one cancelled: its add ran, its wait did not end.
+    assert [m.role for m in turn.steps] == ["assistant", "tool", "assistant", "tool", "tool"]
+    assert [m.error for m in turn.steps[3:]] == [None, "cancelled with the turn"]  # type: ignore[union-attr]
     [row] = store.responses()
     assert row.finish_reason == "cancelled"
-    assert [c.name for c in row.calls] == ["add"] and [r.output for r in row.results] == ["5"]
+    assert [c.name for c in row.calls] == ["add", "add", "wait_forever"]
+    assert [(r.output, r.error) for r in row.results] == [
+        ("5", None),
+        ("2", None),
+        ("", "cancelled with the turn"),
+    ]

@@ -21,7 +21,6 @@ from parlay.calls import in_thread
 from parlay.context import Context, Item, Message
 from parlay.errors import ToolChainLimitError, TurnCancelledError
 from parlay.events import TextDelta, ToolCallStart
-from parlay.thunk import RoundDone
 
 if TYPE_CHECKING:
     from parlay.thunk import ModelOutputThunk, Producer
@@ -83,7 +82,8 @@ class TurnClock:
     prompt_ctx: Context
     started: float | None = None
     first_event: float | None = None
-    rounds: list[Message] = attrs.field(factory=list)  # of the tool loop, as they finish
+    # Of the tool loop, as they finish: the session adds them (a cancelled round too).
+    rounds: list[Message] = attrs.field(factory=list)
 
     def wrap(self, produce: Producer) -> Producer:
         async def timed() -> AsyncIterator[Any]:
@@ -91,8 +91,6 @@ class TurnClock:
             async for event in produce():
                 if self.first_event is None and isinstance(event, TextDelta | ToolCallStart):
                     self.first_event = time.monotonic()
-                if isinstance(event, RoundDone):
-                    self.rounds.extend(event.messages)
                 yield event
 
         return timed
@@ -105,7 +103,7 @@ class TurnClock:
         steps: tuple[Message, ...] = ()
         if isinstance(error, ToolChainLimitError):
             steps = error.context.messages()[len(self.prompt_ctx.messages()) :]
-        elif isinstance(error, TurnCancelledError):  # the rounds it finished: their tools ran
+        elif isinstance(error, TurnCancelledError):  # the rounds its tools ran in
             steps = tuple(self.rounds)
         return self._ended(thunk, error, steps)
 

@@ -261,7 +261,13 @@ class Session:
 
         def produce() -> AsyncIterator[Event | RoundDone]:
             return self._run_turn(
-                prompt_ctx, choice, response_format, options or self.options, run_tools, limit
+                prompt_ctx,
+                choice,
+                response_format,
+                options or self.options,
+                run_tools,
+                limit,
+                told=clock.rounds,
             )
 
         clock = TurnClock(item, prompt_ctx)
@@ -323,7 +329,11 @@ class Session:
         options: GenerationOptions,
         run_tools: bool,
         limit: int,
+        *,
+        told: list[Message],
     ) -> AsyncIterator[Event | RoundDone]:
+        """The turn's events, round after round of the tool loop; each round's messages
+        also go to `told` once its tools ran (or were cancelled), for the observers."""
         await settle(prompt_ctx)
         history = prompt_ctx.messages()
         steps: list[Message] = []
@@ -353,8 +363,14 @@ class Session:
                     context=ctx,
                     limit=limit,
                 )
-            round_messages.extend(await self._execute_round(calls))
+            finished: dict[str, ToolResult] = {}
+            try:
+                round_messages.extend(await self._execute_round(calls, finished))
+            except asyncio.CancelledError:
+                told.extend([*round_messages, *_as_cancelled(calls, finished)])
+                raise
             steps.extend(round_messages)
+            told.extend(round_messages)
             yield RoundDone(tuple(round_messages))
             if choice.forces_call:
                 # A forced call has been made; the model now decides freely.
@@ -366,12 +382,31 @@ class Session:
         found = self.tools.get(call.name)
         return found is None or found.parallel
 
-    async def _execute_round(self, calls: list[ToolCall]) -> list[ToolResult]:
-        """One round's calls, side by side where allowed; results in call order."""
-        return await run_round(calls, self._execute_in_loop, together=self._runs_together)
+    async def _execute_round(
+        self, calls: list[ToolCall], finished: dict[str, ToolResult] | None = None
+    ) -> list[ToolResult]:
+        """One round's calls, side by side where allowed; results in call order. Each
+        result also goes into `finished` (by call id) as it comes, so a cancelled round
+        can still tell which of its tools ran."""
+
+        async def execute(call: ToolCall) -> ToolResult:
+            result = await self._execute_in_loop(call)
+            if finished is not None:
+                finished[call.id] = result
+            return result
+
+        return await run_round(calls, execute, together=self._runs_together)
 
     async def _execute_in_loop(self, call: ToolCall) -> ToolResult:
         return await self.tools.arun(call, timeout=self.tool_timeout)
+
+
+def _as_cancelled(calls: list[ToolCall], finished: dict[str, ToolResult]) -> list[ToolResult]:
+    """A cancelled round's results: those that came, and for the others the cancellation."""
+    return [
+        finished.get(call.id) or ToolResult(call.id, call.name, error="cancelled with the turn")
+        for call in calls
+    ]
 
 
 def _sqlite_log(

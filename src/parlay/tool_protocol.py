@@ -50,7 +50,9 @@ class SessionToolCallingProtocol:
 
     if TYPE_CHECKING:  # Session's; declared here for the type checker only
 
-        async def _execute_round(self, calls: list[ToolCall]) -> list[ToolResult]: ...
+        async def _execute_round(
+            self, calls: list[ToolCall], finished: dict[str, ToolResult] | None = None
+        ) -> list[ToolResult]: ...
 
     def call_tool(self, call: ToolCall) -> ToolResult:
         result = run_sync(self.tools.arun(call, timeout=self.tool_timeout))
