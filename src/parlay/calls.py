@@ -1,9 +1,9 @@
 """Running the tool calls of one model round side by side, results kept in call order.
 
 A model that asks for several calls in one turn waits for the slowest, not for the sum.
-Async tools run concurrently on the loop; sync tools run in worker threads of their own
-pool, so eight sleeping tools do not queue behind the default executor's few workers
-(it has `cpu_count + 4` of them, six on a two-core machine).
+Async tools run concurrently on the loop; sync tools each in a thread of their own, so
+eight sleeping tools do not queue behind the default executor's few workers (it has
+`cpu_count + 4` of them, six on a two-core machine).
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import itertools
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from typing import Any, TypeVar
 
 from parlay._sync import PortalWaits, current_waits
@@ -21,23 +22,44 @@ from parlay.context import ToolCall, ToolResult
 
 T = TypeVar("T")
 
-# Enough threads for every call of a wide round, and for threads still held by sync
-# tools that timed out (Python cannot stop a thread; its result is dropped).
-MAX_TOOL_THREADS = 64
 # How long a cancelled round waits for its calls to unwind before giving up on them.
 CANCEL_GRACE_SECONDS = 5.0
 
-_lock = threading.Lock()
-_executor: ThreadPoolExecutor | None = None
+
+class ToolThreads(Executor):
+    """A daemon thread for each sync call: a wide round never queues, and a tool blocked
+    where Python cannot stop it (a timed-out or cancelled call keeps its thread; its
+    result is dropped) does not keep the process from exiting, as a
+    `ThreadPoolExecutor`'s threads would: they are joined at exit, so Ctrl-C in `parlay
+    prompt` waited for the tool."""
+
+    def __init__(self) -> None:
+        self._numbers = itertools.count(1)
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        future: Future[T] = Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as error:  # handed to the awaiting caller, as a pool does
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+        name = f"parlay-tool-{next(self._numbers)}"
+        threading.Thread(target=run, name=name, daemon=True).start()
+        return future
 
 
-def tool_executor() -> ThreadPoolExecutor:
+_executor = ToolThreads()
+
+
+def tool_executor() -> Executor:
     """The worker threads sync tools (and sync protocol hooks) run in."""
-    global _executor
-    with _lock:
-        if _executor is None:
-            _executor = ThreadPoolExecutor(MAX_TOOL_THREADS, thread_name_prefix="parlay-tool")
-        return _executor
+    return _executor
 
 
 async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
