@@ -2,7 +2,8 @@
 
 Within one model, half and category, every system is scored on the questions all of
 them answered there (a run cut short leaves one system a question ahead; a system never
-run on a category does not shrink the others). Pooled rows pool questions, not
+run on a category, or run on only part of the shipped engine's questions, does not
+shrink the others: it shows nothing there). Pooled rows pool questions, not
 categories: "single-call" is simple_python, simple_java, simple_javascript and multiple;
 "parallel" is parallel_multiple, live_parallel and live_parallel_multiple; "calls" is
 both; "balanced" is the mean of "calls" and the abstentions on live_irrelevance.
@@ -58,19 +59,34 @@ class Cell:
         for o in outcomes:
             self.by[named[o["system"], o["config"]]][o["category"]][o["question"]] = o
         self.columns = sorted(self.by, key=_column_order)
+        self._common: dict[str, set[str]] = {}
 
     def common(self, category: str) -> set[str]:
-        """The questions of a category every column that ran it has answered."""
-        answered = [set(by_cat[category]) for by_cat in self.by.values() if by_cat.get(category)]
-        return set.intersection(*answered) if answered else set()
+        """The questions of a category every column that covers it has answered. The
+        shipped engine's questions (else the most any column answered) set the ground: a
+        column answering only part of them (a variant asked on a few) is left out rather
+        than shrinking every other column."""
+        if category not in self._common:
+            self._common[category] = self._covered(category)
+        return self._common[category]
+
+    def _covered(self, category: str) -> set[str]:
+        answered = {
+            c: set(by_cat[category]) for c, by_cat in self.by.items() if by_cat.get(category)
+        }
+        if not answered:
+            return set()
+        ground = answered.get("parlay") or max(answered.values(), key=len)
+        covering = [qs for qs in answered.values() if qs >= ground]
+        return set.intersection(*covering)
 
     def share(self, column: str, categories: Sequence[str], metric: str) -> Share:
         """The column's share over the common questions of these categories; nothing when
-        it skipped one of them that others ran (a pool it only partly covers is no pool)."""
+        it did not answer all of one of them (a pool it only partly covers is no pool)."""
         hits = n = 0
         for category in categories:
             rows = self.by[column].get(category, {})
-            if self.common(category) and not rows:
+            if not self.common(category) <= rows.keys():
                 return NOTHING
             for qid in self.common(category):
                 if qid in rows:

@@ -75,6 +75,16 @@ def test_systems_are_scored_on_the_questions_all_of_them_answered() -> None:
     assert len(cell.common("live_parallel")) == 4
 
 
+def test_a_variant_asked_on_part_of_a_category_does_not_shrink_the_others() -> None:
+    validate = [o for o in synthetic() if o["half"] == "validate"]
+    asked = ids("multiple", "validate", 6)[:2]
+    validate += [outcome("parlay:few", "multiple", qid, True) for qid in asked]
+    cell = Cell(validate, labels(validate))
+    assert len(cell.common("multiple")) == 6
+    assert cell.share("naive", ["multiple"], "right").n == 6
+    assert cell.share("parlay:few", ["multiple"], "right").n == 0  # shown as nothing
+
+
 def test_the_page_says_where_the_halves_part() -> None:
     page = render(synthetic())
     assert "Their intervals do not overlap on: qwen: parlay / live_parallel" in page
