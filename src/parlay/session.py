@@ -10,23 +10,14 @@ from pydantic import BaseModel
 from typing_extensions import TypeVar
 
 from parlay.backends.base import Backend
-from parlay.calls import run_round
 from parlay.components import Instruction
-from parlay.context import (
-    AssistantMessage,
-    Context,
-    Item,
-    Message,
-    SystemMessage,
-    ToolCall,
-    ToolResult,
-    UserMessage,
-)
-from parlay.errors import InvalidRequestError, ToolChainLimitError, TurnCancelledError
-from parlay.events import Event, TextDelta, ToolCallEnd
+from parlay.context import Context, Item, SystemMessage, UserMessage
+from parlay.errors import InvalidRequestError, TurnCancelledError
+from parlay.events import Event
 from parlay.observers import CompletedTurn, TurnClock, TurnObserver, notify
-from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice
+from parlay.request import GenerationOptions, ResponseFormat, ToolChoice
 from parlay.thunk import ModelOutputThunk, RoundDone
+from parlay.tool_loop import ToolLoop, settle
 from parlay.tool_protocol import SessionToolCallingProtocol, as_tool_result
 from parlay.tools import Tool, Toolbox
 
@@ -39,7 +30,7 @@ M = TypeVar("M", bound=BaseModel, default=Any)
 DEFAULT_CHAIN_LIMIT = 5
 
 
-class Session:
+class Session(ToolLoop):
     """A conversation with one backend.
 
     `ctx` is the immutable context so far; every verb inserts its input and the model's
@@ -305,109 +296,6 @@ class Session:
         on turns in a subclass; call `super()` to keep the observers (and the log) told."""
         await notify(self.observers, turn)
 
-    def _request(
-        self,
-        messages: tuple[Message, ...],
-        choice: ToolChoice,
-        response_format: ResponseFormat | None,
-        options: GenerationOptions,
-    ) -> ChatRequest:
-        return ChatRequest(
-            messages=messages,
-            tools=self.tools.specs,
-            tool_choice=choice,
-            response_format=response_format,
-            options=options,
-            parallel_tool_calls=options.parallel_tool_calls is not False,
-        )
-
-    async def _run_turn(
-        self,
-        prompt_ctx: Context,
-        choice: ToolChoice,
-        response_format: ResponseFormat | None,
-        options: GenerationOptions,
-        run_tools: bool,
-        limit: int,
-        *,
-        told: list[Message],
-    ) -> AsyncIterator[Event | RoundDone]:
-        """The turn's events, round after round of the tool loop; each round's messages
-        also go to `told` once its tools ran (or were cancelled), for the observers."""
-        await settle(prompt_ctx)
-        history = prompt_ctx.messages()
-        steps: list[Message] = []
-        rounds = 0
-        while True:
-            request = self._request((*history, *steps), choice, response_format, options)
-            calls: list[ToolCall] = []
-            text: list[str] = []
-            async for event in self.backend.stream(request):
-                if isinstance(event, ToolCallEnd):
-                    calls.append(event.call)
-                elif isinstance(event, TextDelta):
-                    text.append(event.text)
-                yield event
-            if not run_tools or not calls:
-                return
-            rounds += 1
-            round_messages: list[Message] = [AssistantMessage("".join(text), tuple(calls))]
-            if rounds > limit:
-                steps.extend(round_messages)
-                ctx = prompt_ctx
-                for message in steps:
-                    ctx = ctx.insert(message)
-                raise ToolChainLimitError(
-                    f"the model was still calling tools after {limit} rounds (chain limit "
-                    f"{limit}); raise chain_limit or inspect error.context",
-                    context=ctx,
-                    limit=limit,
-                )
-            finished: dict[str, ToolResult] = {}
-            try:
-                round_messages.extend(await self._execute_round(calls, finished))
-            except asyncio.CancelledError:
-                told.extend([*round_messages, *_as_cancelled(calls, finished)])
-                raise
-            steps.extend(round_messages)
-            told.extend(round_messages)
-            yield RoundDone(tuple(round_messages))
-            if choice.forces_call:
-                # A forced call has been made; the model now decides freely.
-                choice = ToolChoice("auto")
-
-    def _runs_together(self, call: ToolCall) -> bool:
-        if not self.parallel_tools:
-            return False
-        found = self.tools.get(call.name)
-        return found is None or found.parallel
-
-    async def _execute_round(
-        self, calls: list[ToolCall], finished: dict[str, ToolResult] | None = None
-    ) -> list[ToolResult]:
-        """One round's calls, side by side where allowed; results in call order. Each
-        result also goes into `finished` (by call id) as it comes, so a cancelled round
-        can still tell which of its tools ran."""
-
-        async def execute(call: ToolCall) -> ToolResult:
-            result = await self._execute_in_loop(call)
-            if finished is not None:
-                finished[call.id] = result
-            return result
-
-        return await run_round(calls, execute, together=self._runs_together)
-
-    async def _execute_in_loop(self, call: ToolCall) -> ToolResult:
-        return await self.tools.arun(call, timeout=self.tool_timeout)
-
-
-def _as_cancelled(calls: list[ToolCall], finished: dict[str, ToolResult]) -> list[ToolResult]:
-    """A cancelled round's results: those that came, and for the others the cancellation."""
-    return [
-        finished.get(call.id) or ToolResult(call.id, call.name, error="cancelled with the turn")
-        for call in calls
-    ]
-
 
 def _sqlite_log(
     log: bool | Store | TurnRecorder, backend: str | None, system: str | None, tools: Sequence[str]
@@ -424,21 +312,6 @@ def _sqlite_log(
             f"log= takes True, a parlay.Store or a TurnRecorder, not {type(log).__name__}"
         )
     return TurnRecorder(store, backend=backend, system=system, tools=tools)
-
-
-async def settle(ctx: Context) -> None:
-    """Await every uncomputed thunk in `ctx` (newest-first, stopping at rendered history)."""
-    pending: list[ModelOutputThunk[Any]] = []
-    node: Context | None = ctx
-    while node is not None and node.last is not None:
-        if node._cache is not None:
-            break
-        item = node.last
-        if isinstance(item, ModelOutputThunk) and not item.is_computed:
-            pending.append(item)
-        node = node.parent
-    for thunk in reversed(pending):
-        await thunk
 
 
 # The protocol mixin lives in parlay.tool_protocol; this module has always exported it.

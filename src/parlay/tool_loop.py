@@ -1,0 +1,147 @@
+"""The tool loop of a turn: ask the model, run the calls it made, ask again.
+
+`Session` inherits it; a `SessionToolCallingProtocol` overrides `_execute_in_loop` (it
+comes first in the subclass's bases), so its hooks see every call the loop runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from parlay.backends.base import Backend
+from parlay.calls import run_round
+from parlay.context import AssistantMessage, Context, Message, ToolCall, ToolResult
+from parlay.errors import ToolChainLimitError
+from parlay.events import Event, TextDelta, ToolCallEnd
+from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice
+from parlay.thunk import ModelOutputThunk, RoundDone
+from parlay.tools import Toolbox
+
+
+class ToolLoop:
+    """The rounds of one turn, over the session's backend and tools."""
+
+    backend: Backend
+    tools: Toolbox
+    tool_timeout: float | None
+    parallel_tools: bool
+
+    def _request(
+        self,
+        messages: tuple[Message, ...],
+        choice: ToolChoice,
+        response_format: ResponseFormat | None,
+        options: GenerationOptions,
+    ) -> ChatRequest:
+        return ChatRequest(
+            messages=messages,
+            tools=self.tools.specs,
+            tool_choice=choice,
+            response_format=response_format,
+            options=options,
+            parallel_tool_calls=options.parallel_tool_calls is not False,
+        )
+
+    async def _run_turn(
+        self,
+        prompt_ctx: Context,
+        choice: ToolChoice,
+        response_format: ResponseFormat | None,
+        options: GenerationOptions,
+        run_tools: bool,
+        limit: int,
+        *,
+        told: list[Message],
+    ) -> AsyncIterator[Event | RoundDone]:
+        """The turn's events, round after round of the tool loop; each round's messages
+        also go to `told` once its tools ran (or were cancelled), for the observers."""
+        await settle(prompt_ctx)
+        history = prompt_ctx.messages()
+        steps: list[Message] = []
+        rounds = 0
+        while True:
+            request = self._request((*history, *steps), choice, response_format, options)
+            calls: list[ToolCall] = []
+            text: list[str] = []
+            async for event in self.backend.stream(request):
+                if isinstance(event, ToolCallEnd):
+                    calls.append(event.call)
+                elif isinstance(event, TextDelta):
+                    text.append(event.text)
+                yield event
+            if not run_tools or not calls:
+                return
+            rounds += 1
+            round_messages: list[Message] = [AssistantMessage("".join(text), tuple(calls))]
+            if rounds > limit:
+                steps.extend(round_messages)
+                ctx = prompt_ctx
+                for message in steps:
+                    ctx = ctx.insert(message)
+                raise ToolChainLimitError(
+                    f"the model was still calling tools after {limit} rounds (chain limit "
+                    f"{limit}); raise chain_limit or inspect error.context",
+                    context=ctx,
+                    limit=limit,
+                )
+            finished: dict[str, ToolResult] = {}
+            try:
+                round_messages.extend(await self._execute_round(calls, finished))
+            except asyncio.CancelledError:
+                told.extend([*round_messages, *_as_cancelled(calls, finished)])
+                raise
+            steps.extend(round_messages)
+            told.extend(round_messages)
+            yield RoundDone(tuple(round_messages))
+            if choice.forces_call:
+                # A forced call has been made; the model now decides freely.
+                choice = ToolChoice("auto")
+
+    def _runs_together(self, call: ToolCall) -> bool:
+        if not self.parallel_tools:
+            return False
+        found = self.tools.get(call.name)
+        return found is None or found.parallel
+
+    async def _execute_round(
+        self, calls: list[ToolCall], finished: dict[str, ToolResult] | None = None
+    ) -> list[ToolResult]:
+        """One round's calls, side by side where allowed; results in call order. Each
+        result also goes into `finished` (by call id) as it comes, so a cancelled round
+        can still tell which of its tools ran."""
+
+        async def execute(call: ToolCall) -> ToolResult:
+            result = await self._execute_in_loop(call)
+            if finished is not None:
+                finished[call.id] = result
+            return result
+
+        return await run_round(calls, execute, together=self._runs_together)
+
+    async def _execute_in_loop(self, call: ToolCall) -> ToolResult:
+        return await self.tools.arun(call, timeout=self.tool_timeout)
+
+
+def _as_cancelled(calls: list[ToolCall], finished: dict[str, ToolResult]) -> list[ToolResult]:
+    """A cancelled round's results: those that came, and for the others the cancellation."""
+    return [
+        finished.get(call.id) or ToolResult(call.id, call.name, error="cancelled with the turn")
+        for call in calls
+    ]
+
+
+async def settle(ctx: Context) -> None:
+    """Await every uncomputed thunk in `ctx` (newest-first, stopping at rendered history)."""
+    pending: list[ModelOutputThunk[Any]] = []
+    node: Context | None = ctx
+    while node is not None and node.last is not None:
+        if node._cache is not None:
+            break
+        item = node.last
+        if isinstance(item, ModelOutputThunk) and not item.is_computed:
+            pending.append(item)
+        node = node.parent
+    for thunk in reversed(pending):
+        await thunk
