@@ -13,7 +13,8 @@ from parlay._sync import run_sync
 from parlay.calls import in_thread
 from parlay.context import Context, ToolCall, ToolResult
 from parlay.errors import InvalidRequestError
-from parlay.tools import Toolbox, render_output
+from parlay.tool_text import render_output
+from parlay.tools import Toolbox
 
 if TYPE_CHECKING:
     from parlay.session import Session

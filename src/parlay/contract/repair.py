@@ -19,7 +19,7 @@ from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, ValidationError,
 from parlay.context import ToolCall
 from parlay.contract.parser import ARGS_KEYS
 from parlay.request import ToolSpec
-from parlay.tools import describe_validation_error
+from parlay.tool_text import describe_validation_error
 
 _SCALARS: dict[str, Any] = {"string": str, "integer": int, "boolean": bool, "null": type(None)}
 # A number must stay one JSON can carry: lax mode reads "1e999", or a string of 4,301

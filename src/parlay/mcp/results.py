@@ -16,7 +16,7 @@ from mcp import types
 from pydantic import BaseModel
 
 from parlay.context import ToolResult
-from parlay.tools import render_output
+from parlay.tool_text import render_output
 
 
 def block_text(block: types.ContentBlock) -> str:
