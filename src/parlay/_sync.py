@@ -61,10 +61,25 @@ def portal_loop() -> asyncio.AbstractEventLoop:
     with _lock:
         if _loop is None or _loop.is_closed():
             loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name="parlay-portal", daemon=True)
+            thread = threading.Thread(
+                target=_serve, args=(loop,), name="parlay-portal", daemon=True
+            )
             thread.start()
             _loop = loop
         return _loop
+
+
+def _serve(loop: asyncio.AbstractEventLoop) -> None:
+    """Run the portal loop for the life of the process. A task that lets KeyboardInterrupt
+    or SystemExit out (a tool calling `sys.exit()`, a hook raising KeyboardInterrupt)
+    makes asyncio re-raise it out of the loop, after handing it to whoever awaits the
+    task; the loop goes on serving, or every later synchronous call would wait forever."""
+    while True:
+        try:
+            loop.run_forever()
+            return
+        except (KeyboardInterrupt, SystemExit):
+            continue
 
 
 def in_portal() -> bool:

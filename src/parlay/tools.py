@@ -196,6 +196,8 @@ class Tool:
             )
         except Exception as exc:
             return ToolResult(call.id, self.name, error=f"{type(exc).__name__}: {exc}")
+        except SystemExit as exc:  # argparse does this on bad arguments: not the caller's exit
+            return ToolResult(call.id, self.name, error=f"the tool exited (code {exc.code})")
         if isinstance(value, ToolResult):
             return evolve(value, call_id=call.id, name=self.name)
         return ToolResult(call.id, self.name, output=render_output(value), value=value)
