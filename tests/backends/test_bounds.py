@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -81,14 +82,71 @@ def test_every_split_shows_the_same_text(parts: list[str], step: int) -> None:
 
 def test_the_guard_is_linear_on_a_long_reply_without_unit_ends() -> None:
     guard = RepetitionGuard()
-    text = "ab" * 500_000
+    text = "".join(str(i * 7919 % 100_003) for i in range(200_000))  # ~1M, never repeats
+    started = time.perf_counter()
     out = "".join(guard.feed(text[i : i + 7]) for i in range(0, len(text), 7))
     assert out + guard.flush() == text
+    assert time.perf_counter() - started < 10  # ~0.4 s; a quadratic guard takes hours
 
 
 def test_a_repetition_limit_that_cannot_work_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="repeats >= 2"):
         RepetitionLimit(repeats=1)
+    with pytest.raises(ConfigurationError, match="line_chars >= 32"):
+        RepetitionLimit(line_chars=60, line_period=50)
+
+
+# SmolLM2 on simple_python_166: three attempts of 1024 tokens each, 125 s, in one line.
+ARGUMENT_LOOP = '{"action": {"tool": "lawyer.find_nearby", "args": {"specialty": ["Civil", ' + (
+    '"Divorce", ' * 300
+)
+
+
+@pytest.mark.parametrize("step", [1, 4, 7, 64, 100_000])
+def test_a_loop_inside_one_line_is_stopped_after_line_chars(step: int) -> None:
+    text, tripped = shown(ARGUMENT_LOOP, step)
+    assert tripped is not None and sorted(tripped) == sorted('"Divorce", ')
+    assert ARGUMENT_LOOP.startswith(text)
+    loop_start = ARGUMENT_LOOP.index('"Divorce"')
+    assert 300 <= len(text) - loop_start < 300 + 16  # seen at the next look after 300
+
+
+def test_the_piece_of_a_line_loop_is_its_shortest_period() -> None:
+    _, tripped = shown("team2: " + "Basketball." * 60, 5)
+    assert tripped is not None and len(tripped) == len("Basketball.")
+    _, spaces = shown('{"a": 1,' + " " * 400, 3)
+    assert spaces == " "
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0, " * 90,  # a long run of one short piece, under 300 characters
+        "=" * 80 + "\n" + "=" * 80,
+        ("[0, 0, 0, 0, 0, 0, 0, 0],\n[1, 1, 1, 1, 1, 1, 1, 1],\n") * 2,
+        "".join(f"item {i}, " for i in range(300)),  # alike, never the same
+    ],
+)
+def test_a_line_that_repeats_less_than_line_chars_is_no_loop(text: str) -> None:
+    for step in (1, 5, 10_000):
+        assert shown(text, step) == (text, None)
+
+
+def test_lines_are_not_read_for_loops_when_line_chars_is_none() -> None:
+    limit = RepetitionLimit(line_chars=None)
+    assert shown(ARGUMENT_LOOP, 9, limit) == (ARGUMENT_LOOP, None)
+
+
+pieces = st.sampled_from(['"Divorce", ', "ab", " ", "x\n", "Civil, ", "0"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(pieces, max_size=120), st.integers(min_value=1, max_value=40))
+def test_a_line_loop_stops_at_the_same_place_however_the_reply_is_split(
+    parts: list[str], step: int
+) -> None:
+    text = "".join(parts)
+    assert shown(text, step) == shown(text, max(len(text), 1))
 
 
 async def test_guarded_closes_the_inner_stream_and_says_what_repeated() -> None:
@@ -108,6 +166,9 @@ async def test_guarded_closes_the_inner_stream_and_says_what_repeated() -> None:
     assert finish.diagnostics is not None
     assert finish.diagnostics.repetition == "Again and again."
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Again and again."
+    assert finish.diagnostics.notes == (
+        "stopped a reply in a loop: it repeated 'Again and again.' 4 times",
+    )
 
 
 async def test_guarded_keeps_every_token_score_in_order() -> None:
@@ -168,6 +229,34 @@ async def test_an_engine_attempt_has_a_token_budget_and_stops_a_loop() -> None:
     assert finish.reason == "length"
     text = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert text.count("I will check.") == 1
+
+
+class LoopingArgument(Recording):
+    """Writes a call whose argument list repeats one item, in one line, without end."""
+
+    sent = 0
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        self.requests.append(request)
+        yield TextDelta('{"action": {"tool": "find", "args": {"kinds": [')
+        for _ in range(2000):
+            self.sent += 1
+            yield TextDelta('"Divorce", ')
+        yield Finish("stop")
+
+
+async def test_an_engine_attempt_looping_inside_an_argument_is_stopped_early() -> None:
+    inner = LoopingArgument()
+    engine = PromptedBackend(inner, max_retries=1)
+    kinds = {"type": "array", "items": {"type": "string"}}
+    tool = ToolSpec("find", "Find things.", {"type": "object", "properties": {"kinds": kinds}})
+    events = [e async for e in engine.stream(ChatRequest((UserMessage("hi"),), tools=(tool,)))]
+    finish = events[-1]
+    assert isinstance(finish, Finish) and finish.diagnostics is not None
+    assert finish.diagnostics.repetition is not None
+    assert sorted(finish.diagnostics.repetition) == sorted('"Divorce", ')
+    assert any("stopped a reply in a loop" in note for note in finish.diagnostics.notes)
+    assert inner.sent <= 30 * len(inner.requests)  # stopped ~28 items in, not 2000
 
 
 @pytest.mark.model

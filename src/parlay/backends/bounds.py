@@ -8,8 +8,13 @@ sentences are one short cycle repeated, and says what repeated.
 The guard reads text in *units*: a line, or a sentence ending in `.`, `!` or `?` before
 white space. It trips when the last `repeats` periods of 1 to `max_period` units are
 the same, and one period holds at least `min_chars` characters, so a list of short
-identical items (`- [ ] todo`, `}`) never trips it. Each completed unit costs a
-bounded number of comparisons, so the guard is linear in the reply.
+identical items (`- [ ] todo`, `}`) never trips it. A loop can also stay inside one
+line, where no unit ends: a JSON argument written as `"Divorce", "Divorce", ...` or
+`Basketball.Basketball...` until the token budget (a 135M model spent 125 s on three
+such attempts). So the guard also trips when the last `line_chars` characters of a line
+are one piece of at most `line_period` characters repeated. Each completed unit, and
+each chunk of text, costs a bounded number of comparisons per character, so the guard
+is linear in the reply.
 """
 
 from __future__ import annotations
@@ -45,6 +50,12 @@ class RepetitionLimit:
     repeats: int = 4
     max_period: int = 4
     min_chars: int = 12
+    # Within one line: the last `line_chars` characters are one piece of at most
+    # `line_period` characters repeated (None: lines are not read this way). 300 is
+    # about 100 tokens of loop, and longer than any run of one short piece in the
+    # replies of the development benchmark that were not loops.
+    line_chars: int | None = 300
+    line_period: int = 50
 
     def __attrs_post_init__(self) -> None:
         if self.repeats < 2 or self.max_period < 1 or self.min_chars < 1:
@@ -52,6 +63,60 @@ class RepetitionLimit:
                 "RepetitionLimit needs repeats >= 2, max_period >= 1 and min_chars >= 1, got "
                 f"{self.repeats}, {self.max_period}, {self.min_chars}"
             )
+        if self.line_chars is not None and not (
+            self.line_period >= 1 and self.line_chars >= max(2 * self.line_period, 32)
+        ):
+            raise ConfigurationError(
+                "RepetitionLimit needs line_period >= 1 and line_chars >= 32 and >= 2 * "
+                f"line_period, got line_period={self.line_period}, line_chars={self.line_chars}"
+            )
+
+
+class LineLoop:
+    """Finds where a line has become one short piece repeated for `chars` characters.
+
+    It looks every `_STEP` characters of the reply (at fixed positions, so however the
+    text is split into chunks it stops at the same place): the last `_STEP` characters
+    are searched for among the `period` before them, and each distance they are found
+    at is a period to check over the last `chars`. Text that does not repeat costs one
+    short search per look: linear in the reply.
+    """
+
+    _STEP = 16
+
+    def __init__(self, chars: int, period: int) -> None:
+        self.chars = chars
+        self.period = period
+        self._recent = ""  # the last `chars` characters read
+        self._read = 0  # characters read so far
+
+    def feed(self, text: str) -> tuple[int, str] | None:
+        """Read `text`; if the loop is seen in it: (where it is seen in `text`, the piece)."""
+        buf = self._recent + text
+        before = self._read - len(self._recent)  # the reply's position of buf[0]
+        step = self._STEP
+        first = self._read + (-self._read - 1) % step  # the first look: a position ≡ -1
+        for look in range(first, self._read + len(text), step):
+            end = look + 1 - before
+            if (piece := self._piece(buf[max(0, end - self.chars) : end])) is not None:
+                return end - len(self._recent), piece
+        self._read += len(text)
+        self._recent = buf[-self.chars :]
+        return None
+
+    def _piece(self, window: str) -> str | None:
+        """The shortest piece `window` repeats, when it is one line of `chars` characters."""
+        if len(window) < self.chars or "\n" in window:
+            return None
+        tail = window[-self._STEP :]
+        near = window[-self._STEP - self.period : -1]
+        at = near.rfind(tail)  # the nearest first: the shortest period
+        while at != -1:
+            period = self.period - at
+            if window[period:] == window[:-period]:
+                return window[-period:]
+            at = near.rfind(tail, 0, at + self._STEP - 1)
+        return None
 
 
 class RepetitionGuard:
@@ -72,7 +137,10 @@ class RepetitionGuard:
         self._unit = ""  # the raw text of the unit being read, all of it decided
         self._unit_shown = False  # part of it said something new and was shown
         self._held: list[str] = []
+        chars = self.limit.line_chars
+        self._line = LineLoop(chars, self.limit.line_period) if chars is not None else None
         self.tripped: str | None = None
+        self.times = 0  # how many times `tripped` was repeated when the guard stopped
 
     def feed(self, text: str) -> str:
         """Take more of the reply; return what may be shown now.
@@ -82,6 +150,18 @@ class RepetitionGuard:
         """
         if self.tripped is not None:
             return ""
+        line = self._line
+        line_loop = line.feed(text) if line is not None else None
+        if line is None or line_loop is None:
+            return self._feed_units(text)
+        seen_at, piece = line_loop
+        shown = self._feed_units(text[:seen_at])
+        if self.tripped is None:
+            self.tripped, self.times = piece, line.chars // len(piece)
+            self._held = []
+        return shown
+
+    def _feed_units(self, text: str) -> str:
         shown: list[str] = []
         buf = self._unit + text
         decided = len(self._unit)
@@ -128,6 +208,7 @@ class RepetitionGuard:
         self._units.append(unit)
         self.tripped = self._loop()
         if self.tripped is not None:
+            self.times = self.limit.repeats
             self._held = []
             return True
         if not repeated:
@@ -165,9 +246,9 @@ def _shorter_cycle(cycle: list[str]) -> bool:
     )
 
 
-def describe(repeated: str, limit: RepetitionLimit) -> str:
+def describe(repeated: str, times: int) -> str:
     shown = repeated if len(repeated) <= 80 else repeated[:77] + "..."
-    return f"stopped a reply in a loop: it repeated {shown!r} {limit.repeats} times"
+    return f"stopped a reply in a loop: it repeated {shown!r} {times} times"
 
 
 def with_max_tokens(request: ChatRequest, default: int | None) -> ChatRequest:
@@ -218,7 +299,7 @@ async def guarded(
     finally:
         await _close(events)
     assert guard.tripped is not None
-    note = describe(guard.tripped, limit)
+    note = describe(guard.tripped, guard.times)
     yield Finish("length", diagnostics=Diagnostics(notes=(note,), repetition=guard.tripped))
 
 
