@@ -113,7 +113,8 @@ def best_of(text: str, chunk: int, repeats: int = 3) -> tuple[float, tuple]:
     return min(times), outcome
 
 
-def main() -> None:
+def mix_rows() -> tuple[list[list[object]], dict[str, float]]:
+    """Each mix parsed whole and streamed: its table row, and its streamed/whole ratio."""
     rows: list[list[object]] = []
     ratios: dict[str, float] = {}
     for label, parts in MIXES.items():
@@ -135,7 +136,11 @@ def main() -> None:
                 "yes" if ratio <= RATIO_LIMIT else "NO",
             ]
         )
-    # Linearity: streamed cost per character as the input grows 4x.
+    return rows, ratios
+
+
+def linearity_rows() -> tuple[list[list[object]], float]:
+    """Streamed cost per character as the input grows 4x: the rows, and how much it grew."""
     scale_rows: list[list[object]] = []
     per_char: list[float] = []
     for size in (250_000, 500_000, 1_000_000):
@@ -145,7 +150,12 @@ def main() -> None:
         scale_rows.append(
             [f"{size:,}", f"{elapsed * 1000:.0f} ms", f"{elapsed / size * 1e9:.0f} ns"]
         )
-    growth = per_char[-1] / per_char[0]
+    return scale_rows, per_char[-1] / per_char[0]
+
+
+def main() -> None:
+    rows, ratios = mix_rows()
+    scale_rows, growth = linearity_rows()
     headers = [
         "mix (1 MB)",
         "calls",

@@ -35,11 +35,28 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+# Run as a script (python bench/proxy_bench.py) only bench/ is on the path, not the root.
+sys.path.insert(0, str(ROOT))
+
+from bench.proxy_measure import (  # noqa: E402
+    BODY,
+    KEY,
+    MODEL,
+    cpu_seconds,
+    latencies,
+    load,
+    load_mixed,
+    pct,
+)
+
 STUB = ROOT / "tests" / "proxy" / "proxy_stub.py"
 RESULTS = ROOT / "bench" / "results"
-MODEL = "bench"
-KEY = "sk-bench-key"
-BODY = {"model": MODEL, "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 16}
+DIRECT = "direct (stub)"
+LATENCY_ROUNDS = 10
+CONCURRENCIES = (1, 16, 64)
+# The soak's mix: a quarter each on OpenAI and Anthropic, streaming and not.
+SOAK_VARIANTS = [(False, "openai"), (True, "openai"), (False, "anthropic"), (True, "anthropic")]
+SOAK_CLIENTS = 64
 
 
 def free_port() -> int:
@@ -119,277 +136,145 @@ def start_litellm(binary: str, upstream: str, workdir: Path) -> tuple[subprocess
     return proc, url
 
 
-# -- measurements --------------------------------------------------------------------------
-# A hand-written HTTP/1.1 keep-alive client on raw asyncio streams: httpx's own overhead
-# (and its pool under 64 connections) would otherwise dominate what is measured.
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds a process and its children (the workers of
-    `--workers N`) have used so far (Linux /proc)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return own + sum(cpu_seconds(child) for child in _children(pid))
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            found += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    return found
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def request_bytes(url: str, stream: bool, api: str = "openai") -> tuple[str, int, bytes]:
-    if api == "anthropic":
-        parsed = httpx.URL(url + "/messages")
-        body = json.dumps({**BODY, "stream": stream}).encode()
-    else:
-        parsed = httpx.URL(url + "/chat/completions")
-        body = json.dumps({**BODY, "stream": stream}).encode()
-    head = (
-        f"POST {parsed.raw_path.decode()} HTTP/1.1\r\nHost: {parsed.host}:{parsed.port}\r\n"
-        f"Authorization: Bearer {KEY}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    )
-    return parsed.host, int(parsed.port or 80), head.encode() + body
-
-
-async def read_response(reader: asyncio.StreamReader, on_first: Any = None) -> tuple[int, bytes]:
-    """Status and body of one response (content-length or chunked)."""
-    status_line = await reader.readline()
-    if not status_line:
-        raise ConnectionError("connection closed")
-    status = int(status_line.split()[1])
-    length = None
-    chunked = False
-    while True:
-        line = await reader.readline()
-        if line in (b"\r\n", b""):
-            break
-        name, _, value = line.decode("latin-1").partition(":")
-        name = name.strip().lower()
-        if name == "content-length":
-            length = int(value)
-        elif name == "transfer-encoding" and "chunked" in value.lower():
-            chunked = True
-    if not chunked:
-        body = await reader.readexactly(length or 0)
-        if on_first:
-            on_first()
-        return status, body
-    parts = []
-    while True:
-        size = int((await reader.readline()).split(b";")[0], 16)
-        if size == 0:
-            await reader.readline()
-            return status, b"".join(parts)
-        parts.append(await reader.readexactly(size))
-        await reader.readexactly(2)
-        if on_first and len(parts) == 1:
-            on_first()
-
-
-def ok(stream: bool, status: int, body: bytes, api: str = "openai") -> bool:
-    if status != 200:
-        return False
-    if api == "anthropic":
-        if stream:
-            return body.rstrip().endswith(b'data: {"type":"message_stop"}')
-        return b'"content"' in body
-    if stream:
-        return body.rstrip().endswith(b"data: [DONE]") and b'"error"' not in body
-    return b'"choices"' in body
-
-
-async def latencies(
-    url: str, n: int, stream: bool, api: str = "openai"
-) -> tuple[list[float], list[float]]:
-    """Sequential requests on one keep-alive connection: (total ms, first-body-byte ms)."""
-    host, port, raw = request_bytes(url, stream, api)
-    reader, writer = await asyncio.open_connection(host, port)
-    writer.transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    totals: list[float] = []
-    firsts: list[float] = []
-    try:
-        for i in range(n + n // 10):
-            first: list[float] = []
-            start = time.perf_counter()
-            writer.write(raw)
-            status, body = await read_response(
-                reader, lambda f=first: f.append(time.perf_counter())
-            )
-            end = time.perf_counter()
-            if not ok(stream, status, body, api):
-                raise RuntimeError(f"{url}: bad answer {status} {body[:200]!r}")
-            if i >= n // 10:  # the first tenth warms up
-                totals.append((end - start) * 1000)
-                firsts.append(((first[0] if first else end) - start) * 1000)
-    finally:
-        writer.close()
-    return totals, firsts
-
-
-async def load(
-    url: str, concurrency: int, seconds: float, stream: bool, api: str = "openai"
-) -> tuple[float, int, int]:
-    """`concurrency` keep-alive clients in a loop for `seconds`: (requests/s, done, errors)."""
-    return await load_mixed(url, concurrency, seconds, [(stream, api)])
-
-
-async def load_mixed(
-    url: str, concurrency: int, seconds: float, variants: list[tuple[bool, str]]
-) -> tuple[float, int, int]:
-    """Client i sends variant i mod len(variants) (streaming or not, which protocol)."""
-    done = 0
-    errors = 0
-    stop = time.perf_counter() + seconds
-
-    async def worker(stream: bool, api: str) -> None:
-        nonlocal done, errors
-        host, port, raw = request_bytes(url, stream, api)
-        writer = None
-        while time.perf_counter() < stop:
-            try:
-                if writer is None:
-                    reader, writer = await asyncio.open_connection(host, port)
-                writer.write(raw)
-                status, body = await asyncio.wait_for(read_response(reader), 30)
-                if ok(stream, status, body, api):
-                    done += 1
-                else:
-                    errors += 1
-            except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError):
-                errors += 1
-                if writer is not None:
-                    writer.close()
-                writer = None
-        if writer is not None:
-            writer.close()
-
-    started = time.perf_counter()
-    await asyncio.gather(*(worker(*variants[i % len(variants)]) for i in range(concurrency)))
-    return done / (time.perf_counter() - started), done, errors
-
-
 # -- the run -------------------------------------------------------------------------------
+
+
+def mode(stream: bool) -> str:
+    return "stream" if stream else "plain"
+
+
+def api_of(target: str) -> str:
+    # The /v1/messages target speaks Anthropic Messages to parlay; the others OpenAI.
+    return "anthropic" if "messages" in target else "openai"
+
+
+def start_targets(
+    args: argparse.Namespace, procs: list[subprocess.Popen[bytes]], workdir: Path, notes: list[str]
+) -> tuple[dict[str, str], dict[str, int]]:
+    """Start the stub and the proxies in front of it: (target -> base URL, target -> the pid
+    whose CPU time it costs). Each process joins `procs` as it starts, for the caller to stop."""
+    stub, stub_url = start_stub()
+    procs.append(stub)
+    parlay_proc, parlay_url = start_parlay(stub_url)
+    procs.append(parlay_proc)
+    targets = {DIRECT: stub_url}
+    pids = {DIRECT: stub.pid}
+    if args.workers_rows:
+        targets["parlay serve, 1 worker"] = parlay_url
+        pids["parlay serve, 1 worker"] = parlay_proc.pid
+        two_proc, two_url = start_parlay(stub_url, workers=2)
+        procs.append(two_proc)
+        targets["parlay serve, 2 workers"] = two_url
+        pids["parlay serve, 2 workers"] = two_proc.pid
+        return targets, pids
+    targets["parlay serve"] = parlay_url
+    # Anthropic Messages in front of the OpenAI-speaking stub: the translation cost.
+    targets["parlay serve, /v1/messages"] = parlay_url
+    pids["parlay serve"] = pids["parlay serve, /v1/messages"] = parlay_proc.pid
+    litellm = args.litellm or shutil.which("litellm")
+    if litellm and Path(litellm).exists():
+        try:
+            proc, url = start_litellm(litellm, stub_url, workdir)
+            procs.append(proc)
+            targets["LiteLLM proxy"] = url
+            pids["LiteLLM proxy"] = proc.pid
+        except RuntimeError as exc:
+            notes.append(f"LiteLLM proxy did not start: {exc}")
+    else:
+        notes.append("LiteLLM proxy not installed; not measured")
+    return targets, pids
+
+
+def measure_latency(
+    targets: dict[str, str], pids: dict[str, int], n: int, stream: bool
+) -> dict[str, dict[str, Any]]:
+    """Per target: latency and time to first byte over `n` sequential requests, and the CPU
+    milliseconds a request costs the serving process."""
+    # Targets take turns in short rounds, so load from elsewhere on the machine falls on
+    # all of them alike; CPU seconds per request do not depend on that load.
+    samples: dict[str, tuple[list[float], list[float], float]] = {
+        name: ([], [], 0.0) for name in targets
+    }
+    for _ in range(LATENCY_ROUNDS):
+        for name, url in targets.items():
+            before = cpu_seconds(pids[name])
+            totals, firsts = asyncio.run(latencies(url, n // LATENCY_ROUNDS, stream, api_of(name)))
+            used = cpu_seconds(pids[name]) - before
+            t, f, c = samples[name]
+            samples[name] = (t + totals, f + firsts, c + used)
+    return {
+        name: {
+            "p50_ms": statistics.median(totals),
+            "p99_ms": pct(totals, 0.99),
+            "ttfb_p50_ms": statistics.median(firsts),
+            "ttfb_p99_ms": pct(firsts, 0.99),
+            # Warm-up requests (a tenth) are included in the CPU count.
+            "cpu_ms_per_request": 1000 * used / (len(totals) * 11 / 10),
+            "rps": {},
+        }
+        for name, (totals, firsts, used) in samples.items()
+    }
+
+
+def measure_throughput(url: str, api: str, window: float, figures: dict[str, Any]) -> None:
+    """Requests per second at each concurrency, plain and streaming, into `figures`."""
+    for stream in (False, True):
+        by_concurrency = figures[mode(stream)]["rps"]
+        for clients in CONCURRENCIES:
+            rps, done, errors = asyncio.run(load(url, clients, window, stream, api))
+            by_concurrency[str(clients)] = {"rps": rps, "done": done, "errors": errors}
+
+
+def soak(targets: dict[str, str], seconds: float, soak_all: bool) -> dict[str, dict[str, Any]]:
+    """Many clients on a target for the whole window, every answer checked."""
+    soaked = [n for n in targets if n.startswith("parlay serve") and "/v1/" not in n]
+    if soak_all and "LiteLLM proxy" in targets:
+        soaked.append("LiteLLM proxy")
+    results: dict[str, dict[str, Any]] = {}
+    for name in soaked:
+        # LiteLLM's proxy is asked over OpenAI's protocol only.
+        mix = SOAK_VARIANTS if name.startswith("parlay serve") else SOAK_VARIANTS[:2]
+        rps, done, errors = asyncio.run(load_mixed(targets[name], SOAK_CLIENTS, seconds, mix))
+        results[name] = {"seconds": seconds, "done": done, "errors": errors, "rps": rps}
+        print(f"soaked {name}", file=sys.stderr, flush=True)
+    return results
+
+
+def stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     n = 300 if args.quick else 2000
     window = 2.0 if args.quick else 5.0
-    soak = 10.0 if args.quick else 60.0
+    soak_seconds = 10.0 if args.quick else 60.0
     procs: list[subprocess.Popen[bytes]] = []
     results: dict[str, Any] = {"targets": {}, "soak": {}, "notes": []}
     workdir = Path(tempfile.mkdtemp(prefix="proxy-bench-"))
     try:
-        stub, stub_url = start_stub()
-        procs.append(stub)
-        parlay_proc, parlay_url = start_parlay(stub_url)
-        procs.append(parlay_proc)
-        targets = {"direct (stub)": stub_url}
-        pids = {"direct (stub)": stub.pid}
-        if args.workers_rows:
-            targets["parlay serve, 1 worker"] = parlay_url
-            pids["parlay serve, 1 worker"] = parlay_proc.pid
-            two_proc, two_url = start_parlay(stub_url, workers=2)
-            procs.append(two_proc)
-            targets["parlay serve, 2 workers"] = two_url
-            pids["parlay serve, 2 workers"] = two_proc.pid
-        else:
-            targets["parlay serve"] = parlay_url
-            # Anthropic Messages in front of the OpenAI-speaking stub: the translation cost.
-            targets["parlay serve, /v1/messages"] = parlay_url
-            pids["parlay serve"] = pids["parlay serve, /v1/messages"] = parlay_proc.pid
-        litellm = args.litellm or shutil.which("litellm")
-        if args.workers_rows:
-            pass
-        elif litellm and Path(litellm).exists():
-            try:
-                proc, url = start_litellm(litellm, stub_url, workdir)
-                procs.append(proc)
-                targets["LiteLLM proxy"] = url
-            except RuntimeError as exc:
-                results["notes"].append(f"LiteLLM proxy did not start: {exc}")
-        else:
-            results["notes"].append("LiteLLM proxy not installed; not measured")
-        if "LiteLLM proxy" in targets:
-            pids["LiteLLM proxy"] = procs[-1].pid
-        # Latency: targets take turns in short rounds, so load from elsewhere on the
-        # machine falls on all of them alike; CPU seconds per request of the serving
-        # process are recorded too, as they do not depend on that load.
-        rounds = 10
+        targets, pids = start_targets(args, procs, workdir, results["notes"])
         for stream in (False, True):
-            key = "stream" if stream else "plain"
-            samples: dict[str, tuple[list[float], list[float], float]] = {
-                name: ([], [], 0.0) for name in targets
-            }
-            for _ in range(rounds):
-                for name, url in targets.items():
-                    api = "anthropic" if "messages" in name else "openai"
-                    before = cpu_seconds(pids[name])
-                    totals, firsts = asyncio.run(latencies(url, n // rounds, stream, api))
-                    used = cpu_seconds(pids[name]) - before
-                    t, f, c = samples[name]
-                    samples[name] = (t + totals, f + firsts, c + used)
-            for name, (totals, firsts, used) in samples.items():
-                results["targets"].setdefault(name, {})[key] = {
-                    "p50_ms": statistics.median(totals),
-                    "p99_ms": pct(totals, 0.99),
-                    "ttfb_p50_ms": statistics.median(firsts),
-                    "ttfb_p99_ms": pct(firsts, 0.99),
-                    # Warm-up requests (a tenth) are included in the CPU count.
-                    "cpu_ms_per_request": 1000 * used / (len(totals) * 11 / 10),
-                    "rps": {},
-                }
-            print(f"latency measured ({key})", file=sys.stderr, flush=True)
+            for name, figures in measure_latency(targets, pids, n, stream).items():
+                results["targets"].setdefault(name, {})[mode(stream)] = figures
+            print(f"latency measured ({mode(stream)})", file=sys.stderr, flush=True)
         for name, url in targets.items():
-            api = "anthropic" if "messages" in name else "openai"
-            for stream in (False, True):
-                key = "stream" if stream else "plain"
-                for c in (1, 16, 64):
-                    rps, done, errors = asyncio.run(load(url, c, window, stream, api))
-                    results["targets"][name][key]["rps"][str(c)] = {
-                        "rps": rps,
-                        "done": done,
-                        "errors": errors,
-                    }
+            measure_throughput(url, api_of(name), window, results["targets"][name])
             print(f"throughput measured: {name}", file=sys.stderr, flush=True)
-        # The soak: 64 clients for the whole window, a quarter each on OpenAI and Anthropic,
-        # streaming and not, every answer checked.
-        variants = [(False, "openai"), (True, "openai"), (False, "anthropic"), (True, "anthropic")]
-        soaked = [n for n in targets if n.startswith("parlay serve") and "/v1/" not in n]
-        if args.soak_all and "LiteLLM proxy" in targets:
-            soaked.append("LiteLLM proxy")
-        for name in soaked:
-            mix = variants if name.startswith("parlay serve") else variants[:2]
-            rps, done, errors = asyncio.run(load_mixed(targets[name], 64, soak, mix))
-            results["soak"][name] = {"seconds": soak, "done": done, "errors": errors, "rps": rps}
-            print(f"soaked {name}", file=sys.stderr, flush=True)
+        results["soak"] = soak(targets, soak_seconds, args.soak_all)
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop(procs)
         shutil.rmtree(workdir, ignore_errors=True)
     return results
 
 
 def table(results: dict[str, Any]) -> str:
-    direct = results["targets"]["direct (stub)"]
+    direct = results["targets"][DIRECT]
     lines = [
         "| target | mode | p50 ms | p99 ms | added p50 ms | added p99 ms | TTFB p50 ms "
         "| added TTFB p50 ms | CPU ms/req | req/s @1 | req/s @16 | req/s @64 | errors |",
@@ -399,11 +284,9 @@ def table(results: dict[str, Any]) -> str:
         for key in ("plain", "stream"):
             m, d = row[key], direct[key]
             errors = sum(v["errors"] for v in m["rps"].values())
-            added = "" if name == "direct (stub)" else f"{m['p50_ms'] - d['p50_ms']:.2f}"
-            added99 = "" if name == "direct (stub)" else f"{m['p99_ms'] - d['p99_ms']:.2f}"
-            added_ttfb = (
-                "" if name == "direct (stub)" else f"{m['ttfb_p50_ms'] - d['ttfb_p50_ms']:.2f}"
-            )
+            added = "" if name == DIRECT else f"{m['p50_ms'] - d['p50_ms']:.2f}"
+            added99 = "" if name == DIRECT else f"{m['p99_ms'] - d['p99_ms']:.2f}"
+            added_ttfb = "" if name == DIRECT else f"{m['ttfb_p50_ms'] - d['ttfb_p50_ms']:.2f}"
             ttfb = f"{m['ttfb_p50_ms']:.2f}" if key == "stream" else ""
             if key == "plain":
                 added_ttfb = ""

@@ -27,7 +27,8 @@ from bench._table import markdown_table, write_result
 from bench.bfcl.checker import check
 from bench.bfcl.data import Question, sample
 from bench.bfcl.models import Model, models
-from bench.bfcl.run import CATEGORIES, PLAIN_CHAT, RESULTS, question_request
+from bench.bfcl.run import CATEGORIES, RESULTS, question_request
+from parlay.backends.base import PLAIN_CHAT
 from parlay.backends.local import LlamaServer
 from parlay.backends.openai import OpenAIBackend
 from parlay.backends.prompted import NAME_ALTERNATIVES, PromptedBackend

@@ -35,73 +35,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
-
 from bench.bfcl.checker import check
 from bench.bfcl.commit import head_commit
-from bench.bfcl.data import ABSTAIN_CATEGORIES, Question, load_category, sample
-from bench.bfcl.models import Model, models
+from bench.bfcl.data import Question, sample
+from bench.bfcl.models import models
+from bench.bfcl.run_configs import configs_from, make_backend
+from bench.bfcl.run_report import table, targets, write_markdown
 from bench.bfcl.systems import gather
-from parlay.backends.base import PLAIN_CHAT, Backend, Capabilities
+from parlay.backends.base import Backend
 from parlay.backends.local import LlamaServer
-from parlay.backends.openai import OpenAIBackend
-from parlay.backends.prompted import PromptedBackend
-from parlay.contract.parser import parse
 from parlay.request import ChatRequest, GenerationOptions
 
 CATEGORIES = ("simple_python", "multiple", "live_irrelevance")
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-NATIVE = Capabilities(native_tools=True, json_schema=True)
-
-
-@frozen
-class Config:
-    """One way of asking: llama.cpp's own tools, or the engine with a format."""
-
-    key: str
-    action_format: str | None = None
-    constrained: bool | None = None
-    # PromptedBackend's floor for forced calls; None: what parlay ships for the model.
-    min_offered_share: float | None = None
-
-    @property
-    def native(self) -> bool:
-        return self.action_format is None
-
-
-NATIVE_CONFIG = Config("llama.cpp native tools")
-
-
-def engine_formats() -> tuple[str, ...]:
-    """The action formats the prompted engine offers."""
-    from parlay.contract.render import FORMATS
-
-    return tuple(FORMATS)
-
-
-def engine_config(
-    action_format: str, constrained: bool, min_offered_share: float | None = None
-) -> Config:
-    mode = "constrained" if constrained else "free"
-    key = f"parlay {action_format} {mode}"
-    if min_offered_share is not None:
-        key += f", min_offered_share {min_offered_share:g}"
-    return Config(key, action_format, constrained, min_offered_share)
-
-
-def make_backend(config: Config, server: LlamaServer, model: Model) -> Backend:
-    if config.action_format is None:
-        return OpenAIBackend(model.key, base_url=server.base_url, api_key="", capabilities=NATIVE)
-    inner = OpenAIBackend(model.key, base_url=server.base_url, api_key="", capabilities=PLAIN_CHAT)
-    backend = PromptedBackend(
-        inner, action_format=config.action_format, constrained=config.constrained
-    )
-    share = config.min_offered_share
-    if share is None:
-        share = model.min_offered_share
-    if share is not None:
-        backend = backend.configure(min_offered_share=share)
-    return backend
 
 
 def _jsonable(value: Any) -> Any:
@@ -167,140 +113,6 @@ async def ask(
     }
 
 
-def summarize(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The figures for one (model, config): shares over the call and abstain questions."""
-    # Requests that failed (server gone, engine exception) are counted apart, not as
-    # wrong answers: a resumed run asks them again.
-    errors = sum(o["error_type"] == "request_error" for o in outcomes)
-    outcomes = [o for o in outcomes if o["error_type"] != "request_error"]
-    by_category: dict[str, list[dict[str, Any]]] = {}
-    for outcome in outcomes:
-        by_category.setdefault(outcome["category"], []).append(outcome)
-    calls = [o for o in outcomes if o["category"] not in ABSTAIN_CATEGORIES]
-    abstain = [o for o in outcomes if o["category"] in ABSTAIN_CATEGORIES]
-
-    def share(rows: Sequence[dict[str, Any]], key: str) -> float | None:
-        return sum(bool(r[key]) for r in rows) / len(rows) if rows else None
-
-    return {
-        "errors": errors,
-        "n_call": len(calls),
-        "n_abstain": len(abstain),
-        "well_formed": share(calls, "well_formed"),
-        "right": share(calls, "right"),
-        "right_by_category": {
-            c: share(rows, "right")
-            for c, rows in by_category.items()
-            if c not in ABSTAIN_CATEGORIES
-        },
-        "abstained": share(abstain, "right"),
-        "seconds_per_question": (
-            sum(o["seconds"] for o in outcomes) / len(outcomes) if outcomes else None
-        ),
-    }
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.0f} %"
-
-
-def table(results: dict[str, Any]) -> str:
-    header = (
-        "| model | configuration | well-formed calls | right calls | simple_python | multiple "
-        "| right abstentions (live_irrelevance) | questions (call + abstain) | failed requests "
-        "| s / question |\n"
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
-    )
-    rows = []
-    for model_key, by_config in results["runs"].items():
-        for config_key, outcomes in by_config.items():
-            s = summarize(list(outcomes.values()))
-            by_cat = s["right_by_category"]
-            rows.append(
-                f"| {model_key} | {config_key} | {_pct(s['well_formed'])} | {_pct(s['right'])} "
-                f"| {_pct(by_cat.get('simple_python'))} | {_pct(by_cat.get('multiple'))} "
-                f"| {_pct(s['abstained'])} | {s['n_call']} + {s['n_abstain']} | {s['errors']} "
-                f"| {s['seconds_per_question'] or 0:.1f} |"
-            )
-    return header + "\n".join(rows) + "\n"
-
-
-def _score(summary: dict[str, Any]) -> tuple[float, float]:
-    # Right calls and right abstentions weigh the same: calling on everything is no win.
-    right, abstained = summary["right"] or 0.0, summary["abstained"] or 0.0
-    return ((right + abstained) / 2, summary["well_formed"] or 0.0)
-
-
-def targets(results: dict[str, Any]) -> str:
-    """Per model: the best engine configuration and the issue's targets, met or not."""
-    lines = []
-    for model_key, by_config in results["runs"].items():
-        summaries = {key: summarize(list(o.values())) for key, o in by_config.items() if o}
-        native = summaries.get(NATIVE_CONFIG.key)
-        # A bracketed configuration ran on an earlier commit, kept for comparison.
-        engine = {
-            key: s for key, s in summaries.items() if key != NATIVE_CONFIG.key and "[" not in key
-        }
-        if not engine:
-            continue
-        best_key = max(engine, key=lambda key: _score(engine[key]))
-        best = engine[best_key]
-        lines.append(f"- **{model_key}**: best configuration `{best_key}`")
-        lines.append(
-            f"  - well-formed calls {_pct(best['well_formed'])} (target >= 95 %): "
-            f"{'met' if (best['well_formed'] or 0) >= 0.95 else 'not met'}"
-        )
-        if native is not None:
-            gain = 100 * ((best["right"] or 0) - (native["right"] or 0))
-            lines.append(
-                f"  - right calls {_pct(best['right'])} vs {_pct(native['right'])} with "
-                f"llama.cpp's own tools: {gain:+.0f} points (target >= +20): "
-                f"{'met' if gain >= 20 else 'not met'}"
-            )
-        lines.append(
-            f"  - right abstentions {_pct(best['abstained'])} (target >= 90 %): "
-            f"{'met' if (best['abstained'] or 0) >= 0.90 else 'not met'}"
-        )
-    return "\n".join(lines) + "\n" if lines else ""
-
-
-def native_text_calls(results: dict[str, Any]) -> str:
-    """What llama.cpp's own tool support left in the text: calls it did not return.
-
-    Each native reply's text is read with parlay's parser; a call naming an offered tool
-    counts. This shows how many calls the model wrote that the server did not parse.
-    """
-    lines = []
-    for model_key, by_config in results["runs"].items():
-        outcomes = by_config.get(NATIVE_CONFIG.key) or {}
-        if not outcomes:
-            continue
-        questions = {q.id: q for c in results["settings"]["categories"] for q in load_category(c)}
-        call_rows = abstain_rows = written = right = called_anyway = 0
-        returned = sum(bool(o["calls"]) for o in outcomes.values())
-        for outcome in outcomes.values():
-            question = questions[outcome["question"]]
-            names = [f["name"] for f in question.functions]
-            parsed = parse(outcome["text"], names).calls
-            calls = [(c.name, dict(c.arguments)) for c in parsed if c.name in names]
-            if question.expects_call:
-                call_rows += 1
-                written += bool(calls)
-                right += check(
-                    question.category, question.functions, calls, question.ground_truth
-                ).valid
-            else:
-                abstain_rows += 1
-                called_anyway += bool(calls)
-        lines.append(
-            f"- {model_key}: the text of llama.cpp's native replies held a call that parlay's "
-            f"parser reads in {written}/{call_rows} call questions ({right} of them right by "
-            f"BFCL's rules) and in {called_anyway}/{abstain_rows} live_irrelevance questions; "
-            f"the server returned `tool_calls` in {returned}/{len(outcomes)} replies."
-        )
-    return "\n".join(lines) + "\n" if lines else ""
-
-
 def load_results(path: Path, settings: dict[str, Any]) -> dict[str, Any]:
     if path.is_file():
         results = json.loads(path.read_text())
@@ -327,33 +139,6 @@ def note_commit(results: dict[str, Any], keys: Sequence[str], head: str) -> None
             commits[key] = head
         elif head not in made:
             commits[key] = f"{made}; then {head}"
-
-
-def write_markdown(path: Path, results: dict[str, Any], notes: str) -> None:
-    settings = results["settings"]
-    text = (
-        "# BFCL accuracy: parlay's prompted engine vs llama.cpp's own tool support\n\n"
-        f"Sample: {settings['n']} questions per category ({', '.join(settings['categories'])}),"
-        f" seed {settings['seed']}, temperature 0, max_tokens {settings['max_tokens']}, "
-        "tool_choice auto everywhere. Generated by `python -m bench.bfcl.run`; per-question "
-        f"outcomes in `{path.with_suffix('.json').name}`.\n\n"
-        "- well-formed calls: replies to simple_python and multiple questions holding at least "
-        "one call, each naming an offered tool with an object of arguments;\n"
-        "- right calls: the same questions answered right by BFCL's AST rules "
-        "(`bench/bfcl/checker.py`);\n"
-        "- right abstentions: live_irrelevance questions (no offered tool fits) answered "
-        "without a call.\n\n"
-        + table(results)
-        + ("\n## Targets (issue 3)\n\n" + targets(results) if targets(results) else "")
-        + (
-            "\n## What llama.cpp's own tool support left in the text\n\n"
-            + native_text_calls(results)
-            if native_text_calls(results)
-            else ""
-        )
-        + (f"\n{notes}\n" if notes else "")
-    )
-    path.write_text(text)
 
 
 def interleave(groups: Sequence[Sequence[Question]]) -> list[Question]:
@@ -427,26 +212,6 @@ def only(questions: Sequence[Question], ids: Sequence[str]) -> list[Question]:
     if missing := wanted - {q.id for q in chosen}:
         raise SystemExit(f"not in this sample: {', '.join(sorted(missing))}")
     return chosen
-
-
-def configs_from(spec: str) -> list[Config]:
-    formats = engine_formats()
-    engine = [engine_config(f, c) for f in formats for c in (False, True)]
-    if spec == "all":
-        return [NATIVE_CONFIG, *engine]
-    if spec == "engine":
-        return engine
-    out = []
-    for item in spec.split(","):
-        if item == "native":
-            out.append(NATIVE_CONFIG)
-        else:
-            name, _, rest = item.partition(":")
-            mode, _, share = rest.partition("@")
-            if mode not in ("free", "constrained"):
-                raise SystemExit(f"config {item!r}: write FORMAT:free or FORMAT:constrained")
-            out.append(engine_config(name, mode == "constrained", float(share) if share else None))
-    return out
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:

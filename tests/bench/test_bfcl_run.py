@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 from bench.bfcl import data
-from bench.bfcl.run import only, pool, summarize, table, targets
+from bench.bfcl.run import only, pool
+from bench.bfcl.run_report import summarize, table, targets
 
 
 def outcome(qid: str, category: str, *, right: bool, well_formed: bool = True) -> dict:
@@ -75,7 +76,7 @@ def test_only_keeps_the_named_questions_of_the_sample() -> None:
 
 def test_each_model_runs_at_the_floor_parlay_ships_for_it_unless_a_config_says() -> None:
     from bench.bfcl.models import Model
-    from bench.bfcl.run import engine_config, make_backend
+    from bench.bfcl.run_configs import engine_config, make_backend
 
     from parlay.backends.local import LlamaServer
     from parlay.start import EMBEDDED_MIN_OFFERED_SHARE
