@@ -109,6 +109,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default="stop13",
         help="the baselines' label in the config key (they do not change with the engine)",
     )
+    parser.add_argument(
+        "--questions",
+        type=Path,
+        help="a file of question ids, one a line: ask only those of the selection",
+    )
     parser.add_argument("--retry-errors", action="store_true", help="ask failed requests again")
     parser.add_argument("--store", type=Path, default=STORE)
     parser.add_argument("--page", type=Path, help="the markdown page (default: the store's .md)")
@@ -190,8 +195,11 @@ async def run_model(args: argparse.Namespace, key: str, store: Store) -> None:
     )
     systems = build(args.systems.split(","), setup, variants(args.variant))
     cap = args.per_category or None
+    only = set(args.questions.read_text().split()) if args.questions else None
     for half in halves(args.half):
         questions = interleave([select(c, half, cap) for c in categories(args.categories)])
+        if only is not None:
+            questions = [q for q in questions if q.id in only]
         print(f"{key}, {half} half: {len(questions)} questions x {len(systems)} systems")
         progress = await run(
             key, systems, questions, store, commit=head_commit(), retry_errors=args.retry_errors
