@@ -36,7 +36,6 @@ BEFORE_TAG = "stop16"
 # or more ran to the cap at least once.
 CAPPED = {"smollm2": 1000, "qwen": 2000}
 CONTROLS = 10
-LOOP_NOTE = "stopped a reply in a loop"
 
 
 def read(path: Path) -> list[dict[str, Any]]:
@@ -79,12 +78,14 @@ def row(label: str, pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> s
 
     right = [sum(bool(p[i]["right"]) for p in pairs) for i in (0, 1)]
     tokens = [sum(p[i]["completion_tokens"] or 0 for p in pairs) for i in (0, 1)]
+    # A reply the guard stops ends before the server's count of tokens arrives.
+    unknown = sum(p[1]["completion_tokens"] is None for p in pairs)
     seconds = [[p[i]["seconds"] for p in pairs] for i in (0, 1)]
     same = sum(p[0]["right"] == p[1]["right"] for p in pairs)
-    acted = sum(any(LOOP_NOTE in note for note in p[1]["notes"]) for p in pairs)
+    uncapped = sum(not capped(p[1]) for p in pairs)
     return (
-        f"| {label} | {n} | {acted} | {share(right[0])} | {share(right[1])} | {same} "
-        f"| {tokens[0]:,} → {tokens[1]:,} | {sum(seconds[0]):,.0f} → {sum(seconds[1]):,.0f} "
+        f"| {label} | {n} | {uncapped} | {share(right[0])} | {share(right[1])} | {same} "
+        f"| {tokens[0]:,} → {tokens[1]:,}{f' ({unknown} unknown)' if unknown else ''} | {sum(seconds[0]):,.0f} → {sum(seconds[1]):,.0f} "
         f"| {statistics.median(seconds[0]):.1f} → {statistics.median(seconds[1]):.1f} |"
     )
 
@@ -98,10 +99,10 @@ def page() -> str:
         "",
         f"Before: the shipped engine's outcomes (tag `{BEFORE_TAG}`, `bfcl-dev.jsonl`). After: "
         "the same questions, the same way, on the commit that added the line reading "
-        "(`line-loops.jsonl`). acted: replies whose notes say the guard stopped a loop. "
+        "(`line-loops.jsonl`). under the cap: questions that no longer spent the budget. "
         "right: counts (95 % Wilson interval); same: questions right or wrong both times.",
         "",
-        "| model / questions | n | acted | right before | right after | same | completion "
+        "| model / questions | n | under the cap | right before | right after | same | completion "
         "tokens | seconds | median seconds |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
