@@ -375,7 +375,7 @@ async def test_live_mode_streams_before_the_reply_ends() -> None:
 
 async def test_hybrid_mode_streams_text_after_the_refusal_window() -> None:
     words = [f"{i:02d} the reply goes on without a line end or a loop, " for i in range(10)]
-    inner = SlowText(words + ["\n", block("add", a=1, b=2)])
+    inner = SlowText([*words, "\n", block("add", a=1, b=2)])
     backend = PromptedBackend(inner, refusal_window=100)
     first_text_at = None
     events = []
