@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from parlay.context import Context
+    from parlay.context import Context, ToolCall
 
 
 class ParlayError(Exception):
@@ -16,17 +16,35 @@ class ToolDefinitionError(ParlayError, TypeError):
     """A Python function cannot be turned into a tool (names the parameter at fault)."""
 
 
-class ToolChainLimitError(ParlayError):
-    """The tool loop asked for more rounds than the chain limit allows.
+class ToolLoopError(ParlayError):
+    """The tool loop of a turn stopped before the model answered.
 
     `context` holds the whole history so far, tool calls and results included, so
     nothing the model or the tools produced is lost.
     """
 
-    def __init__(self, message: str, *, context: Context, limit: int) -> None:
+    def __init__(self, message: str, *, context: Context) -> None:
         super().__init__(message)
         self.context = context
+
+
+class ToolChainLimitError(ToolLoopError):
+    """The tool loop asked for more rounds than the chain limit allows."""
+
+    def __init__(self, message: str, *, context: Context, limit: int) -> None:
+        super().__init__(message, context=context)
         self.limit = limit
+
+
+class ToolCallTruncatedError(ToolLoopError):
+    """The reply stopped at its token limit (or the repetition guard) while the model was
+    writing a call, so that call's arguments may be cut short. The loop runs none of the
+    round's calls; `context` ends with the reply that made them, `call` is the cut one.
+    A larger `max_tokens` is the usual way out."""
+
+    def __init__(self, message: str, *, context: Context, call: ToolCall) -> None:
+        super().__init__(message, context=context)
+        self.call = call
 
 
 class TurnCancelledError(ParlayError):

@@ -19,7 +19,7 @@ import attrs
 
 from parlay.calls import in_thread
 from parlay.context import Context, Item, Message
-from parlay.errors import ToolChainLimitError, TurnCancelledError
+from parlay.errors import ToolLoopError, TurnCancelledError
 from parlay.events import TextDelta, ToolCallStart
 
 if TYPE_CHECKING:
@@ -99,9 +99,9 @@ class TurnClock:
         return self._ended(thunk, None, thunk.steps)
 
     def failed(self, thunk: ModelOutputThunk[Any], error: Exception) -> CompletedTurn:
-        # A tool loop stopped at its chain limit hands over every round it made.
+        # A tool loop that stopped (chain limit, a cut call) hands over every round it made.
         steps: tuple[Message, ...] = ()
-        if isinstance(error, ToolChainLimitError):
+        if isinstance(error, ToolLoopError):
             steps = error.context.messages()[len(self.prompt_ctx.messages()) :]
         elif isinstance(error, TurnCancelledError):  # the rounds its tools ran in
             steps = tuple(self.rounds)

@@ -13,11 +13,12 @@ from typing import Any
 from parlay.backends.base import Backend
 from parlay.calls import run_round
 from parlay.context import AssistantMessage, Context, Message, ToolCall, ToolResult
-from parlay.errors import ToolChainLimitError
-from parlay.events import Event, TextDelta, ToolCallEnd
+from parlay.errors import ToolCallTruncatedError, ToolChainLimitError
+from parlay.events import Event
 from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice
 from parlay.thunk import ModelOutputThunk, RoundDone
 from parlay.tools import Toolbox
+from parlay.wire.reply import Reply, ReplyBuilder
 
 
 class ToolLoop:
@@ -63,29 +64,17 @@ class ToolLoop:
         rounds = 0
         while True:
             request = self._request((*history, *steps), choice, response_format, options)
-            calls: list[ToolCall] = []
-            text: list[str] = []
+            gathered = ReplyBuilder()
             async for event in self.backend.stream(request):
-                if isinstance(event, ToolCallEnd):
-                    calls.append(event.call)
-                elif isinstance(event, TextDelta):
-                    text.append(event.text)
+                gathered.feed(event)
                 yield event
+            reply = gathered.build()
+            calls = list(reply.calls)
             if not run_tools or not calls:
                 return
             rounds += 1
-            round_messages: list[Message] = [AssistantMessage("".join(text), tuple(calls))]
-            if rounds > limit:
-                steps.extend(round_messages)
-                ctx = prompt_ctx
-                for message in steps:
-                    ctx = ctx.insert(message)
-                raise ToolChainLimitError(
-                    f"the model was still calling tools after {limit} rounds (chain limit "
-                    f"{limit}); raise chain_limit or inspect error.context",
-                    context=ctx,
-                    limit=limit,
-                )
+            round_messages: list[Message] = [AssistantMessage(reply.text, reply.calls)]
+            _stop_before_running(reply, rounds, limit, _with(prompt_ctx, [*steps, *round_messages]))
             finished: dict[str, ToolResult] = {}
             try:
                 round_messages.extend(await self._execute_round(calls, finished))
@@ -122,6 +111,33 @@ class ToolLoop:
 
     async def _execute_in_loop(self, call: ToolCall) -> ToolResult:
         return await self.tools.arun(call, timeout=self.tool_timeout)
+
+
+def _stop_before_running(reply: Reply, rounds: int, limit: int, ctx: Context) -> None:
+    """Raise when the round's calls must not run; `ctx` ends with the reply that made them."""
+    if reply.finish.reason == "length":
+        # The budget ran out inside the last call: running it would act on arguments
+        # the model never finished (a list cut after two items).
+        raise ToolCallTruncatedError(
+            f"the reply reached its token limit while writing a call to "
+            f"{reply.calls[-1].name!r}, so its arguments may be incomplete; no tool of the "
+            "round ran. Raise max_tokens, or inspect error.context",
+            context=ctx,
+            call=reply.calls[-1],
+        )
+    if rounds > limit:
+        raise ToolChainLimitError(
+            f"the model was still calling tools after {limit} rounds (chain limit {limit}); "
+            "raise chain_limit or inspect error.context",
+            context=ctx,
+            limit=limit,
+        )
+
+
+def _with(ctx: Context, messages: list[Message]) -> Context:
+    for message in messages:
+        ctx = ctx.insert(message)
+    return ctx
 
 
 def _as_cancelled(calls: list[ToolCall], finished: dict[str, ToolResult]) -> list[ToolResult]:

@@ -50,6 +50,7 @@ class Turn:
     repetition: str | None = None  # what a looping attempt repeated
     dropped: bool = False  # the last reply only repeated parlay's own words
     answer_share: float | None = None  # the first reply's lean to words (`leaning`)
+    cut_call: bool = False  # the last attempt stopped at its limit inside a call
 
     @property
     def choice(self) -> ToolChoice:
@@ -71,6 +72,8 @@ class Turn:
         finish = attempt.finish
         if finish is None:
             return
+        cut = any(problem.kind == "cut_off" for problem in parsed.problems)
+        self.cut_call = cut and finish.reason == "length"
         self.add_usage(finish)
         looped = finish.diagnostics.repetition if finish.diagnostics else None
         if looped and finish.diagnostics is not None:
@@ -82,6 +85,8 @@ class Turn:
     def finish(self, action_format: str) -> Finish:
         """The closing event: why the reply ended, its usage, and what the engine did."""
         reason: FinishReason = "tool_calls" if self.emitted_calls else "stop"
+        if self.emitted_calls and self.cut_call:
+            reason = "length"  # a client must not take a cut call for a whole one
         last = self.last_finish
         if not self.emitted_calls and last is not None and last.reason != "tool_calls":
             reason = last.reason

@@ -27,8 +27,8 @@ from parlay.errors import (
     BackendConnectionError,
     BackendError,
     ParlayError,
-    ToolChainLimitError,
     ToolDefinitionError,
+    ToolLoopError,
 )
 
 app = typer.Typer(
@@ -61,7 +61,7 @@ def friendly_errors(stderr: Console) -> Iterator[None]:
             "model with -m.",
         )
         raise typer.Exit(1) from None
-    except ToolChainLimitError as exc:
+    except ToolLoopError as exc:
         stderr.print(f"[red]error:[/] {exc}")
         raise typer.Exit(1) from None
     except (BackendError, ParlayError) as exc:
@@ -131,7 +131,7 @@ def chat(*, opts: RunOptions) -> None:
                     continue
                 try:
                     _answer(session, line, opts)
-                except (ToolChainLimitError, BackendError) as exc:
+                except (ToolLoopError, BackendError) as exc:
                     # One bad turn does not end the chat; the context is as it was before.
                     stderr.print(f"[red]error:[/] {exc}")
                 except KeyboardInterrupt:  # stops this turn, not the chat

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from parlay._sync import iterate_sync
 from parlay.cli.protocol import CliSession
 from parlay.context import AssistantMessage, ToolCall, ToolResult
-from parlay.errors import ToolChainLimitError
+from parlay.errors import ToolCallTruncatedError, ToolChainLimitError
 from parlay.events import Finish, TextDelta, Usage
 from parlay.request import ToolChoice
 from parlay.thunk import ModelOutputThunk
@@ -86,6 +86,13 @@ def run_turn(
             f"the model was still calling tools after {chain_limit} rounds; raise --chain-limit",
             context=exc.context,
             limit=exc.limit,
+        ) from None
+    except ToolCallTruncatedError as exc:
+        raise ToolCallTruncatedError(
+            f"the reply reached its token limit while writing a call to {exc.call.name!r}; "
+            "no tool of the round ran. Raise --max-tokens",
+            context=exc.context,
+            call=exc.call,
         ) from None
     except KeyboardInterrupt:
         # Ctrl-C stops the turn itself, not only this thread's wait for it, and lets it
