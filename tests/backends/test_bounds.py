@@ -23,8 +23,8 @@ from parlay.backends.local import LocalBackend
 from parlay.backends.prompted import PromptedBackend
 from parlay.context import UserMessage
 from parlay.errors import ConfigurationError
-from parlay.events import Event, Finish, ScoredTextDelta, TextDelta, TokenChoice
-from parlay.request import ChatRequest, GenerationOptions, ToolSpec
+from parlay.events import Event, Finish, ScoredTextDelta, TextDelta, TokenChoice, Usage
+from parlay.request import ChatRequest, GenerationOptions, ToolChoice, ToolSpec
 
 LOOP = '{"final": {"content": "' + "The answer is 5555. " * 40
 
@@ -257,6 +257,34 @@ async def test_an_engine_attempt_looping_inside_an_argument_is_stopped_early() -
     assert sorted(finish.diagnostics.repetition) == sorted('"Divorce", ')
     assert any("stopped a reply in a loop" in note for note in finish.diagnostics.notes)
     assert inner.sent <= 30 * len(inner.requests)  # stopped ~28 items in, not 2000
+
+
+class LoopsThenAnswers(Recording):
+    """Loops in words in its first reply (the guard stops it: no count from the server),
+    then calls with a count."""
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        self.requests.append(request)
+        if len(self.requests) == 1:
+            for _ in range(200):
+                yield TextDelta("I will check. ")
+            yield Finish("stop", Usage(900, 400))
+            return
+        yield TextDelta('{"action": {"tool": "find", "args": {"kinds": ["Civil"]}}}')
+        yield Finish("stop", Usage(120, 4))
+
+
+async def test_a_turn_with_an_uncounted_attempt_reports_no_usage_rather_than_a_part() -> None:
+    inner = LoopsThenAnswers()
+    engine = PromptedBackend(inner, max_retries=1)
+    kinds = {"type": "array", "items": {"type": "string"}}
+    tool = ToolSpec("find", "Find things.", {"type": "object", "properties": {"kinds": kinds}})
+    forced = ChatRequest((UserMessage("hi"),), tools=(tool,), tool_choice=ToolChoice("required"))
+    events = [e async for e in engine.stream(forced)]
+    finish = events[-1]
+    assert isinstance(finish, Finish)
+    assert len(inner.requests) == 2  # the loop was stopped, then the engine asked again
+    assert finish.usage is None  # not Usage(120, 4), which would pass for the whole turn
 
 
 @pytest.mark.model

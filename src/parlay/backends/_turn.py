@@ -40,6 +40,9 @@ class Turn:
     notes: list[str] = Factory(list)
     modes: list[str] = Factory(list)
     usage: Usage | None = None
+    # An attempt ended without a count (the guard closed its stream before the server
+    # sent one): the sum of the others would pass for the whole, so the turn has none.
+    uncounted: bool = False
     refusal: RefusalSignal | None = None
     emitted_calls: int = 0
     yielded: int = 0
@@ -62,7 +65,9 @@ class Turn:
 
     def add_usage(self, finish: Finish) -> None:
         self.last_finish = finish
-        if finish.usage is not None:
+        if finish.usage is None:
+            self.uncounted = True
+        else:
             self.usage = finish.usage if self.usage is None else self.usage + finish.usage
 
     def record(self, attempt: Attempt, parsed: ParseResult) -> None:
@@ -107,7 +112,7 @@ class Turn:
         )
         return Finish(
             reason,
-            self.usage,
+            None if self.uncounted else self.usage,
             raw=last.raw if last else None,
             diagnostics=diagnostics,
             model=last.model if last else None,
