@@ -8,9 +8,12 @@ The single-call path is Qwen's strongest (about half right); the parallel catego
 (`{"requests": [one to six strings]}`), with three example turns of its own (none from
 BFCL), and each part then goes to the engine with `parallel_tool_calls` off.
 
-    python -m bench.bfcl.probes.split CATEGORY[,CATEGORY] [N] [tools]
+    python -m bench.bfcl.probes.split CATEGORY[,CATEGORY] [N] [tools] [whole]
 
-`tools`: the splitter also sees the offered functions' names and descriptions. Prints one
+`tools`: the splitter also sees the offered functions' names and descriptions. `whole`:
+a request the splitter leaves in one piece goes to the engine as it came, with parallel
+calls allowed, which is the shipped engine's stored outcome (the question is not asked
+again): the shape a rule would take, so only the split questions are asked. Prints one
 line a question, beside the stored outcome of the shipped engine (tag stop16) on the same
 question, and the paired tally. Tune half only; run under the model lock.
 """
@@ -130,6 +133,7 @@ async def main() -> None:
     cats = sys.argv[1].split(",")
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     with_tools = "tools" in sys.argv[3:]
+    whole = "whole" in sys.argv[3:]
     [model] = models(("qwen",))
     url = shared_server(model.path, 8192).start()
     engine = shipped_engine(Setup(model, url, 8192, 512))
@@ -138,11 +142,14 @@ async def main() -> None:
     async with httpx.AsyncClient(timeout=300) as client:
         for q in [q for c in cats for q in select(c, "tune", n)]:
             parts = await split(client, url, q, with_tools)
-            calls: list[tuple[str, Any]] = []
-            for part in parts:
-                calls += [c for c in await calls_for(engine, q, part) if c not in calls]
-            right = check(q.category, q.functions, calls, q.ground_truth).valid
             before = shipped.get(q.id)
+            calls: list[tuple[str, Any]] = []
+            if whole and len(parts) < 2 and before is not None:
+                right = before
+            else:
+                for part in parts:
+                    calls += [c for c in await calls_for(engine, q, part) if c not in calls]
+                right = check(q.category, q.functions, calls, q.ground_truth).valid
             tally["n"] += 1
             tally["right"] += right
             tally["won"] += right and before is False
