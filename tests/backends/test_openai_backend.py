@@ -23,6 +23,7 @@ from parlay import (
     ToolCallArgsDelta,
     ToolCallEnd,
     ToolCallStart,
+    ToolCallTruncatedError,
     ToolChoice,
     ToolResult,
     ToolSpec,
@@ -232,6 +233,44 @@ def test_streamed_calls_reach_a_session_thunk():
     thunk = session.chat("weather?")
     assert thunk.value == "Let me check."
     assert [c.id for c in thunk.tools] == ["call_a", "call_b"]
+
+
+@respx.mock
+def test_a_native_call_cut_at_the_token_limit_is_not_run():
+    """An upstream with native tools stops at `max_tokens` inside a call's arguments:
+    the tool loop runs nothing and says so."""
+    cut = [
+        delta_chunk({"role": "assistant", "content": None}),
+        delta_chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_a",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Par'},
+                    }
+                ]
+            }
+        ),
+        delta_chunk({}, "length"),
+        "[DONE]",
+    ]
+    respx.post(f"{BASE}/chat/completions").mock(
+        return_value=httpx.Response(200, content=b"".join(sse(*cut)))
+    )
+    ran = []
+
+    def get_weather(city: str) -> str:
+        """Weather for a city."""
+        ran.append(city)
+        return "sunny"
+
+    session = Session(OpenAIBackend("m", base_url=BASE, api_key=""), tools=[get_weather])
+    with pytest.raises(ToolCallTruncatedError) as caught:
+        session.chat("weather in Paris?", run_tools=True).value  # noqa: B018
+    assert ran == [] and caught.value.call.id == "call_a"
+    assert len(respx.calls) == 1
 
 
 @respx.mock
