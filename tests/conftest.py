@@ -1,14 +1,18 @@
-"""Shared fixtures: a real llama.cpp server with a real model, started once per run."""
+"""Shared fixtures: a real llama.cpp server with a real model, started once per run; a
+plain chat model that stops where it is told."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
-from parlay.backends.base import PLAIN_CHAT
+from parlay.backends.base import PLAIN_CHAT, Capabilities
 from parlay.backends.local import LlamaServer, smollm2_path
 from parlay.backends.openai import OpenAIBackend
+from parlay.events import Event, Finish, FinishReason, TextDelta
+from parlay.request import ChatRequest
 
 
 @pytest.fixture(scope="session")
@@ -43,3 +47,26 @@ def llama_backend_blocking(llama_server: LlamaServer) -> OpenAIBackend:
     return OpenAIBackend(
         "smollm2", base_url=llama_server.base_url, api_key="", capabilities=PLAIN_CHAT, stream=False
     )
+
+
+class StopsShort:
+    """A plain chat model (no native tools, no grammar) that writes `pieces` and finishes
+    for `reason`: by default the token limit, wherever the pieces leave off."""
+
+    name = "stops-short"
+    capabilities = Capabilities(native_tools=False, json_schema=False)
+
+    def __init__(self, pieces: Sequence[str], reason: FinishReason = "length") -> None:
+        self.pieces, self.reason, self.asked = pieces, reason, 0
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        self.asked += 1
+        for piece in self.pieces:
+            yield TextDelta(piece)
+        yield Finish(self.reason)
+
+
+@pytest.fixture(scope="session")
+def stops_short() -> type[StopsShort]:
+    """`stops_short(pieces, reason="length")`: a `StopsShort` model."""
+    return StopsShort

@@ -6,7 +6,7 @@ tool loop ran the tool on half a list. Now the reply finishes "length" and the l
 runs none of the round's calls.
 """
 
-from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import pytest
 
@@ -20,9 +20,9 @@ from parlay import (
     ToolLoopError,
     tool,
 )
-from parlay.backends.base import Capabilities
+from parlay.backends.base import Backend
 from parlay.context import UserMessage
-from parlay.events import Event, FinishReason, TextDelta
+from parlay.events import Event
 from parlay.request import ChatRequest, ToolSpec
 
 CUT = '{"action": {"tool": "find_cases", "args": {"kinds": ["Civil", "Divorce", "Fam'
@@ -33,30 +33,16 @@ FIND = ToolSpec(
 )
 
 
-class PlainChat:
-    """A model without native tools that writes `pieces` and stops for `reason`."""
-
-    name = "plain"
-    capabilities = Capabilities(native_tools=False, json_schema=False)
-
-    def __init__(self, pieces: Sequence[str], reason: FinishReason) -> None:
-        self.pieces, self.reason, self.asked = pieces, reason, 0
-
-    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
-        self.asked += 1
-        for piece in self.pieces:
-            yield TextDelta(piece)
-        yield Finish(self.reason)
-
-
-async def engine_events(inner: PlainChat) -> list[Event]:
+async def engine_events(inner: Backend) -> list[Event]:
     engine = PromptedBackend(inner, max_retries=0)
     request = ChatRequest((UserMessage("Find civil and divorce cases."),), tools=(FIND,))
     return [event async for event in engine.stream(request)]
 
 
-async def test_a_call_cut_by_the_token_limit_finishes_length_not_tool_calls() -> None:
-    events = await engine_events(PlainChat([CUT[:30], CUT[30:]], "length"))
+async def test_a_call_cut_by_the_token_limit_finishes_length_not_tool_calls(
+    stops_short: Any,
+) -> None:
+    events = await engine_events(stops_short([CUT[:30], CUT[30:]]))
     [end] = [e for e in events if isinstance(e, ToolCallEnd)]
     assert end.call.arguments == {"kinds": ["Civil", "Divorce", "Fam"]}
     finish = events[-1]
@@ -65,15 +51,15 @@ async def test_a_call_cut_by_the_token_limit_finishes_length_not_tool_calls() ->
     assert any(note.startswith("cut_off") for note in finish.diagnostics.notes)
 
 
-async def test_a_whole_call_still_finishes_tool_calls() -> None:
-    events = await engine_events(PlainChat([WHOLE], "stop"))
+async def test_a_whole_call_still_finishes_tool_calls(stops_short: Any) -> None:
+    events = await engine_events(stops_short([WHOLE], "stop"))
     finish = events[-1]
     assert isinstance(finish, Finish) and finish.reason == "tool_calls"
 
 
-async def test_a_whole_call_then_a_cut_in_words_finishes_tool_calls() -> None:
+async def test_a_whole_call_then_a_cut_in_words_finishes_tool_calls(stops_short: Any) -> None:
     """The limit fell after the call was written: the call is whole, so it stands."""
-    events = await engine_events(PlainChat([WHOLE, "\nI have looked for the cases and"], "length"))
+    events = await engine_events(stops_short([WHOLE, "\nI have looked for the cases and"]))
     assert [e.call.arguments for e in events if isinstance(e, ToolCallEnd)] == [
         {"kinds": ["Civil"]}
     ]
@@ -81,7 +67,7 @@ async def test_a_whole_call_then_a_cut_in_words_finishes_tool_calls() -> None:
     assert isinstance(finish, Finish) and finish.reason == "tool_calls"
 
 
-def test_the_tool_loop_runs_no_tool_of_a_reply_cut_inside_a_call() -> None:
+def test_the_tool_loop_runs_no_tool_of_a_reply_cut_inside_a_call(stops_short: Any) -> None:
     ran: list[list[str]] = []
 
     @tool
@@ -90,7 +76,7 @@ def test_the_tool_loop_runs_no_tool_of_a_reply_cut_inside_a_call() -> None:
         ran.append(kinds)
         return "3 cases"
 
-    inner = PlainChat([CUT], "length")
+    inner = stops_short([CUT])
     session = Session(PromptedBackend(inner, max_retries=0), tools=[find_cases])
     before = session.ctx
     with pytest.raises(ToolCallTruncatedError, match="token limit") as caught:
@@ -104,15 +90,15 @@ def test_the_tool_loop_runs_no_tool_of_a_reply_cut_inside_a_call() -> None:
     assert session.ctx is before  # the failed turn is not left half-written
 
 
-def test_chat_without_the_tool_loop_hands_the_cut_call_over_with_its_reason() -> None:
+def test_chat_without_the_tool_loop_hands_the_cut_call_over_with_its_reason(
+    stops_short: Any,
+) -> None:
     @tool
     def find_cases(kinds: list[str]) -> str:
         """Find court cases."""
         raise AssertionError("chat() runs no tool")
 
-    session = Session(
-        PromptedBackend(PlainChat([CUT], "length"), max_retries=0), tools=[find_cases]
-    )
+    session = Session(PromptedBackend(stops_short([CUT]), max_retries=0), tools=[find_cases])
     thunk = session.chat("Find civil and divorce cases.")
     assert [call.name for call in thunk.tools] == ["find_cases"]
     assert thunk.finish_reason == "length"

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from parlay.backends.base import Capabilities
 from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend, calls
 from parlay.cli.app import app
 from parlay.context import ToolResult
-from parlay.events import Event, Finish, TextDelta
-from parlay.request import ChatRequest
 from parlay.store import Store
 
 runner = CliRunner()
@@ -121,17 +117,10 @@ def test_chain_limit_stops_a_model_that_keeps_calling(scripted: Any, tools_file:
 
 
 def test_a_call_cut_by_the_token_limit_is_an_error_naming_max_tokens(
-    monkeypatch: pytest.MonkeyPatch, tools_file: Path
+    monkeypatch: pytest.MonkeyPatch, tools_file: Path, stops_short: Any
 ) -> None:
-    class CutShort:
-        name = "cut-short"
-        capabilities = Capabilities(native_tools=False, json_schema=False)
-
-        async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
-            yield TextDelta('{"action": {"tool": "add", "args": {"a": 2, "b": 3')
-            yield Finish("length")
-
-    engine = PromptedBackend(CutShort(), max_retries=0)
+    cut = stops_short(['{"action": {"tool": "add", "args": {"a": 2, "b": 3'])
+    engine = PromptedBackend(cut, max_retries=0)
     monkeypatch.setattr("parlay.cli.options.resolve_model", lambda spec, **flags: engine)
     result = runner.invoke(app, ["prompt", "2+3?", "-T", str(tools_file)])
     assert result.exit_code == 1

@@ -3,7 +3,7 @@ OpenAI, `stop_reason: "max_tokens"` for Anthropic, never as a whole call."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -12,9 +12,6 @@ import pytest
 from proxy_harness import RunningServer, running
 
 from parlay import PromptedBackend
-from parlay.backends.base import Capabilities
-from parlay.events import Event, Finish, TextDelta
-from parlay.request import ChatRequest
 from parlay.server import create_app
 
 SCHEMA = {"type": "object", "properties": {"kinds": {"type": "array", "items": {"type": "string"}}}}
@@ -23,20 +20,10 @@ ANTHROPIC_TOOLS: list[Any] = [{"name": "find", "input_schema": SCHEMA}]
 ASK: list[Any] = [{"role": "user", "content": "Find civil and divorce cases."}]
 
 
-class BudgetSpent:
-    """A plain chat model whose reply the token budget stops inside a call's list."""
-
-    name = "budget-spent"
-    capabilities = Capabilities(native_tools=False, json_schema=False)
-
-    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
-        yield TextDelta('{"action": {"tool": "find", "args": {"kinds": ["Civil", "Div')
-        yield Finish("length")
-
-
 @pytest.fixture(scope="module")
-def proxy() -> Iterator[RunningServer]:
-    engine = PromptedBackend(BudgetSpent(), max_retries=0)
+def proxy(stops_short: Any) -> Iterator[RunningServer]:
+    cut = stops_short(['{"action": {"tool": "find", "args": {"kinds": ["Civil", "Div'])
+    engine = PromptedBackend(cut, max_retries=0)
     with running(create_app(engine, models=["m"], client_keys=["sk-test"])) as server:
         yield server
 
