@@ -6,7 +6,7 @@ import httpx
 import pytest
 import respx
 
-from parlay import ChatRequest, ToolCall, ToolSpec, UserMessage
+from parlay import ChatRequest, Session, ToolCall, ToolCallTruncatedError, ToolSpec, UserMessage
 from parlay.backends.anthropic import AnthropicBackend
 from parlay.errors import BackendProtocolError, BackendStatusError
 from parlay.wire.reply import agather
@@ -116,3 +116,29 @@ async def test_stream_without_message_stop_is_a_protocol_error() -> None:
     )
     with pytest.raises(BackendProtocolError, match="before message_stop"):
         await agather(AnthropicBackend("c", base_url=URL, api_key="k").stream(REQUEST))
+
+
+@respx.mock
+def test_a_tool_use_cut_at_max_tokens_is_not_run() -> None:
+    """Anthropic stops at `max_tokens` inside a tool_use block's input: the reply
+    finishes "length" and the tool loop runs nothing."""
+    cut = STREAM.replace(b'"\\"Paris\\"}"', b'"\\"Par"').replace(
+        b'"stop_reason":"tool_use"', b'"stop_reason":"max_tokens"'
+    )
+    assert cut.count(b"max_tokens") == 1 and b"Paris" not in cut
+    respx.post(f"{URL}/v1/messages").mock(
+        return_value=httpx.Response(200, content=cut, headers={"content-type": "text/event-stream"})
+    )
+    ran: list[str] = []
+
+    def get_weather(city: str) -> str:
+        """Weather for a city."""
+        ran.append(city)
+        return "sunny"
+
+    backend = AnthropicBackend("claude-x", base_url=URL, api_key="k")
+    session = Session(backend, tools=[get_weather])
+    with pytest.raises(ToolCallTruncatedError) as caught:
+        session.chat("Weather in Paris?", run_tools=True).value  # noqa: B018
+    assert ran == [] and caught.value.call.id == "toolu_1"
+    assert caught.value.call.arguments == {"city": "Par"}  # closed where it was cut
