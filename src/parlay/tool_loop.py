@@ -74,7 +74,7 @@ class ToolLoop:
                 return
             rounds += 1
             round_messages: list[Message] = [AssistantMessage(reply.text, reply.calls)]
-            _stop_before_running(reply, rounds, limit, _with(prompt_ctx, [*steps, *round_messages]))
+            _stop_before_running(reply, rounds, limit, prompt_ctx, (*steps, *round_messages))
             finished: dict[str, ToolResult] = {}
             try:
                 round_messages.extend(await self._execute_round(calls, finished))
@@ -113,8 +113,11 @@ class ToolLoop:
         return await self.tools.arun(call, timeout=self.tool_timeout)
 
 
-def _stop_before_running(reply: Reply, rounds: int, limit: int, ctx: Context) -> None:
-    """Raise when the round's calls must not run; `ctx` ends with the reply that made them."""
+def _stop_before_running(
+    reply: Reply, rounds: int, limit: int, prompt_ctx: Context, so_far: tuple[Message, ...]
+) -> None:
+    """Raise when the round's calls must not run. The error's context, `prompt_ctx` with
+    `so_far` (which ends with the reply that made the calls), is built only then."""
     if reply.finish.reason == "length":
         # The budget ran out inside the last call: running it would act on arguments
         # the model never finished (a list cut after two items).
@@ -122,19 +125,19 @@ def _stop_before_running(reply: Reply, rounds: int, limit: int, ctx: Context) ->
             f"the reply reached its token limit while writing a call to "
             f"{reply.calls[-1].name!r}, so its arguments may be incomplete; no tool of the "
             "round ran. Raise max_tokens, or inspect error.context",
-            context=ctx,
+            context=_with(prompt_ctx, so_far),
             call=reply.calls[-1],
         )
     if rounds > limit:
         raise ToolChainLimitError(
             f"the model was still calling tools after {limit} rounds (chain limit {limit}); "
             "raise chain_limit or inspect error.context",
-            context=ctx,
+            context=_with(prompt_ctx, so_far),
             limit=limit,
         )
 
 
-def _with(ctx: Context, messages: list[Message]) -> Context:
+def _with(ctx: Context, messages: tuple[Message, ...]) -> Context:
     for message in messages:
         ctx = ctx.insert(message)
     return ctx
