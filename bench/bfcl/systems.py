@@ -51,6 +51,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # The json reply decides whether to call, the typed format how many
     # (the opt-in rule `recount_calls`, parlay.backends._recount).
     "recount": {"rules_on": ["recount_calls"]},
+    # A call to a tool sharing no word with the request, answered in words instead
+    # (the opt-in rule `unrelated_call`), in either format (`bench.bfcl.switched_on`).
+    "unrelated": {"rules_on": ["unrelated_call"]},
+    "typed+unrelated": {"action_format": "typed", "rules_on": ["unrelated_call"]},
 }
 NATIVE = Capabilities(native_tools=True, json_schema=True)
 

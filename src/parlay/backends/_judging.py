@@ -61,6 +61,7 @@ def verdict_on(
             fitting_tool=missed_tool(engine, turn, parsed.calls),
             forced=forced_choice(engine, attempt, parsed.calls, turn) if turn.read_names else None,
             placeholder=is_placeholder(parsed.text),
+            unrelated=turn.unrelated,
         )
         if verdict is not None and verdict.about_text and attempt.shown_text:
             turn.notes.append(f"not retried ({verdict.reason}): the text was already shown")

@@ -13,6 +13,7 @@ from parlay.backends._next_attempt import grammar_for
 from parlay.backends._turn import Turn
 from parlay.context import ToolCall
 from parlay.contract.checks import CheckedCall, answered_calls, check_call
+from parlay.contract.relevance import unrelated_tools
 from parlay.contract.render import render_contract
 from parlay.request import ChatRequest
 
@@ -51,6 +52,9 @@ def begin_turn(engine: PromptedBackend, request: ChatRequest) -> Turn:
         constrained,
     )
     answered = answered_calls(request.messages)
+    unrelated = frozenset[str]()
+    if auto and engine.rules.on("unrelated_call"):
+        unrelated = unrelated_tools(request.messages, contract.tools)
     return Turn(
         request,
         contract,
@@ -60,6 +64,7 @@ def begin_turn(engine: PromptedBackend, request: ChatRequest) -> Turn:
         response_format,
         options,
         answered,
+        unrelated,
     )
 
 

@@ -35,6 +35,8 @@ class Turn:
     options: GenerationOptions
     # Calls the history already answered (`checks.answered_calls`), read once.
     answered: frozenset[tuple[str, str]] = frozenset()
+    # Offered tools sharing no word with the request, when `unrelated_call` is on.
+    unrelated: frozenset[str] = frozenset()
     retries: list[RetryRecord] = Factory(list)
     fired: list[str] = Factory(list)  # the rules that acted, in order (`Diagnostics.rules`)
     notes: list[str] = Factory(list)

@@ -49,6 +49,39 @@ def content_words(text: str) -> frozenset[str]:
     )
 
 
+def unrelated_tools(messages: Sequence[Message], tools: Iterable[ToolSpec]) -> frozenset[str]:
+    """The tools whose name and description share no word with what the user wrote.
+
+    Only at a first decision (the last message is the user's): after a tool result the
+    next call may follow from the result, not from the user's words. A request with no
+    word to compare (`"on"`) makes no tool unrelated. Words are compared in one language
+    only: a request in another language than the descriptions shares none with any tool,
+    which is why the rule that uses this (`unrelated_call`) is opt-in.
+    """
+    if not messages or not isinstance(messages[-1], UserMessage):
+        return frozenset()
+    asked = frozenset().union(
+        *(_letters(m.content) for m in messages if isinstance(m, UserMessage))
+    )
+    if not asked:
+        return frozenset()
+    return frozenset(
+        spec.name
+        for spec in tools
+        if not any(
+            same_word(word, own)
+            for own in _letters(spec.name) | _letters(spec.description)
+            for word in asked
+        )
+    )
+
+
+def _letters(text: str) -> frozenset[str]:
+    """The content words of `text` made of letters (a shared number says nothing of what
+    a request is for: `calculate_sum(37.8651, 119.5383)` for a forecast there)."""
+    return frozenset(word for word in content_words(text) if word.isalpha())
+
+
 def fitting_tool(messages: Sequence[Message], tools: Iterable[ToolSpec]) -> ToolSpec | None:
     """The tool the last user message most plainly asks for, or None.
 

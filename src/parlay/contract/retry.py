@@ -1,17 +1,18 @@
 """The retry policy: when a reply is not good enough, and why.
 
-Triggers, in order: a call to a tool that does not exist; arguments that fail the schema;
-a reply whose every call repeats one the history already answered (small models loop);
-an action that cannot be read; under `auto`, a call the grammar forced on a model that
-leaned to a tool not offered (see `forced`); a call to another tool than the one
-named; an argument value copied from a few-shot example that the conversation never
-mentions; under `auto`, a required value that no one in the conversation gave, or one
-text poured into three or more arguments (see `grounding`); a forced choice
-(`required` / a named tool) answered without the call it asked for; a plain answer
-that is only a stand-in of the format instructions ("your answer"); a plain answer
-quoting an example's made-up result (as what a named tool returned: a pretended call,
-which the retry asks about); refusal language; under `auto`, a plain first answer to
-a request that names what a tool does (see `relevance`).
+Triggers, in order: a call to a tool that does not exist; arguments that fail the
+schema; a reply whose every call repeats one the history already answered (small models
+loop); an action that cannot be read; under `auto`, a call the grammar forced on a model
+that leaned to a tool not offered (see `forced`); under `auto`, a reply whose every call
+goes to a tool sharing no word with the request (opt-in, see `relevance`); a call to
+another tool than the one named; an argument value copied from a few-shot example that
+the conversation never mentions; under `auto`, a required value that no one in the
+conversation gave, or one text poured into three or more arguments (see `grounding`); a
+forced choice (`required` / a named tool) answered without the call it asked for; a
+plain answer that is only a stand-in of the format instructions ("your answer"); a plain
+answer quoting an example's made-up result (as what a named tool returned: a pretended
+call, which the retry asks about); refusal language; under `auto`, a plain first answer
+to a request that names what a tool does (see `relevance`).
 A hard refusal under `auto` is an answer (the model may decline a task), so
 only a soft one ("I can't access real-time data" while a tool could) is retried there.
 A plain answer under `auto` is legitimate, so under `auto` the retry messages for an
@@ -55,7 +56,7 @@ class CallIssue:
 class Verdict:
     # no_call | wrong_tool | refusal | unreadable | unknown_tool | invalid_arguments
     # | example_value | example_answer | pretended_call | invented_value | same_value
-    # | missed_tool | repeated_call | forced_call | placeholder_answer
+    # | missed_tool | repeated_call | forced_call | placeholder_answer | unrelated_call
     reason: str
     detail: str = ""
     tool: ToolSpec | None = None
@@ -89,6 +90,7 @@ class RetryPolicy:
         pretended_tool: ToolSpec | None = None,
         forced: NameChoice | None = None,
         placeholder: bool = False,
+        unrelated: frozenset[str] = frozenset(),
     ) -> Verdict | None:
         """Why this reply should be retried, or None when it is fine: the first verdict,
         in the order of `rules.VERDICT_RULES`, whose rule is on."""
@@ -96,7 +98,7 @@ class RetryPolicy:
             return None
         reply = Reply(
             calls, issues, problems, choice, refusal, tools, copied_answer, fitting_tool,
-            pretended_tool, forced, placeholder,
+            pretended_tool, forced, placeholder, unrelated,
         )  # fmt: skip
         return next((v for v in _verdicts(reply) if self.rules.on(v.reason)), None)
 
@@ -120,6 +122,8 @@ class Reply:
     pretended_tool: ToolSpec | None
     forced: NameChoice | None
     placeholder: bool
+    # Offered tools sharing no word with the request (`relevance.unrelated_tools`).
+    unrelated: frozenset[str] = frozenset()
 
 
 def _verdicts(reply: Reply) -> Iterator[Verdict]:
@@ -138,6 +142,9 @@ def _verdicts(reply: Reply) -> Iterator[Verdict]:
     if reply.forced is not None and choice.mode == "auto":
         spec = next((t for t in tools if t.name == reply.forced.call.name), None)
         yield Verdict("forced_call", reply.forced.describe(), spec)
+    if choice.mode == "auto" and calls and all(c.name in reply.unrelated for c in calls):
+        spec = next((t for t in tools if t.name == calls[0].name), None)
+        yield Verdict("unrelated_call", ", ".join(dict.fromkeys(c.name for c in calls)), spec)
     good = [c for c in calls if c.name in {t.name for t in tools}]
     if choice.mode == "tool" and good and all(c.name != choice.name for c in good):
         yield Verdict("wrong_tool", ", ".join(c.name for c in good))

@@ -28,6 +28,10 @@ VERDICT_RULES: dict[str, str] = {
     "repeated_call": "every call of the reply repeats one the history already answered",
     "unreadable": "an action was written but cannot be read",
     "forced_call": "under auto, the grammar forced a call on a model leaning elsewhere",
+    "unrelated_call": (
+        "under auto, every call goes to a tool sharing no word with the user's request "
+        "(opt-in: a request in another language shares none either)"
+    ),
     "wrong_tool": "a named tool_choice answered with a call to another tool",
     "example_value": "an argument copies a value only the few-shot examples show",
     "invented_value": "under auto, a required value no one in the conversation gave",
@@ -104,7 +108,14 @@ MISSED_CALL_RULES = frozenset({"missed_tool"})
 # the figures are in `parlay.contract.measured`). forced_call, invented_value and
 # words_fallback earned their place and stay on.
 HEURISTICS_OPT_IN = frozenset(
-    {"same_value", "refusal", "missed_tool", "kept_insisted_value", "first_answer_stands"}
+    {
+        "same_value",
+        "refusal",
+        "missed_tool",
+        "kept_insisted_value",
+        "first_answer_stands",
+        "unrelated_call",
+    }
 )
 # `recount_calls` costs one more generation for every single call it looks at
 # (`parlay.backends._recount`), so it is asked for, whatever it gains.
