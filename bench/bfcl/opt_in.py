@@ -34,8 +34,13 @@ from bench.bfcl.dev import current
 from bench.bfcl.store import Store
 
 # The variant that switches each opt-in rule or format on.
-VARIANTS = {"recount_calls": "parlay:recount", "action_format=typed": "parlay:typed"}
-FORMATS = frozenset({"action_format=typed"})
+VARIANTS = {
+    "recount_calls": "parlay:recount",
+    "unrelated_call": "parlay:unrelated",
+    "action_format=typed": "parlay:typed",
+    "action_format=typed+unrelated_call": "parlay:typed+unrelated",
+}
+FORMATS = frozenset({"action_format=typed", "action_format=typed+unrelated_call"})
 UNCHANGED = {"recount_calls": ABSTAIN_CATEGORIES + RELEVANCE_CATEGORIES}
 RESULTS = Path(__file__).parents[2] / "bench" / "results"
 
