@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +33,13 @@ from bench.bfcl.dev import N_CTX, STORE, categories, halves
 from bench.bfcl.models import models
 from bench.bfcl.runner import answer, key, outcome_of
 from bench.bfcl.split import interleave, select
-from bench.bfcl.store import Store
+from bench.bfcl.store import Key, Store
 from bench.bfcl.systems import BackendSystem, Setup, parlay_system
 from parlay.backends.local import shared_server
 from parlay.contract.rules import GUARDS, RULES
 
 ABLATION_STORE = STORE.with_name("bfcl-ablation.jsonl")
+Outcome = Mapping[str, Any]
 # Every rule that is not a guard, switched off at once: what the heuristics add together.
 HEURISTICS = "heuristics"
 
@@ -60,6 +61,50 @@ def derived(default: Mapping[str, Any], system: BackendSystem, config: str) -> d
     return {**default, "system": system.name, "config": config, "derived": True}
 
 
+async def asked_again(
+    model: str, system: BackendSystem, question: Question, where: Key, tag: str
+) -> dict[str, Any]:
+    """The outcome of asking `question` of `system`, printed as it comes."""
+    reply = await answer(system, question)
+    outcome = outcome_of(question, reply, where, commit=head_commit(), tag=tag)
+    mark = "ok" if outcome["right"] else "--"
+    print(f"  [{model} / {system.name}] {mark} {question.id} {reply.seconds:.1f}s")
+    return outcome
+
+
+async def copy_or_ask(
+    model: str,
+    setup: Setup,
+    system: BackendSystem,
+    questions: Sequence[Question],
+    store: Store,
+    base: Callable[[Question], Outcome | None],
+    acts: Callable[[Question, Outcome], bool],
+) -> tuple[int, int, int]:
+    """`system`'s outcome for each question not in `store` yet: the `base` outcome copied
+    where `acts` says the difference cannot act on it, else asked. Returns (asked,
+    derived, missing a base outcome)."""
+    done = store.load()
+    asked = copied = missing = 0
+    for question in questions:
+        where = key(model, system, question)
+        if where in done:
+            continue
+        stored = base(question)
+        if stored is None:
+            missing += 1
+            continue
+        if acts(question, stored):
+            outcome = await asked_again(model, system, question, where, setup.tag)
+            asked += 1
+        else:
+            outcome = derived(stored, system, where[4])
+            copied += 1
+        store.append(outcome)
+        done[where] = outcome
+    return asked, copied, missing
+
+
 async def ablate_rule(
     model: str,
     setup: Setup,
@@ -70,29 +115,17 @@ async def ablate_rule(
     """Outcomes of the engine without `rule`: (asked, derived, missing a default).
     `stores`: the dev store (read) and the ablation store (written)."""
     shipped = key(model, parlay_system(setup), questions[0])[4] if questions else ""
-    system = ablated(setup, rule)
-    defaults, store = stores[0].load(), stores[1]
-    done = store.load()
-    asked = copied = missing = 0
-    for question in questions:
-        where = key(model, system, question)
-        if where in done:
-            continue
+    defaults = stores[0].load()
+
+    def base(question: Question) -> Outcome | None:
         default = defaults.get((model, "parlay", question.category, question.id, shipped))
-        if default is None or "rules" not in default:
-            missing += 1
-            continue
-        if not members(rule) & set(default["rules"]):
-            outcome = derived(default, system, where[4])
-            copied += 1
-        else:
-            reply = await answer(system, question)
-            outcome = outcome_of(question, reply, where, commit=head_commit(), tag=setup.tag)
-            asked += 1
-            mark = "ok" if outcome["right"] else "--"
-            print(f"  [{model} / {system.name}] {mark} {question.id} {reply.seconds:.1f}s")
-        store.append(outcome)
-    return asked, copied, missing
+        return default if default is not None and "rules" in default else None
+
+    def acted(_: Question, default: Outcome) -> bool:
+        return bool(members(rule) & set(default["rules"]))
+
+    system = ablated(setup, rule)
+    return await copy_or_ask(model, setup, system, questions, stores[1], base, acted)
 
 
 async def verify(

@@ -17,23 +17,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
-from bench.bfcl.ablation import derived
-from bench.bfcl.commit import head_commit
+from bench.bfcl.ablation import Outcome, copy_or_ask
 from bench.bfcl.data import Question
 from bench.bfcl.dev import N_CTX, STORE, categories, halves
 from bench.bfcl.models import models
-from bench.bfcl.runner import answer, key, outcome_of
+from bench.bfcl.runner import key
 from bench.bfcl.split import interleave, select
 from bench.bfcl.store import Store
 from bench.bfcl.systems import VARIANTS, Setup, parlay_system
 from parlay.backends.local import shared_server
 from parlay.contract.relevance import unrelated_tools
-
-Outcome = Mapping[str, Any]
 
 
 def unrelated_judged(question: Question, outcome: Outcome) -> bool:
@@ -63,27 +59,11 @@ async def switch_on(
     base = parlay_system(setup, base_variant, VARIANTS.get(base_variant, {}))
     system = parlay_system(setup, variant, VARIANTS[variant])
     done = store.load()
-    asked = copied = missing = 0
-    for question in questions:
-        where = key(model, system, question)
-        if where in done:
-            continue
-        stored = done.get(key(model, base, question))
-        if stored is None:
-            missing += 1
-            continue
-        if not COULD_ACT[rule](question, stored):
-            outcome = derived(stored, system, where[4])
-            copied += 1
-        else:
-            reply = await answer(system, question)
-            outcome = outcome_of(question, reply, where, commit=head_commit(), tag=setup.tag)
-            asked += 1
-            mark = "ok" if outcome["right"] else "--"
-            print(f"  [{model} / {system.name}] {mark} {question.id} {reply.seconds:.1f}s")
-        store.append(outcome)
-        done[where] = outcome
-    return asked, copied, missing
+
+    def stored(question: Question) -> Outcome | None:
+        return done.get(key(model, base, question))
+
+    return await copy_or_ask(model, setup, system, questions, store, stored, COULD_ACT[rule])
 
 
 async def run_model(args: argparse.Namespace, name: str, store: Store) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bench.bfcl import switched_on
+from bench.bfcl import ablation, switched_on
 from bench.bfcl.data import Question
 from bench.bfcl.models import Model
 from bench.bfcl.outcome import Reply
@@ -68,7 +68,7 @@ async def test_only_where_the_rule_could_act_is_asked(
         asked.append(q.id)
         return Reply(text="in words", seconds=1.0)
 
-    monkeypatch.setattr(switched_on, "answer", answer)
+    monkeypatch.setattr(ablation, "answer", answer)
     variant = "typed+unrelated"
     counts = await switched_on.switch_on("qwen", SETUP, variant, questions, store)
     assert asked == ["multiple_1", "multiple_3"]
