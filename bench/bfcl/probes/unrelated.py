@@ -1,6 +1,7 @@
 """What an "unrelated call" rule would change in stored outcomes (derived, not measured).
 
     python -m bench.bfcl.probes.unrelated HALF MODEL SYSTEM[,SYSTEM...]
+    python -m bench.bfcl.probes.unrelated answers   # against BFCL's right answers
 
 The rule (`unrelated_call`, `bench.bfcl.switched_on.unrelated_judged`): under
 `tool_choice` auto, a reply whose every call goes to a tool sharing no word with the
@@ -31,6 +32,7 @@ from bench.bfcl.data import (
 from bench.bfcl.split import select
 from bench.bfcl.stats import wilson
 from bench.bfcl.switched_on import unrelated_judged
+from parlay.contract.relevance import unrelated_tools
 
 STORE = Path(__file__).parents[3] / "bench" / "results" / "bfcl-dev.jsonl"
 TAG = "stop16"
@@ -99,7 +101,30 @@ def report(half: str, model: str, system: str) -> None:
         print(f"  changed {flip}: {count}")
 
 
+def against_the_answers() -> None:
+    """What the rule costs a model that always calls the right tool: the call questions
+    of both halves (every question, not the bench's sample) whose right tools all share
+    no word with the request."""
+    judged = total = 0
+    for half in ("tune", "validate"):
+        for category in (*CALL_CATEGORIES, *RELEVANCE_CATEGORIES):
+            n = hit = 0
+            for question in select(category, half, None):
+                names = [next(iter(answer)) for answer in question.ground_truth]
+                if not names:
+                    continue
+                unrelated = unrelated_tools(question.messages, question.offered_tools)
+                n += 1
+                hit += all(name in unrelated for name in names)
+            print(f"{half:9} {category:24} {hit}/{n}")
+            judged, total = judged + hit, total + n
+    print(f"right tools judged unrelated: {judged} of {total} questions")
+
+
 def main() -> None:
+    if sys.argv[1:] == ["answers"]:
+        against_the_answers()
+        return
     half, model, systems = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
     for system in systems:
         report(half, model, system)
