@@ -138,7 +138,7 @@ def test_check_values_false_is_the_value_rules_switched_off() -> None:
     missed = PromptedBackend(
         scripted(caps=PLAIN_SCHEMA), rules_on=HEURISTICS_OPT_IN, check_missed_calls=False
     )
-    assert missed.rules.off == {"missed_tool", "recount_calls"}
+    assert missed.rules.off == {"missed_tool", "recount_calls", "unrelated_call"}
 
 
 def test_rules_are_switched_on_and_off_by_name_and_by_group() -> None:

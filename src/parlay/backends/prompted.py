@@ -111,7 +111,8 @@ class PromptedBackend:
       2048; None: the inner backend's own limit). A caller's `max_tokens` wins.
     - `rules_off` / `rules_on`: names of the engine's rules to switch off, or on (the
       opt-in rules, `parlay.contract.rules.OPT_IN`, are off unless named here: five
-      heuristics and `recount_calls`, a second look at how many calls a reply makes;
+      heuristics, `recount_calls`, a second look at how many calls a reply makes, and
+      `unrelated_call`, an answer in words for a call to a tool the request does not name;
       `RULES` lists every rule and what it does); every reply names the rules that acted
       on it in `Diagnostics.rules`.
     - `call_rules`: rules of your own about calls (`parlay.contract.rules.CallRule`):

@@ -104,6 +104,12 @@ MEASURED: dict[str, tuple[Gain, ...]] = {
     # within its interval on balance: +11.9 points on the 59 questions asking for several
     # calls, -3.4 on the 149 single ones (bench/results/bfcl-opt-in.md).
     "recount_calls": (Gain("qwen", "validate", 255, 45, 0.7, -0.7, 2.2),),
+    # Opt-in for what it costs a stronger model (`rules.OPT_IN`), not for its score: asked
+    # with it on where it could act (bench/bfcl/switched_on.py), the same gain on each half.
+    "unrelated_call": (
+        Gain("qwen", "tune", 251, 9, 3.7, 0.0, 8.7),
+        Gain("qwen", "validate", 255, 9, 3.7, 0.0, 8.7),
+    ),
     "first_answer_stands": _validate(
         qwen=(255, 1, -0.2, -0.7, 0.0),
         smollm2=(84, 0, 0.0, 0.0, 0.0),
