@@ -109,6 +109,8 @@ MEASURED: dict[str, tuple[Gain, ...]] = {
     "unrelated_call": (
         Gain("qwen", "tune", 251, 9, 3.7, 0.0, 8.7),
         Gain("qwen", "validate", 255, 9, 3.7, 0.0, 8.7),
+        Gain("smollm2", "tune", 176, 14, 4.0, 0.0, 10.0),
+        Gain("smollm2", "validate", 176, 9, 2.3, 0.0, 6.7),
     ),
     "first_answer_stands": _validate(
         qwen=(255, 1, -0.2, -0.7, 0.0),
