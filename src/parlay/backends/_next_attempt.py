@@ -154,13 +154,14 @@ def _ask_again(engine: PromptedBackend, turn: Turn, verdict: Verdict, attempt: A
 
 def falls_back_to_words(engine: PromptedBackend, turn: Turn, verdict: Verdict) -> bool:
     """Whether the retry after `verdict` goes under the answer-only grammar, with no
-    instruction: after a call the grammar forced on the model, a call to a tool that has
-    nothing to do with the request, a stand-in answer, or a
-    value no one gave after an earlier doubt about this turn (a made-up value, a quoted
-    made-up result, a forced call). The user most likely asked for something no tool
-    does, or never gave the value; asking again does not help a small model, a grammar
-    for words does. With an instruction added, both models answered with its words
-    ("Please provide the strings..."). `turn.retries` ends with this verdict's retry."""
+    instruction: after a call the grammar forced on the model, calls only to tools
+    that share no word with the request, a stand-in answer, or a value no one gave
+    after an earlier doubt about this turn (a made-up value, a quoted made-up
+    result, a forced call). The user most likely asked for something no tool does,
+    or never gave the value; asking again does not help a small model, a grammar for
+    words does. With an instruction added, both models answered with its words
+    ("Please provide the strings..."). `turn.retries` ends with this verdict's
+    retry."""
     if not engine.rules.on("words_fallback"):
         return False
     if verdict.reason in ("forced_call", "placeholder_answer", "unrelated_call"):
