@@ -45,10 +45,13 @@ def test_chat_in_a_terminal_edits_lines_and_recalls_history(tmp_path: Path) -> N
         # Recalled on the new prompt line, not yet sent (the earlier "> hello" is above).
         wait_for(name, "> hello", at_end=True)
         tmux("send-keys", "-t", name, "C-u", "exit", "Enter")
+        # The history file can exist before the line is in it (it is written as the
+        # session ends): wait for the line, not for the file.
+        history = tmp_path / "chat-history"
         deadline = time.monotonic() + 30
-        while not (tmp_path / "chat-history").exists():
-            assert time.monotonic() < deadline, "no history file written beside the log"
+        while not (history.exists() and "hello" in history.read_text()):
+            written = history.read_text() if history.exists() else "(no file)"
+            assert time.monotonic() < deadline, f"history beside the log: {written!r}"
             time.sleep(0.1)
-        assert "hello" in (tmp_path / "chat-history").read_text()
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True, env=os.environ)

@@ -52,6 +52,10 @@ def chat_lines(stderr: Console) -> Iterator[Callable[[], str | None]]:
     finally:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            readline.write_history_file(path)
+            # Written beside it, then moved in: another chat starting meanwhile reads
+            # the old history or the new one, never a half-written file.
+            partial = path.with_name(path.name + ".partial")
+            readline.write_history_file(partial)
+            partial.replace(path)
         except OSError as exc:
             stderr.print(f"[dim]chat history not saved: {exc}[/]")
