@@ -77,14 +77,15 @@ async def copy_or_ask(
     setup: Setup,
     system: BackendSystem,
     questions: Sequence[Question],
-    store: Store,
+    written: tuple[Store, dict[Key, dict[str, Any]]],
     base: Callable[[Question], Outcome | None],
     acts: Callable[[Question, Outcome], bool],
 ) -> tuple[int, int, int]:
-    """`system`'s outcome for each question not in `store` yet: the `base` outcome copied
-    where `acts` says the difference cannot act on it, else asked. Returns (asked,
-    derived, missing a base outcome)."""
-    done = store.load()
+    """`system`'s outcome for each question not in the store yet (`written`: the store and
+    what it holds, loaded once by the caller, kept up to date here): the `base` outcome
+    copied where `acts` says the difference cannot act on it, else asked. Returns
+    (asked, derived, missing a base outcome)."""
+    store, done = written
     asked = copied = missing = 0
     for question in questions:
         where = key(model, system, question)
@@ -125,7 +126,8 @@ async def ablate_rule(
         return bool(members(rule) & set(default["rules"]))
 
     system = ablated(setup, rule)
-    return await copy_or_ask(model, setup, system, questions, stores[1], base, acted)
+    written = (stores[1], stores[1].load())
+    return await copy_or_ask(model, setup, system, questions, written, base, acted)
 
 
 async def verify(

@@ -63,7 +63,8 @@ async def switch_on(
     def stored(question: Question) -> Outcome | None:
         return done.get(key(model, base, question))
 
-    return await copy_or_ask(model, setup, system, questions, store, stored, COULD_ACT[rule])
+    written = (store, done)
+    return await copy_or_ask(model, setup, system, questions, written, stored, COULD_ACT[rule])
 
 
 async def run_model(args: argparse.Namespace, name: str, store: Store) -> None:

@@ -14,9 +14,7 @@ turn was judged instead, only asking again tells (`bench.bfcl.dev`, `parlay:unre
 from __future__ import annotations
 
 import collections
-import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from bench.bfcl.checker import check
@@ -29,24 +27,23 @@ from bench.bfcl.data import (
     SINGLE_CALL_CATEGORIES,
     Question,
 )
+from bench.bfcl.dev import STORE
 from bench.bfcl.split import select
 from bench.bfcl.stats import wilson
+from bench.bfcl.store import Store
 from bench.bfcl.switched_on import unrelated_judged
 from parlay.contract.relevance import unrelated_tools
 
-STORE = Path(__file__).parents[3] / "bench" / "results" / "bfcl-dev.jsonl"
 TAG = "stop16"
 
 
-def _rows(half: str, model: str, systems: list[str]) -> dict[str, dict[str, dict]]:
-    by: dict[str, dict[str, dict]] = collections.defaultdict(dict)
-    for line in STORE.read_text().splitlines():
-        row = json.loads(line)
-        if (row["model"], row["half"], row.get("tag")) == (model, half, TAG) and (
-            row["system"] in systems
-        ):
-            by[row["system"]][row["question"]] = row
-    return by
+def _rows(half: str, model: str, system: str) -> dict[str, dict[str, Any]]:
+    """`system`'s stored outcomes of one model and half, by question."""
+    return {
+        row["question"]: row
+        for row in Store(STORE).load().values()
+        if (row["model"], row["half"], row.get("tag"), row["system"]) == (model, half, TAG, system)
+    }
 
 
 def _rescore(question: Question, row: dict[str, Any]) -> tuple[bool, bool]:
@@ -65,7 +62,7 @@ def _share(hits: int, n: int) -> str:
 
 def report(half: str, model: str, system: str) -> None:
     questions = {q.id: q for c in DEV_CATEGORIES for q in select(c, half, None)}  # type: ignore[arg-type]
-    rows = _rows(half, model, [system])[system]
+    rows = _rows(half, model, system)
     before: dict[str, list[bool]] = collections.defaultdict(list)
     after: dict[str, list[bool]] = collections.defaultdict(list)
     flips = collections.Counter[str]()
