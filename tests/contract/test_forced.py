@@ -10,6 +10,7 @@ import pytest
 from parlay.backends.base import Capabilities
 from parlay.backends.prompted import ANSWER_ONLY, NAME_ALTERNATIVES, PromptedBackend
 from parlay.context import ToolCall, UserMessage
+from parlay.contract.constrain import final_schema
 from parlay.contract.forced import name_choices
 from parlay.contract.rules import HEURISTICS_OPT_IN
 from parlay.errors import ConfigurationError
@@ -65,6 +66,19 @@ def call_reply(first: str, top: Sequence[tuple[str, float]], rest: str, args: st
     )
 
 
+def typed_reply(*firsts: tuple[str, Sequence[tuple[str, float]]]) -> list[TokenChoice]:
+    """A typed reply calling `get_weather` once (`tool_call`) or once per entry of
+    `firsts` (`tool_calls`, each for another address: the same call twice would be
+    dropped as a duplicate), each name's first token carrying its alternatives."""
+    entries: list[str | tuple[str, Sequence[tuple[str, float]]]] = []
+    for index, first in enumerate(firsts):
+        entries += [", " if index else "", '{"tool_name": "', first, "_weather"]
+        entries.append(f'", "arguments": {{"city": "1.2.3.{4 + index}"}}}}')
+    if len(firsts) == 1:
+        return tokens('{"type": "tool_call", "tool": ', *entries, "}")
+    return tokens('{"type": "tool_calls", "tools": [', *entries, "]}")
+
+
 WHOIS = call_reply(
     "get", [("elite", 0.95), ("get", 0.02), ("who", 0.01)], "_weather", '{"city": "1.2.3.4"}'
 )
@@ -109,6 +123,15 @@ def test_each_call_is_found_in_order_and_fenced_blocks_use_the_tool_key() -> Non
     calls = [ToolCall("add", {"a": 1, "b": 2}), ToolCall("add", {"a": 3, "b": 4})]
     shares = [c.share for c in name_choices(reply, calls, NAMES)]
     assert shares == pytest.approx([0.5, 0.1])
+
+
+def test_the_typed_formats_tool_name_key_is_read() -> None:
+    # The typed format names its tools under `tool_name`: before this was read, no call of
+    # the typed format was ever judged, and it abstained less than json where no tool fit.
+    reply = typed_reply(("get", [("elite", 0.95), ("get", 0.02)]))
+    [choice] = name_choices(reply, [ToolCall("get_weather", {"city": "1.2.3.4"})], NAMES)
+    assert choice.share == pytest.approx(0.02 / 0.97)
+    assert choice.leaning == "elite"
 
 
 def test_the_name_is_read_at_every_token_and_judged_where_the_model_was_least_sure() -> None:
@@ -338,3 +361,34 @@ async def test_a_callers_logprobs_are_not_asked_of_the_server(
 def test_a_share_outside_zero_to_one_is_a_clear_error(share: float) -> None:
     with pytest.raises(ConfigurationError, match="min_offered_share must be between 0 and 1"):
         PromptedBackend(ScoredModel(), min_offered_share=share)
+
+
+TYPED_FINAL = '{"type": "final", "content": "I have no tool for WHOIS lookups."}'
+
+
+async def test_a_call_the_grammar_forced_in_the_typed_format_is_asked_again_for_an_answer() -> None:
+    model = ScoredModel(typed_reply(("get", [("elite", 0.95), ("get", 0.02)])), TYPED_FINAL)
+    engine = PromptedBackend(model, action_format="typed")
+    events, finish = await run(engine, ask("WHOIS data for 1.2.3.4?"))
+    assert not [e for e in events if isinstance(e, ToolCallEnd)]
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == (
+        "I have no tool for WHOIS lookups."
+    )
+    assert [r.reason for r in finish.diagnostics.retries] == ["forced_call"]
+    # The answer is asked for under the typed format's own answer-only grammar.
+    assert model.requests[1].response_format is not None
+    assert model.requests[1].response_format.schema == final_schema("typed")
+
+
+async def test_typed_calls_are_asked_again_only_when_the_grammar_forced_every_one() -> None:
+    forced, chosen = ("get", [("elite", 0.95), ("get", 0.02)]), ("get", [("get", 0.9)])
+    model = ScoredModel(typed_reply(forced, chosen))
+    engine = PromptedBackend(model, action_format="typed")
+    events, finish = await run(engine, ask("Weather in Paris and WHOIS data for 1.2.3.4?"))
+    assert len([e for e in events if isinstance(e, ToolCallEnd)]) == 2
+    assert finish.diagnostics.retries == ()
+    model = ScoredModel(typed_reply(forced, forced), TYPED_FINAL)
+    engine = PromptedBackend(model, action_format="typed")
+    events, finish = await run(engine, ask("WHOIS data for 1.2.3.4 and 1.2.3.5?"))
+    assert not [e for e in events if isinstance(e, ToolCallEnd)]
+    assert [r.reason for r in finish.diagnostics.retries] == ["forced_call"]

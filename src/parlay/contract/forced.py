@@ -37,6 +37,8 @@ from parlay.events import TokenChoice
 
 # A character that can go on a tool's name (`weathers` is another name than `weather`).
 _NAME_CHAR = re.compile(r"[\w.\-]")
+# Where a call's name begins, in every action format under a grammar (typed: `tool_name`).
+_NAME_KEY = r'"(?:tool|name|tool_name)"\s*:\s*"'
 
 
 @frozen
@@ -64,8 +66,9 @@ def name_choices(
 ) -> list[NameChoice]:
     """A `NameChoice` for each call whose name can be found in `tokens` with alternatives.
 
-    Calls are looked for in order, each as the string value of a `tool` or `name` key
-    (every action format writes its calls that way under a grammar).
+    Calls are looked for in order, each as the string value of a `tool`, `name` or
+    `tool_name` key (the typed format's; every action format writes its calls under one
+    of these under a grammar).
     """
     if not tokens or not calls:
         return []
@@ -74,9 +77,7 @@ def name_choices(
     found: list[NameChoice] = []
     cursor = 0
     for call in calls:
-        match = re.compile(rf'"(?:tool|name)"\s*:\s*"({re.escape(call.name)})"').search(
-            text, cursor
-        )
+        match = re.compile(rf'{_NAME_KEY}({re.escape(call.name)})"').search(text, cursor)
         if match is None:
             continue
         cursor = match.end()
