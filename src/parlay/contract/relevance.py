@@ -49,6 +49,12 @@ def content_words(text: str) -> frozenset[str]:
     )
 
 
+def at_first_decision(messages: Sequence[Message]) -> bool:
+    """Whether the model is to decide on the user's words alone: the last message is
+    the user's, not a tool result whose content the next call may follow from."""
+    return bool(messages) and isinstance(messages[-1], UserMessage)
+
+
 def unrelated_tools(messages: Sequence[Message], tools: Iterable[ToolSpec]) -> frozenset[str]:
     """The tools whose name and description share no word with what the user wrote.
 
@@ -58,7 +64,7 @@ def unrelated_tools(messages: Sequence[Message], tools: Iterable[ToolSpec]) -> f
     only: a request in another language than the descriptions shares none with any tool,
     which is why the rule that uses this (`unrelated_call`) is opt-in.
     """
-    if not messages or not isinstance(messages[-1], UserMessage):
+    if not at_first_decision(messages):
         return frozenset()
     asked = frozenset().union(
         *(_letters(m.content) for m in messages if isinstance(m, UserMessage))
@@ -88,7 +94,7 @@ def fitting_tool(messages: Sequence[Message], tools: Iterable[ToolSpec]) -> Tool
     Only at a first decision (the last message is the user's): after a tool result a plain
     answer is what is expected.
     """
-    if not messages or not isinstance(messages[-1], UserMessage):
+    if not at_first_decision(messages):
         return None
     asked = content_words(messages[-1].content)
     best: tuple[int, int] = (0, 0)
