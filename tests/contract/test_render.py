@@ -50,6 +50,27 @@ def test_constrained_auto_teaches_the_final_object(snapshot, fmt: str) -> None:
     assert show(contract.messages) == snapshot
 
 
+@pytest.mark.parametrize("history", [False, True], ids=["fresh", "history"])
+@pytest.mark.parametrize("fmt", ["json", "typed"])
+def test_the_answer_only_grammar_is_not_shown_a_stand_in_to_copy(
+    snapshot, fmt: str, history: bool
+) -> None:
+    # The retry held to the answer-only grammar renders the turn under tool_choice none,
+    # constrained. Shown `{"final": {"content": "your answer"}}`, SmolLM2 wrote "your
+    # answer" on 41 of its 258 such retries (the echo filter dropped it, another reply
+    # was asked for); the grammar already writes the answer's shape.
+    request = ChatRequest(HISTORY if history else FRESH, TOOLS, CHOICES["none"])
+    options = ContractOptions(action_format=fmt, few_shot=False)
+    contract = render_contract(request, options, constrained=True)
+    system = contract.messages[0].content
+    assert "your answer" not in system and "TOOL_NAME" not in system
+    assert "Right now you must not call any tool" in system
+    assert show(contract.messages) == snapshot
+    # Unconstrained, nothing writes the shape for the model: it is shown.
+    unconstrained = render_contract(request, options).messages[0].content
+    assert "your answer" in unconstrained
+
+
 def test_later_turn_without_tools_keeps_tool_mode(snapshot) -> None:
     request = ChatRequest((*HISTORY, AssistantMessage("Sunny, 21 C."), UserMessage("And Oslo?")))
     contract = render_contract(request, ContractOptions())
