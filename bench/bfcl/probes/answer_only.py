@@ -1,0 +1,92 @@
+"""What the answer-only retry writes, before and after a change to what it is shown.
+
+    python -m bench.bfcl.probes.answer_only questions HALF MODEL > ids.txt
+    python -m bench.bfcl.probes.answer_only report TAG [HALF MODEL ...]
+
+The retry held to the answer-only grammar (`words_fallback`) cannot call, so a change
+to its prompt cannot move a question's score: it moves what the user reads. `questions`
+lists the questions whose shipped outcome (`BASE_TAG`) went through that retry, to ask
+again with `bench.bfcl.dev --questions ids.txt --tag TAG`; `report` pairs the two runs
+on them: replies the echo filter dropped (a stand-in or a retry message copied as the
+answer), turns that ended with no text, the generations and tokens spent, and every
+question whose right/abstained changed (none should).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from bench.bfcl.dev import STORE
+from bench.bfcl.store import Store
+
+BASE_TAG = "stop16"
+SYSTEM = "parlay"
+
+
+def _rows(tag: str, half: str, model: str) -> dict[str, dict[str, Any]]:
+    """The shipped engine's real (not derived) outcomes under `tag`, by question."""
+    return {
+        row["question"]: row
+        for row in Store(STORE).load().values()
+        if (row["model"], row["half"], row.get("tag"), row["system"]) == (model, half, tag, SYSTEM)
+        and not row.get("derived")
+    }
+
+
+def fell_back(row: dict[str, Any]) -> bool:
+    return "words_fallback" in (row.get("rules") or [])
+
+
+def questions(half: str, model: str) -> list[str]:
+    """The questions whose shipped outcome went through the answer-only retry."""
+    return sorted(q for q, row in _rows(BASE_TAG, half, model).items() if fell_back(row))
+
+
+def summary(rows: Iterable[dict[str, Any]]) -> dict[str, float]:
+    """Counts over `rows`: echo-filtered replies, empty turns, generations and tokens."""
+    rows = list(rows)
+    dropped = [r for r in rows if "words_after_drop" in (r.get("rules") or [])]
+    return {
+        "turns": len(rows),
+        "a reply dropped as an echo": sum("echo_filter" in (r.get("rules") or []) for r in rows),
+        "asked again in words after a drop": len(dropped),
+        "ended with no text": sum(
+            not (r.get("text") or "").strip() and not r["calls"] for r in rows
+        ),
+        "generations": sum(1 + len(r.get("retries") or []) for r in rows) + len(dropped),
+        "completion tokens": sum(r.get("completion_tokens") or 0 for r in rows),
+        "seconds": round(sum(r.get("seconds") or 0.0 for r in rows)),
+    }
+
+
+def report(tag: str, pairs: Sequence[tuple[str, str]]) -> None:
+    for half, model in pairs:
+        base, new = _rows(BASE_TAG, half, model), _rows(tag, half, model)
+        asked = sorted(q for q in new if q in base and fell_back(base[q]))
+        print(f"## {model}, {half} half: {len(asked)} questions asked again\n")
+        before = summary(base[q] for q in asked)
+        after = summary(new[q] for q in asked)
+        print(f"| | {BASE_TAG} | {tag} |\n| --- | --- | --- |")
+        for label in before:
+            print(f"| {label} | {before[label]:g} | {after[label]:g} |")
+        moved = [
+            q
+            for q in asked
+            if (base[q]["right"], base[q]["abstained"]) != (new[q]["right"], new[q]["abstained"])
+        ]
+        print(f"\nright or abstained changed: {len(moved)} {' '.join(moved)}\n")
+
+
+def main(argv: Sequence[str]) -> None:
+    if argv[:1] == ["questions"] and len(argv) == 3:
+        print("\n".join(questions(argv[1], argv[2])))
+    elif argv[:1] == ["report"] and len(argv) >= 4 and len(argv) % 2 == 0:
+        report(argv[1], list(zip(argv[2::2], argv[3::2], strict=True)))
+    else:
+        raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
