@@ -11,20 +11,18 @@ Qwen, the questions every system answered.
 import collections
 import json
 import sys
-from pathlib import Path
 
 from bench.bfcl.checker import check
+from bench.bfcl.dev import STORE
 from bench.bfcl.split import select
-
-STORE = Path(__file__).parents[3] / "bench" / "results" / "bfcl-dev.jsonl"
+from bench.bfcl.store import Store
 
 
 def main() -> None:
     categories = sys.argv[1].split(",")
     questions = {q.id: q for c in categories for q in select(c, "validate", None)}
     by: dict[str, dict[str, dict]] = collections.defaultdict(dict)
-    for line in STORE.read_text().splitlines():
-        row = json.loads(line)
+    for row in Store(STORE).load().values():
         if row["model"] == "qwen" and row["half"] == "validate" and row["question"] in questions:
             by[row["system"]][row["question"]] = row
     common = set.intersection(*(set(rows) for rows in by.values()))
@@ -50,4 +48,5 @@ def main() -> None:
     print(f"{'typed, derived':14} {right}")
 
 
-main()
+if __name__ == "__main__":
+    main()
