@@ -27,12 +27,7 @@ SYSTEM = "parlay"
 
 def _rows(tag: str, half: str, model: str) -> dict[str, dict[str, Any]]:
     """The shipped engine's real (not derived) outcomes under `tag`, by question."""
-    return {
-        row["question"]: row
-        for row in Store(STORE).load().values()
-        if (row["model"], row["half"], row.get("tag"), row["system"]) == (model, half, tag, SYSTEM)
-        and not row.get("derived")
-    }
+    return Store(STORE).by_question(model, half, SYSTEM, tag, real_only=True)
 
 
 def fell_back(row: dict[str, Any]) -> bool:

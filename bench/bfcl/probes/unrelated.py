@@ -39,11 +39,7 @@ TAG = "stop16"
 
 def _rows(half: str, model: str, system: str) -> dict[str, dict[str, Any]]:
     """`system`'s stored outcomes of one model and half, by question."""
-    return {
-        row["question"]: row
-        for row in Store(STORE).load().values()
-        if (row["model"], row["half"], row.get("tag"), row["system"]) == (model, half, TAG, system)
-    }
+    return Store(STORE).by_question(model, half, system, TAG)
 
 
 def _rescore(question: Question, row: dict[str, Any]) -> tuple[bool, bool]:
