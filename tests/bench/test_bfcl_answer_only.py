@@ -55,18 +55,25 @@ def test_the_report_counts_echoes_empty_turns_and_generations(
 ) -> None:
     store.append(row("q1", "stop16", ECHOED, ""))
     store.append(row("q2", "stop16", FELL_BACK, "Sorry."))
+    store.append(row("q3", "stop16", [], "Hello."))
+    store.append(row("q1", "base", ECHOED, ""))
+    store.append(row("q3", "base", [], "Hello."))
+    store.append(row("q3", "new", [], "Hello."))
+    looped = ["stopped a reply in a loop: it repeated 'a' 150 times"]
+    store.append(row("q2", "base", FELL_BACK, "Sorry.", notes=looped))
     store.append(row("q1", "new", FELL_BACK, "I can't tell."))
     store.append(row("q2", "new", FELL_BACK, "", right=False, abstained=True))
-    answer_only.report("new", [("tune", "smollm2")])
+    answer_only.report("new", "base", [("tune", "smollm2")])
     out = capsys.readouterr().out
     assert "2 questions asked again" in out
     assert "| a reply dropped as an echo | 1 | 0 |" in out
     assert "| ended with no text | 1 | 1 |" in out
     # Two generations each, and one more after the drop.
     assert "| generations | 5 | 4 |" in out
+    assert "| a reply stopped in a loop | 1 | 0 |" in out
     assert "right or abstained changed: 1 q2" in out
 
 
 def test_a_wrong_command_line_says_how_to_call_it() -> None:
     with pytest.raises(SystemExit, match="answer_only"):
-        answer_only.main(["report", "tag-only"])
+        answer_only.main(["report", "new", "base", "tune"])

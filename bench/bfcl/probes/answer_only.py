@@ -1,14 +1,17 @@
 """What the answer-only retry writes, before and after a change to what it is shown.
 
     python -m bench.bfcl.probes.answer_only questions HALF MODEL > ids.txt
-    python -m bench.bfcl.probes.answer_only report TAG [HALF MODEL ...]
+    python -m bench.bfcl.probes.answer_only report TAG BASE [HALF MODEL ...]
 
 The retry held to the answer-only grammar (`words_fallback`) cannot call, so a change
 to its prompt cannot move a question's score: it moves what the user reads. `questions`
 lists the questions whose shipped outcome (`BASE_TAG`) went through that retry, to ask
-again with `bench.bfcl.dev --questions ids.txt --tag TAG`; `report` pairs the two runs
+again with `bench.bfcl.dev --questions ids.txt --tag TAG`, with the change and (tag BASE)
+from the commit before it, in the same session: the shipped outcomes come from an older
+engine, whose repetition guard, for one, noted fewer loops. `report` pairs the two runs
 on them: replies the echo filter dropped (a stand-in or a retry message copied as the
-answer), turns that ended with no text, the generations and tokens spent, and every
+answer), turns that ended with no text, the generations spent, replies stopped in a
+loop, the seconds, and every
 question whose right/abstained changed (none should).
 """
 
@@ -40,7 +43,7 @@ def questions(half: str, model: str) -> list[str]:
 
 
 def summary(rows: Iterable[dict[str, Any]]) -> dict[str, float]:
-    """Counts over `rows`: echo-filtered replies, empty turns, generations and tokens."""
+    """Counts over `rows`: echo-filtered replies, empty turns, generations, loops and seconds."""
     rows = list(rows)
     dropped = [r for r in rows if "words_after_drop" in (r.get("rules") or [])]
     return {
@@ -51,19 +54,24 @@ def summary(rows: Iterable[dict[str, Any]]) -> dict[str, float]:
             not (r.get("text") or "").strip() and not r["calls"] for r in rows
         ),
         "generations": sum(1 + len(r.get("retries") or []) for r in rows) + len(dropped),
-        "completion tokens": sum(r.get("completion_tokens") or 0 for r in rows),
+        # Not tokens: a reply stopped in a loop has no count, and leaves its turn uncounted.
+        "a reply stopped in a loop": sum(
+            any(note.startswith("stopped a reply in a loop") for note in r.get("notes") or [])
+            for r in rows
+        ),
         "seconds": round(sum(r.get("seconds") or 0.0 for r in rows)),
     }
 
 
-def report(tag: str, pairs: Sequence[tuple[str, str]]) -> None:
+def report(tag: str, base_tag: str, pairs: Sequence[tuple[str, str]]) -> None:
     for half, model in pairs:
-        base, new = _rows(BASE_TAG, half, model), _rows(tag, half, model)
-        asked = sorted(q for q in new if q in base and fell_back(base[q]))
+        listed = set(questions(half, model))
+        base, new = _rows(base_tag, half, model), _rows(tag, half, model)
+        asked = sorted(q for q in new if q in base and q in listed)
         print(f"## {model}, {half} half: {len(asked)} questions asked again\n")
         before = summary(base[q] for q in asked)
         after = summary(new[q] for q in asked)
-        print(f"| | {BASE_TAG} | {tag} |\n| --- | --- | --- |")
+        print(f"| | {base_tag} | {tag} |\n| --- | --- | --- |")
         for label in before:
             print(f"| {label} | {before[label]:g} | {after[label]:g} |")
         moved = [
@@ -77,8 +85,8 @@ def report(tag: str, pairs: Sequence[tuple[str, str]]) -> None:
 def main(argv: Sequence[str]) -> None:
     if argv[:1] == ["questions"] and len(argv) == 3:
         print("\n".join(questions(argv[1], argv[2])))
-    elif argv[:1] == ["report"] and len(argv) >= 4 and len(argv) % 2 == 0:
-        report(argv[1], list(zip(argv[2::2], argv[3::2], strict=True)))
+    elif argv[:1] == ["report"] and len(argv) >= 5 and len(argv) % 2 == 1:
+        report(argv[1], argv[2], list(zip(argv[3::2], argv[4::2], strict=True)))
     else:
         raise SystemExit(__doc__)
 
