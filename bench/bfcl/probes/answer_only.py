@@ -64,6 +64,10 @@ def summary(rows: Iterable[dict[str, Any]]) -> dict[str, float]:
 
 
 def report(tag: str, base_tag: str, pairs: Sequence[tuple[str, str]]) -> None:
+    print(f"# The answer-only retry: {tag} against {base_tag}\n")
+    print(f"Made by `python -m bench.bfcl.probes.answer_only report {tag} {base_tag} ...`")
+    print(f"from `bench/results/bfcl-dev.jsonl`: the questions whose {BASE_TAG} outcome")
+    print("went through the retry held to the answer-only grammar, asked with each engine.\n")
     for half, model in pairs:
         listed = set(questions(half, model))
         base, new = _rows(base_tag, half, model), _rows(tag, half, model)
