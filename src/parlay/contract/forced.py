@@ -66,9 +66,9 @@ def name_choices(
 ) -> list[NameChoice]:
     """A `NameChoice` for each call whose name can be found in `tokens` with alternatives.
 
-    Calls are looked for in order, each as the string value of a `tool`, `name` or
-    `tool_name` key (the typed format's; every action format writes its calls under one
-    of these under a grammar).
+    Calls are looked for in order, each as the string value of a key every action
+    format writes its calls' names under: `tool`, `name`, or the typed format's
+    `tool_name`.
     """
     if not tokens or not calls:
         return []
