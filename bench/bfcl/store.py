@@ -64,15 +64,22 @@ class Store:
             handle.flush()
             os.fsync(handle.fileno())
 
-    def by_question(
-        self, model: str, half: str, system: str, tag: str, *, real_only: bool = False
-    ) -> dict[str, dict[str, Any]]:
-        """One system's outcomes of one model, half and tag, by question id (`real_only`:
-        not those derived from another system's)."""
-        return {
-            row["question"]: row
-            for row in self.load().values()
-            if (row["model"], row["half"], row["system"], row.get("tag"))
-            == (model, half, system, tag)
-            and not (real_only and row.get("derived"))
-        }
+
+def by_question(
+    outcomes: Mapping[Key, dict[str, Any]],
+    model: str,
+    half: str,
+    system: str,
+    tag: str,
+    *,
+    real_only: bool = False,
+) -> dict[str, dict[str, Any]]:
+    """One system's outcomes of one model, half and tag (among `outcomes`, as
+    `Store.load` gives them), by question id; `real_only`: not those derived from
+    another system's."""
+    return {
+        row["question"]: row
+        for row in outcomes.values()
+        if (row["model"], row["half"], row["system"], row.get("tag")) == (model, half, system, tag)
+        and not (real_only and row.get("derived"))
+    }

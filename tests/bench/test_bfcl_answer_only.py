@@ -47,7 +47,7 @@ def test_only_the_questions_that_fell_back_are_listed(store: Store) -> None:
     store.append(row("q1", "stop16", ECHOED, ""))
     store.append(row("q2", "stop16", [], "Hello."))
     store.append(row("q3", "stop16", FELL_BACK, "No tool for that.", derived=True))
-    assert answer_only.questions("tune", "smollm2") == ["q1"]
+    assert answer_only.questions(store.load(), "tune", "smollm2") == ["q1"]
 
 
 def test_the_report_counts_echoes_empty_turns_and_generations(

@@ -11,8 +11,7 @@ from the commit before it, in the same session: the shipped outcomes come from a
 engine, whose repetition guard, for one, noted fewer loops. `report` pairs the two runs
 on them: replies the echo filter dropped (a stand-in or a retry message copied as the
 answer), turns that ended with no text, the generations spent, replies stopped in a
-loop, the seconds, and every
-question whose right/abstained changed (none should).
+loop, the seconds, and every question whose right/abstained changed (none should).
 """
 
 from __future__ import annotations
@@ -22,33 +21,40 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from bench.bfcl.dev import STORE
-from bench.bfcl.store import Store
+from bench.bfcl.store import Key, Store, by_question
+
+Outcomes = dict[Key, dict[str, Any]]
 
 BASE_TAG = "stop16"
 SYSTEM = "parlay"
 
 
-def _rows(tag: str, half: str, model: str) -> dict[str, dict[str, Any]]:
+def _rows(stored: Outcomes, tag: str, half: str, model: str) -> dict[str, dict[str, Any]]:
     """The shipped engine's real (not derived) outcomes under `tag`, by question."""
-    return Store(STORE).by_question(model, half, SYSTEM, tag, real_only=True)
+    return by_question(stored, model, half, SYSTEM, tag, real_only=True)
+
+
+def _rules(row: dict[str, Any]) -> list[str]:
+    return row.get("rules") or []
 
 
 def fell_back(row: dict[str, Any]) -> bool:
-    return "words_fallback" in (row.get("rules") or [])
+    return "words_fallback" in _rules(row)
 
 
-def questions(half: str, model: str) -> list[str]:
+def questions(stored: Outcomes, half: str, model: str) -> list[str]:
     """The questions whose shipped outcome went through the answer-only retry."""
-    return sorted(q for q, row in _rows(BASE_TAG, half, model).items() if fell_back(row))
+    rows = _rows(stored, BASE_TAG, half, model)
+    return sorted(q for q, row in rows.items() if fell_back(row))
 
 
 def summary(rows: Iterable[dict[str, Any]]) -> dict[str, float]:
     """Counts over `rows`: echo-filtered replies, empty turns, generations, loops and seconds."""
     rows = list(rows)
-    dropped = [r for r in rows if "words_after_drop" in (r.get("rules") or [])]
+    dropped = [r for r in rows if "words_after_drop" in _rules(r)]
     return {
         "turns": len(rows),
-        "a reply dropped as an echo": sum("echo_filter" in (r.get("rules") or []) for r in rows),
+        "a reply dropped as an echo": sum("echo_filter" in _rules(r) for r in rows),
         "asked again in words after a drop": len(dropped),
         "ended with no text": sum(
             not (r.get("text") or "").strip() and not r["calls"] for r in rows
@@ -68,9 +74,10 @@ def report(tag: str, base_tag: str, pairs: Sequence[tuple[str, str]]) -> None:
     print(f"Made by `python -m bench.bfcl.probes.answer_only report {tag} {base_tag} ...`")
     print(f"from `bench/results/bfcl-dev.jsonl`: the questions whose {BASE_TAG} outcome")
     print("went through the retry held to the answer-only grammar, asked with each engine.\n")
+    stored = Store(STORE).load()
     for half, model in pairs:
-        listed = set(questions(half, model))
-        base, new = _rows(base_tag, half, model), _rows(tag, half, model)
+        listed = set(questions(stored, half, model))
+        base, new = _rows(stored, base_tag, half, model), _rows(stored, tag, half, model)
         asked = sorted(q for q in new if q in base and q in listed)
         print(f"## {model}, {half} half: {len(asked)} questions asked again\n")
         before = summary(base[q] for q in asked)
@@ -88,7 +95,7 @@ def report(tag: str, base_tag: str, pairs: Sequence[tuple[str, str]]) -> None:
 
 def main(argv: Sequence[str]) -> None:
     if argv[:1] == ["questions"] and len(argv) == 3:
-        print("\n".join(questions(argv[1], argv[2])))
+        print("\n".join(questions(Store(STORE).load(), argv[1], argv[2])))
     elif argv[:1] == ["report"] and len(argv) >= 5 and len(argv) % 2 == 1:
         report(argv[1], argv[2], list(zip(argv[3::2], argv[4::2], strict=True)))
     else:

@@ -30,7 +30,7 @@ from bench.bfcl.data import (
 from bench.bfcl.dev import STORE
 from bench.bfcl.split import select
 from bench.bfcl.stats import wilson
-from bench.bfcl.store import Store
+from bench.bfcl.store import Store, by_question
 from bench.bfcl.switched_on import unrelated_judged
 from parlay.contract.relevance import unrelated_tools
 
@@ -39,7 +39,7 @@ TAG = "stop16"
 
 def _rows(half: str, model: str, system: str) -> dict[str, dict[str, Any]]:
     """`system`'s stored outcomes of one model and half, by question."""
-    return Store(STORE).by_question(model, half, system, TAG)
+    return by_question(Store(STORE).load(), model, half, system, TAG)
 
 
 def _rescore(question: Question, row: dict[str, Any]) -> tuple[bool, bool]:
