@@ -18,12 +18,17 @@ from parlay.contract import definitions
 from parlay.contract.parser.vocabulary import BLOCK_KEYS
 from parlay.request import ResponseFormat, ToolChoice, ToolSpec
 
+# An answer has at least one character: under the answer-only grammar SmolLM2 once closed
+# the string at once (live_irrelevance_166-21-2), and the user got an empty message.
+# llama.cpp and vLLM turn `minLength` into the grammar; a server rejecting it is asked
+# again without the grammar (`PromptedBackend._unconstrained`).
+_ANSWER_TEXT: dict[str, Any] = {"type": "string", "minLength": 1}
 FINAL_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "final": {
             "type": "object",
-            "properties": {"content": {"type": "string"}},
+            "properties": {"content": _ANSWER_TEXT},
             "required": ["content"],
         }
     },
@@ -40,7 +45,7 @@ def _parameters(spec: ToolSpec) -> dict[str, Any]:
 
 TYPED_FINAL_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"type": {"const": "final"}, "content": {"type": "string"}},
+    "properties": {"type": {"const": "final"}, "content": _ANSWER_TEXT},
     "required": ["type", "content"],
 }
 # The typed format's form for several calls holds two or more: its kind is the model's
