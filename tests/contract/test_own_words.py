@@ -135,3 +135,16 @@ async def test_a_call_under_tool_choice_none_is_asked_again_in_words(caps: Capab
     assert finish.diagnostics is not None
     assert [r.reason for r in finish.diagnostics.retries] == ["words_only"]
     assert "No tool can be called" in inner.requests[1].messages[-1].content
+
+
+@pytest.mark.parametrize("empty", ["", "  \n"], ids=["nothing", "whitespace"])
+async def test_an_empty_reply_under_tool_choice_none_is_asked_again_in_words(empty: str) -> None:
+    """A reply under tool_choice none always has text: one that wrote nothing is asked
+    again, as one that only called is."""
+    inner = ScriptedBackend([empty, "2 + 3 is 5."], capabilities=PLAIN)
+    request = ChatRequest((UserMessage("2 + 3?"),), tools=TOOLS, tool_choice=ToolChoice("none"))
+    text, finish = await run(PromptedBackend(inner), request)
+    assert text == "2 + 3 is 5."
+    assert finish.diagnostics is not None
+    assert [r.reason for r in finish.diagnostics.retries] == ["words_only"]
+    assert len(inner.requests) == 2

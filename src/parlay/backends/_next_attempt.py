@@ -65,20 +65,18 @@ def grammar_for(
 
 
 def wants_words(engine: PromptedBackend, turn: Turn, parsed: ParseResult, attempt_no: int) -> bool:
-    """Under tool_choice="none", whether a reply left no text but (ignored) calls."""
+    """Under tool_choice="none", whether a reply left no text: only (ignored) calls, or
+    nothing at all (a reply under tool_choice="none" always has text)."""
     return (
-        turn.choice.mode == "none"
-        and bool(parsed.calls)
-        and not parsed.text.strip()
-        and engine.policy.allows(attempt_no)
+        turn.choice.mode == "none" and not parsed.text.strip() and engine.policy.allows(attempt_no)
     )
 
 
 def ask_for_words(
     engine: PromptedBackend, turn: Turn, attempt: Attempt, parsed: ParseResult
 ) -> None:
-    """Under tool_choice="none" a reply that is only a call leaves the user nothing: ask
-    again for words (a grammar, where there is one, would prevent it)."""
+    """Under tool_choice="none" a reply that is only a call, or empty, leaves the user
+    nothing: ask again for words."""
     turn.fired.append("words_only")
     turn.retries.append(RetryRecord("words_only", ", ".join(c.name for c in parsed.calls)))
     turn.instruction = retry_instruction(

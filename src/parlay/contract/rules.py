@@ -58,7 +58,9 @@ OTHER_RULES: dict[str, str] = {
         "with no retry left, a call the grammar forced after a missed_tool nudge gives "
         "way to the plain answer the nudge held back"
     ),
-    "words_only": "under tool_choice none, a reply that is only a call is asked again in words",
+    "words_only": (
+        "under tool_choice none, a reply that is only a call, or empty, is asked again in words"
+    ),
     "duplicate_calls": (
         "in the typed format, whose grammar holds its plural form to two calls or more, a "
         "call identical to an earlier one of the same reply is dropped"
