@@ -137,6 +137,22 @@ async def test_a_call_under_tool_choice_none_is_asked_again_in_words(caps: Capab
     assert "No tool can be called" in inner.requests[1].messages[-1].content
 
 
+async def test_the_last_try_for_words_is_held_to_the_answer_grammar() -> None:
+    """After a tool result SmolLM2 wrote the same call three times under tool_choice
+    none: the last attempt is held to a grammar that only admits an answer."""
+    action = json.dumps({"action": {"tool": "add", "args": {"a": 2, "b": 3}}})
+    answer = json.dumps({"final": {"content": "2 + 3 is 5."}})
+    inner = ScriptedBackend([action, action, answer], capabilities=GRAMMAR)
+    request = ChatRequest(AFTER_RESULT, tools=TOOLS, tool_choice=ToolChoice("none"))
+    text, finish = await run(PromptedBackend(inner, action_format="json"), request)
+    assert text == "2 + 3 is 5."
+    assert finish.diagnostics is not None
+    assert [r.reason for r in finish.diagnostics.retries] == ["words_only", "words_only"]
+    formats = [r.response_format for r in inner.requests]
+    assert formats[0] is None and formats[1] is None
+    assert formats[2] is not None and formats[2].name == "final"
+
+
 @pytest.mark.parametrize("empty", ["", "  \n"], ids=["nothing", "whitespace"])
 async def test_an_empty_reply_under_tool_choice_none_is_asked_again_in_words(empty: str) -> None:
     """A reply under tool_choice none always has text: one that wrote nothing is asked

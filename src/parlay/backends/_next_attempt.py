@@ -84,6 +84,11 @@ def ask_for_words(
     )
     reply = AssistantMessage("".join(attempt.raw))
     turn.messages = (*turn.messages, reply, UserMessage(turn.instruction))
+    if engine.grammar_available and len(turn.retries) >= engine.policy.max_retries:
+        # The last attempt, after the model only called when asked for words: held to
+        # the answer grammar, so the user gets text (after a tool result SmolLM2 wrote
+        # the same call three times under tool_choice none, and the answer was empty).
+        turn.response_format = words_format(turn.request, engine.options.action_format)
 
 
 def retry(engine: PromptedBackend, turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
