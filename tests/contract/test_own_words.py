@@ -151,6 +151,10 @@ async def test_the_last_try_for_words_is_held_to_the_answer_grammar() -> None:
     formats = [r.response_format for r in inner.requests]
     assert formats[0] is None and formats[1] is None
     assert formats[2] is not None and formats[2].name == "final"
+    # Not shown the format's stand-in to copy, nor the calls it kept writing: the one
+    # action left is the history's own.
+    last = "\n".join(m.content for m in inner.requests[2].messages)
+    assert "your answer" not in last and last.count('"action"') == 1
 
 
 @pytest.mark.parametrize("empty", ["", "  \n"], ids=["nothing", "whitespace"])

@@ -82,13 +82,26 @@ def ask_for_words(
     turn.instruction = retry_instruction(
         "words_only", "", len(turn.retries), turn.contract.tools, turn.choice, engine.options
     )
+    if engine.grammar_available and len(turn.retries) >= engine.policy.max_retries:
+        # The last attempt, after the model only called when asked for words: under the
+        # answer-only grammar, so the user gets text (after a tool result SmolLM2 wrote
+        # the same call three times under tool_choice none, and the answer was empty).
+        answer_only(engine, turn)
+        return
     reply = AssistantMessage("".join(attempt.raw))
     turn.messages = (*turn.messages, reply, UserMessage(turn.instruction))
-    if engine.grammar_available and len(turn.retries) >= engine.policy.max_retries:
-        # The last attempt, after the model only called when asked for words: held to
-        # the answer grammar, so the user gets text (after a tool result SmolLM2 wrote
-        # the same call three times under tool_choice none, and the answer was empty).
-        turn.response_format = words_format(turn.request, engine.options.action_format)
+
+
+def answer_only(engine: PromptedBackend, turn: Turn) -> None:
+    """The next attempt under the answer-only grammar: the conversation as it was,
+    rendered as under tool_choice="none" with no format shown (the grammar writes the
+    answer's shape, and a shown stand-in was copied) and no instruction added (see
+    `falls_back_to_words`)."""
+    words = turn.request.replace(tool_choice=NONE)
+    plain = evolve(engine.options, few_shot=False)
+    turn.messages = render_contract(words, plain, constrained=True).messages
+    turn.response_format = words_format(turn.request, engine.options.action_format)
+    turn.instruction = ""
 
 
 def retry(engine: PromptedBackend, turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
@@ -106,13 +119,7 @@ def retry(engine: PromptedBackend, turn: Turn, verdict: Verdict, attempt: Attemp
         verdict.detail,
     )
     if to_words:
-        # The conversation as it was, rendered as under tool_choice="none", with no
-        # instruction added (see `falls_back_to_words`).
-        words = turn.request.replace(tool_choice=NONE)
-        plain = evolve(engine.options, few_shot=False)
-        turn.messages = render_contract(words, plain, constrained=True).messages
-        turn.response_format = words_format(turn.request, engine.options.action_format)
-        turn.instruction = ""
+        answer_only(engine, turn)
     else:
         _ask_again(engine, turn, verdict, attempt)
     turn.shown_text = turn.shown_text or attempt.shown_text
