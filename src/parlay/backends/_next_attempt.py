@@ -79,15 +79,15 @@ def ask_for_words(
     nothing: ask again for words."""
     turn.fired.append("words_only")
     turn.retries.append(RetryRecord("words_only", ", ".join(c.name for c in parsed.calls)))
-    turn.instruction = retry_instruction(
-        "words_only", "", len(turn.retries), turn.contract.tools, turn.choice, engine.options
-    )
     if engine.grammar_available and len(turn.retries) >= engine.policy.max_retries:
         # The last attempt, after the model only called when asked for words: under the
         # answer-only grammar, so the user gets text (after a tool result SmolLM2 wrote
         # the same call three times under tool_choice none, and the answer was empty).
         answer_only(engine, turn)
         return
+    turn.instruction = retry_instruction(
+        "words_only", "", len(turn.retries), turn.contract.tools, turn.choice, engine.options
+    )
     reply = AssistantMessage("".join(attempt.raw))
     turn.messages = (*turn.messages, reply, UserMessage(turn.instruction))
 
