@@ -1,0 +1,159 @@
+"""The turn after a tool result, measured: `python -m bench.bfcl.after`.
+
+The continuations of `bench.bfcl.after_result`, asked of parlay's engine in each format
+and of llama.cpp's own tools, on one llama.cpp server per model, every system on a
+continuation before the next. Outcomes go to their own JSON-lines store as they come
+(`bench.bfcl.store`, keyed as the development benchmark's), so a run resumes where it
+stopped. The naive prompt and toolproxy are not asked: neither has a way to show a tool
+result to the model that is theirs rather than ours.
+
+    flock /tmp/parlay-model.lock nice -n 5 python -m bench.bfcl.after \\
+        --models qwen --half tune --per-category 8
+    python -m bench.bfcl.after --report     # the page from the store, nothing run
+
+The page pairs each engine variant with the shipped engine on the same continuations:
+right, ended, repeated, carried and empty, with 95 % Wilson intervals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench._table import markdown_table
+from bench.bfcl.after_result import Continuation, continuations, record
+from bench.bfcl.commit import head_commit
+from bench.bfcl.dev import N_CTX, halves
+from bench.bfcl.models import models
+from bench.bfcl.runner import answer, is_done
+from bench.bfcl.split import HALVES, half_of
+from bench.bfcl.stats import wilson
+from bench.bfcl.store import Store, config_key
+from bench.bfcl.systems import Setup, System, build
+from parlay.backends.local import shared_server
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+STORE = RESULTS / "bfcl-after.jsonl"
+SYSTEMS = ("parlay", "parlay:typed", "llama.cpp")
+MEASURES = ("right", "ended", "repeated", "carried", "empty")
+Outcome = dict[str, Any]
+
+
+async def ask(
+    model: str,
+    systems: Sequence[System],
+    items: Sequence[Continuation],
+    store: Store,
+    *,
+    commit: str,
+) -> int:
+    """Each continuation of each system once, unless the store has it; how many asked."""
+    done = store.load()
+    asked = 0
+    for number, item in enumerate(items, 1):
+        for system in systems:
+            config = config_key(system.config)
+            where = (model, system.name, item.question.category, item.id, config)
+            if is_done(done.get(where), retry_errors=False):
+                continue
+            reply = await answer(system, item.question)
+            keys: dict[str, Any] = {"model": model, "system": system.name, "config": config}
+            keys |= {
+                "half": half_of(item.question.id),
+                "tag": system.config.get("tag", ""),
+                "commit": commit,
+            }
+            outcome = record(item, reply, **keys)
+            store.append(outcome)
+            done[where] = outcome
+            asked += 1
+            mark = "ok" if outcome["right"] else "--"
+            print(
+                f"  [{model} / {system.name}] {number}/{len(items)} {mark} {item.id} "
+                f"{reply.seconds:.1f}s {len(reply.calls)} calls"
+            )
+    return asked
+
+
+async def run_model(args: argparse.Namespace, key: str, store: Store) -> None:
+    [model] = models((key,))
+    n_ctx = N_CTX[key]
+    server = shared_server(model.path, n_ctx)
+    base_url = await asyncio.to_thread(server.start)
+    setup = Setup(model, base_url, n_ctx, args.max_tokens, args.tag, args.tag)
+    systems = build(args.systems.split(","), setup)
+    for half in halves(args.half):
+        items = continuations(half, args.per_category or None)
+        print(f"{key}, {half} half: {len(items)} continuations x {len(systems)} systems")
+        asked = await ask(key, systems, items, store, commit=head_commit())
+        print(f"  asked {asked}")
+
+
+def share(rows: Sequence[Outcome], measure: str) -> str:
+    return wilson(sum(bool(r[measure]) for r in rows), len(rows)).render() if rows else "–"
+
+
+def section(rows: Sequence[Outcome], stage: str) -> list[str]:
+    """One table: a row per system, on the continuations every system answered."""
+    mine = [r for r in rows if r["stage"] == stage]
+    systems = sorted({r["system"] for r in mine}, key=lambda s: (s != "parlay", s))
+    asked = [{r["question"] for r in mine if r["system"] == s} for s in systems]
+    common = set.intersection(*asked) if asked else set()
+    table = []
+    for system in systems:
+        chosen = [r for r in mine if r["system"] == system and r["question"] in common]
+        table.append([system, len(chosen), *(share(chosen, m) for m in MEASURES)])
+    header = ["system", "n", *MEASURES]
+    return [f"Stage `{stage}`, {len(common)} continuations:", "", markdown_table(header, table)]
+
+
+def render(outcomes: Sequence[Outcome], tag: str) -> str:
+    lines = [
+        "# The turn after a tool result",
+        "",
+        "Made by `python -m bench.bfcl.after` from `bench/results/bfcl-after.jsonl`"
+        f"{f' (tag {tag})' if tag else ''}. Stage `all`: every call made and answered, right",
+        "is an answer carrying every result; stage `some`: one of several calls made, right",
+        "is a call to a function still to call, not the same call again. Shares with",
+        "their 95 % Wilson intervals, on the continuations every system answered.",
+    ]
+    chosen = [o for o in outcomes if not tag or o.get("tag") == tag]
+    for model in sorted({o["model"] for o in chosen}):
+        for half in HALVES:
+            rows = [o for o in chosen if o["model"] == model and o["half"] == half]
+            if rows:
+                lines += ["", f"## {model}, {half} half", ""]
+                for stage in ("all", "some"):
+                    lines += [*section(rows, stage), ""]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--models", default="qwen", help="comma-separated: smollm2,qwen")
+    parser.add_argument("--half", default="tune", help="tune, validate or both")
+    parser.add_argument("--per-category", type=int, default=8, help="questions a category")
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--max-tokens", type=int, default=512, help="llama.cpp's budget")
+    parser.add_argument("--tag", default="", help="a label in the config key")
+    parser.add_argument("--store", type=Path, default=STORE)
+    parser.add_argument("--page", type=Path, help="default: the store's .md")
+    parser.add_argument("--report", action="store_true", help="rebuild the page, run nothing")
+    args = parser.parse_args(argv)
+    store = Store(args.store)
+    if not args.report:
+        for key in args.models.split(","):
+            asyncio.run(run_model(args, key.strip(), store))
+    text = render(list(store.load().values()), args.tag)
+    page = args.page or args.store.with_suffix(".md")
+    page.write_text(text)
+    print(text)
+    print(f"page: {page}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
