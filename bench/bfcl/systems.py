@@ -55,6 +55,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # (the opt-in rule `unrelated_call`), in either format (`bench.bfcl.switched_on`).
     "unrelated": {"rules_on": ["unrelated_call"]},
     "typed+unrelated": {"action_format": "typed", "rules_on": ["unrelated_call"]},
+    # The last continuation restates the request and asks for every result (a probe of
+    # the turn after a tool result, `bench.bfcl.after`; run from the repository root).
+    "restate": {"template_dir": "bench/bfcl/probes/templates_restate"},
+    "typed+restate": {
+        "action_format": "typed",
+        "template_dir": "bench/bfcl/probes/templates_restate",
+    },
 }
 NATIVE = Capabilities(native_tools=True, json_schema=True)
 

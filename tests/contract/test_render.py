@@ -212,3 +212,21 @@ def test_listed_calls_show_every_call_of_the_contract_in_the_list_form(snapshot,
     # Without parallel calls, the single form as before.
     single = render_contract(request.replace(parallel_tool_calls=False), options, constrained=True)
     assert '{"actions": [' not in show(single.messages)
+
+
+def test_a_continuation_template_can_restate_the_request_its_results_serve(tmp_path) -> None:
+    folder = tmp_path / "contract"
+    folder.mkdir()
+    (folder / "continuation.j2").write_text("RESULTS FOR: {{ request }}")
+    later = (
+        *HISTORY,
+        AssistantMessage("Rome is sunny."),
+        UserMessage("And in Oslo?"),
+        AssistantMessage("", (ToolCall("get_weather", {"city": "Oslo"}, "call_2"),)),
+        ToolResult("call_2", "get_weather", '{"sky": "grey"}'),
+    )
+    options = ContractOptions(template_dir=str(tmp_path), few_shot=False)
+    contract = render_contract(ChatRequest(later, TOOLS), options)
+    continuations = [m.content for m in contract.messages if "RESULTS FOR" in m.content]
+    # Only the continuation the model answers now restates a request: the latest one.
+    assert continuations == ["RESULTS FOR:", "RESULTS FOR: And in Oslo?"]

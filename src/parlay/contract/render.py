@@ -47,6 +47,8 @@ OBJECT_FORMATS = ("json", "typed")
 OBJECT_SHAPES = (*OBJECT_FORMATS, "bare")
 DEFAULT_FORMAT = "fenced"
 DEFAULT_MAX_RESULT_CHARS = 4000
+# How much of the user's request a continuation may restate (a template's choice).
+RESTATED_CHARS = 400
 
 
 def _check_format(_: Any, __: Any, value: str) -> None:
@@ -170,11 +172,13 @@ def render_results(
     *,
     waiting: bool = False,
     show_ids: bool = False,
+    request: str = "",
 ) -> str:
     """The continuation message that wraps tool results and asks for the next action.
 
     Empty outputs, errors and outputs over `max_result_chars` (cut with a marker) are
-    worded the same way every time.
+    worded the same way every time. `request` is the user's message the results serve,
+    given to the last continuation only (the one the model answers now).
     """
     views = []
     for item in results:
@@ -191,7 +195,18 @@ def render_results(
                 "truncated": cut,
             }
         )
-    return render_template(options, "contract/continuation.j2", results=views, waiting=waiting)
+    return render_template(
+        options,
+        "contract/continuation.j2",
+        results=views,
+        waiting=waiting,
+        request=_clipped(request, RESTATED_CHARS),
+    )
+
+
+def _clipped(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _few_shot(
@@ -287,14 +302,16 @@ def project_history(
     listed = lists_calls(options, shape, parallel)
     out: list[Message] = []
     pending: list[ToolResult] = []
+    asked = ""  # the latest user message: what the results serve
 
-    def flush(waiting: bool = False) -> None:
+    def flush(waiting: bool = False, request: str = "") -> None:
         if pending:
             names = [r.name for r in pending]
             show_ids = len(set(names)) < len(names)
-            out.append(
-                UserMessage(render_results(pending, options, waiting=waiting, show_ids=show_ids))
+            text = render_results(
+                pending, options, waiting=waiting, show_ids=show_ids, request=request
             )
+            out.append(UserMessage(text))
             pending.clear()
 
     for message in messages:
@@ -302,6 +319,8 @@ def project_history(
             pending.append(message)
             continue
         flush()
+        if isinstance(message, UserMessage):
+            asked = message.content
         if isinstance(message, AssistantMessage):
             parts = [message.content.strip()] if message.content.strip() else []
             calls = message.tool_calls
@@ -318,7 +337,7 @@ def project_history(
                 out.append(AssistantMessage(render_final(message.content, options, shape=shape)))
         else:
             out.append(message)
-    flush(waiting=tool_state(messages) is ToolState.WAITING_FOR_RESULT)
+    flush(waiting=tool_state(messages) is ToolState.WAITING_FOR_RESULT, request=asked)
     return out
 
 
