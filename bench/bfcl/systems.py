@@ -62,6 +62,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "action_format": "typed",
         "template_dir": "bench/bfcl/probes/templates_restate",
     },
+    # The pair example goes on to its two results and an answer reporting both.
+    "pair-results": {"template_dir": "bench/bfcl/probes/templates_pair_results"},
+    "typed+pair-results": {
+        "action_format": "typed",
+        "template_dir": "bench/bfcl/probes/templates_pair_results",
+    },
 }
 NATIVE = Capabilities(native_tools=True, json_schema=True)
 

@@ -230,3 +230,21 @@ def test_a_continuation_template_can_restate_the_request_its_results_serve(tmp_p
     continuations = [m.content for m in contract.messages if "RESULTS FOR" in m.content]
     # Only the continuation the model answers now restates a request: the latest one.
     assert continuations == ["RESULTS FOR:", "RESULTS FOR: And in Oslo?"]
+
+
+def test_a_fewshot_template_can_show_the_pair_example_answered_with_both_results(
+    tmp_path,
+) -> None:
+    folder = tmp_path / "contract"
+    folder.mkdir()
+    (folder / "fewshot.j2").write_text(
+        "<<user>>\n{{ pair.request }}\n<<assistant>>\n{{ render_calls(pair.calls) }}\n"
+        "<<user>>\n{{ render_results(pair.results) }}\n<<assistant>>\n{{ pair.answer }}\n"
+    )
+    options = ContractOptions(template_dir=str(tmp_path))
+    contract = render_contract(ChatRequest(FRESH, TOOLS, parallel_tool_calls=True), options)
+    texts = [m.content for m in contract.messages]
+    results = next(t for t in texts if t.startswith("Result 1 of get_weather"))
+    assert "Result 2 of add" in results
+    both = 'get_weather returned {"status": "done"}. add returned {"status": "done"}.'
+    assert texts[texts.index(results) + 1] == both

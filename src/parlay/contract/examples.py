@@ -280,11 +280,14 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
 
 @frozen
 class Pair:
-    """A request for two things at once, answered with two calls in one reply."""
+    """A request for two things at once, answered with two calls in one reply; then
+    their results, and the answer that reports both (for a template that shows them)."""
 
     request: str
     calls: tuple[ToolCall, ToolCall]
     thought: str
+    results: tuple[ToolResult, ...] = ()
+    answer: str = ""
 
 
 def pair_example(tools: tuple[ToolSpec, ...]) -> Pair | None:
@@ -296,7 +299,10 @@ def pair_example(tools: tuple[ToolSpec, ...]) -> Pair | None:
     second = single_example(tools[1], 81) if len(tools) > 1 else _varied_example(tools[0], 81)
     later = f"{second.request[0].lower()}{second.request[1:]}"
     request = f"{first.request[:-1]}, and {later}"
-    return Pair(request, (first.call, second.call), "Both at once.")
+    calls = (first.call, second.call)
+    results = tuple(ToolResult(c.id, c.name, json.dumps(EXAMPLE_RESULT)) for c in calls)
+    answer = " ".join(_reported(c.name, EXAMPLE_RESULT) for c in calls)
+    return Pair(request, calls, "Both at once.", results, answer)
 
 
 def ask_example(tools: tuple[ToolSpec, ...]) -> Ask | None:
