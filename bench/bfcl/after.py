@@ -31,7 +31,7 @@ from bench.bfcl.dev import N_CTX, halves
 from bench.bfcl.models import models
 from bench.bfcl.runner import answer, is_done
 from bench.bfcl.split import HALVES, half_of
-from bench.bfcl.stats import wilson
+from bench.bfcl.stats import mean, wilson
 from bench.bfcl.store import Store, config_key
 from bench.bfcl.systems import Setup, System, build
 from parlay.backends.local import shared_server
@@ -97,18 +97,39 @@ def share(rows: Sequence[Outcome], measure: str) -> str:
     return wilson(sum(bool(r[measure]) for r in rows), len(rows)).render() if rows else "–"
 
 
-def section(rows: Sequence[Outcome], stage: str) -> list[str]:
-    """One table: a row per system, on the continuations every system answered."""
+def common_rows(rows: Sequence[Outcome], stage: str) -> dict[str, list[Outcome]]:
+    """Each system's outcomes of one stage, on the continuations every system answered."""
     mine = [r for r in rows if r["stage"] == stage]
     systems = sorted({r["system"] for r in mine}, key=lambda s: (s != "parlay", s))
     asked = [{r["question"] for r in mine if r["system"] == s} for s in systems]
     common = set.intersection(*asked) if asked else set()
-    table = []
-    for system in systems:
-        chosen = [r for r in mine if r["system"] == system and r["question"] in common]
-        table.append([system, len(chosen), *(share(chosen, m) for m in MEASURES)])
+    return {
+        system: [r for r in mine if r["system"] == system and r["question"] in common]
+        for system in systems
+    }
+
+
+def section(rows: Sequence[Outcome], stage: str) -> list[str]:
+    """One table: a row per system, on the continuations every system answered."""
+    by_system = common_rows(rows, stage)
+    table = [[s, len(c), *(share(c, m) for m in MEASURES)] for s, c in by_system.items()]
+    n = len(next(iter(by_system.values()), []))
     header = ["system", "n", *MEASURES]
-    return [f"Stage `{stage}`, {len(common)} continuations:", "", markdown_table(header, table)]
+    return [f"Stage `{stage}`, {n} continuations:", "", markdown_table(header, table)]
+
+
+def balanced_section(rows: Sequence[Outcome]) -> list[str]:
+    """Both stages at once: the mean of their right shares, as the dev page's balance
+    of calls and abstentions (ending is right in one stage, calling in the other)."""
+    ended, going_on = common_rows(rows, "all"), common_rows(rows, "some")
+    table: list[list[object]] = []
+    for system in ended:
+        first = wilson(sum(r["right"] for r in ended[system]), len(ended[system]))
+        second_rows = going_on.get(system, [])
+        second = wilson(sum(r["right"] for r in second_rows), len(second_rows))
+        table.append([system, first.render(), second.render(), mean(first, second).render()])
+    header = ["system", "right, `all`", "right, `some`", "balanced"]
+    return ["Both stages:", "", markdown_table(header, table)]
 
 
 def render(outcomes: Sequence[Outcome], tag: str) -> str:
@@ -129,6 +150,7 @@ def render(outcomes: Sequence[Outcome], tag: str) -> str:
                 lines += ["", f"## {model}, {half} half", ""]
                 for stage in ("all", "some"):
                     lines += [*section(rows, stage), ""]
+                lines += [*balanced_section(rows), ""]
     return "\n".join(lines) + "\n"
 
 
