@@ -96,6 +96,12 @@ def to_release(
             return None
         turn.notes.append(f"the reply repeated {repeated}: the first answer stands")
         return turn.first_answer
+    if not can_retry and only_repeats(engine, turn, attempt, parsed):
+        # No grammar kept the last try to words: a repeat handed on loops a tool runner.
+        turn.fired.append("repeat_to_words")
+        turn.notes.append("dropped a last reply that only repeated answered calls")
+        turn.dropped = True
+        return None
     released = attempt
     if not can_retry and turn.read_names and parsed.calls:
         released = last_forced(engine, turn, attempt, parsed.calls)
@@ -104,6 +110,19 @@ def to_release(
     if released is not None and released.duplicates:
         turn.fired.append("duplicate_calls")
     return released
+
+
+def only_repeats(
+    engine: PromptedBackend, turn: Turn, attempt: Attempt, parsed: ParseResult
+) -> bool:
+    """Whether every call of the reply repeats one the history answered, under `auto`."""
+    repeats = [i for i in attempt.issues if i.kind == "repeated_call"]
+    return (
+        turn.choice.mode == "auto"
+        and bool(parsed.calls)
+        and len(repeats) == len(parsed.calls)
+        and engine.rules.on("repeat_to_words")
+    )
 
 
 def missed_tool(engine: PromptedBackend, turn: Turn, calls: Sequence[ToolCall]) -> ToolSpec | None:

@@ -111,6 +111,9 @@ def retry(engine: PromptedBackend, turn: Turn, verdict: Verdict, attempt: Attemp
     to_words = falls_back_to_words(engine, turn, verdict)
     if to_words:
         turn.fired.append("words_fallback")
+    elif last_repeat(engine, turn, verdict):
+        to_words = True
+        turn.fired.append("repeat_to_words")
     logger.info(
         "retry %d/%d: %s %s",
         len(turn.retries),
@@ -181,6 +184,21 @@ def falls_back_to_words(engine: PromptedBackend, turn: Turn, verdict: Verdict) -
         and turn.choice.mode == "auto"
         and engine.grammar_available
         and any(r.reason in DOUBTFUL for r in turn.retries[:-1])
+    )
+
+
+def last_repeat(engine: PromptedBackend, turn: Turn, verdict: Verdict) -> bool:
+    """Whether the try after this repeat is the last one, under `auto` with a grammar:
+    it goes under the answer-only grammar. Held only to the other tools, Qwen in the
+    typed format wrote the same answered call on every try, and the last one went out
+    (a `query` loop then calls it again, to its chain limit). `turn.retries` ends with
+    this verdict's retry."""
+    return (
+        verdict.reason == "repeated_call"
+        and turn.choice.mode == "auto"
+        and engine.grammar_available
+        and len(turn.retries) >= engine.policy.max_retries
+        and engine.rules.on("repeat_to_words")
     )
 
 

@@ -69,6 +69,11 @@ OTHER_RULES: dict[str, str] = {
         "with parallel calls allowed, a json reply making one call is asked again in the "
         "typed format, a call required; two or more calls there replace the one"
     ),
+    "repeat_to_words": (
+        "under auto, when every call repeats one the history answered and no retry would "
+        "be left, the last try is held to the answer-only grammar (without a grammar, the "
+        "repeat is dropped): a repeat never goes out to loop a tool runner"
+    ),
     "words_after_drop": (
         "when the last reply was dropped by the echo filter, one more reply is asked for "
         "under tool_choice none, with no retry message to repeat"
@@ -87,6 +92,7 @@ GUARDS = frozenset(
         "unknown_tool",
         "invalid_arguments",
         "repeated_call",
+        "repeat_to_words",
         "unreadable",
         "wrong_tool",
         "no_call",

@@ -1,0 +1,76 @@
+"""A call repeating one the history already answered never goes out under `auto`.
+
+Found on the turn-after-a-result benchmark (`bench.bfcl.after`, tune half): Qwen in the
+typed format wrote the same answered call on every try, the last went out, and a tool
+runner would have run it again until its chain limit.
+"""
+
+from __future__ import annotations
+
+from parlay.backends.prompted import PromptedBackend
+from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
+from parlay.request import ChatRequest, ToolChoice
+
+from .conftest import TOOLS
+from .test_prompted import PLAIN, PLAIN_SCHEMA, block, calls_of, run, scripted, text_of
+
+BOTH_ANSWERED = (
+    UserMessage("Weather in Rome, and add 2 and 3?"),
+    AssistantMessage(
+        "",
+        (
+            ToolCall("get_weather", {"city": "Rome"}, "call_1"),
+            ToolCall("add", {"a": 2, "b": 3}, "call_2"),
+        ),
+    ),
+    ToolResult("call_1", "get_weather", "sunny"),
+    ToolResult("call_2", "add", "5"),
+)
+
+
+async def test_a_call_repeated_until_the_last_try_is_answered_in_words_under_a_grammar() -> None:
+    inner = scripted(
+        block("get_weather", city="Rome"),
+        block("add", a=2, b=3),
+        '{"final": {"content": "Sunny in Rome; 2 + 3 is 5."}}',
+        caps=PLAIN_SCHEMA,
+    )
+    events, finish = await run(PromptedBackend(inner), ChatRequest(BOTH_ANSWERED, TOOLS))
+    assert calls_of(events) == []
+    assert text_of(events) == "Sunny in Rome; 2 + 3 is 5."
+    assert finish.reason == "stop"
+    assert [r.reason for r in finish.diagnostics.retries] == ["repeated_call"] * 2
+    assert "repeat_to_words" in finish.diagnostics.rules
+    # The first retry is held to the tools not repeated; the last one to words only.
+    assert inner.requests[1].response_format.name == "action"
+    assert set(inner.requests[2].response_format.schema["properties"]) == {"final"}
+
+
+async def test_a_repeat_on_the_last_try_without_a_grammar_is_dropped_for_words() -> None:
+    repeat = block("get_weather", city="Rome")
+    inner = scripted(repeat, repeat, repeat, "Sunny in Rome, and 5.", caps=PLAIN)
+    events, finish = await run(PromptedBackend(inner), ChatRequest(BOTH_ANSWERED, TOOLS))
+    assert calls_of(events) == []
+    assert text_of(events) == "Sunny in Rome, and 5."
+    assert {"repeat_to_words", "words_after_drop"} <= set(finish.diagnostics.rules)
+    # The one more reply is asked for under tool_choice "none".
+    assert "must not call any tool" in inner.requests[3].messages[0].content
+
+
+async def test_a_repeat_the_caller_forced_still_goes_out() -> None:
+    # Under tool_choice "required" the caller asked for a call: the last one stands.
+    repeat = block("get_weather", city="Rome")
+    inner = scripted(repeat, repeat, repeat, caps=PLAIN)
+    request = ChatRequest(BOTH_ANSWERED, TOOLS, ToolChoice("required"))
+    events, finish = await run(PromptedBackend(inner), request)
+    assert calls_of(events) == [("get_weather", {"city": "Rome"})]
+    assert "repeat_to_words" not in finish.diagnostics.rules
+
+
+async def test_a_new_call_after_a_result_is_not_a_repeat() -> None:
+    asked = UserMessage("Weather in Rome and in Oslo, and add 2 and 3?")
+    inner = scripted(block("get_weather", city="Oslo"), caps=PLAIN_SCHEMA)
+    request = ChatRequest((asked, *BOTH_ANSWERED[1:]), TOOLS)
+    events, finish = await run(PromptedBackend(inner), request)
+    assert calls_of(events) == [("get_weather", {"city": "Oslo"})]
+    assert finish.diagnostics.retries == ()
