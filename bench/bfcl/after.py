@@ -27,7 +27,7 @@ from typing import Any
 from bench._table import markdown_table
 from bench.bfcl.after_result import Continuation, continuations, record
 from bench.bfcl.commit import head_commit
-from bench.bfcl.dev import N_CTX, halves
+from bench.bfcl.dev import N_CTX, current, halves
 from bench.bfcl.models import models
 from bench.bfcl.runner import answer, is_done
 from bench.bfcl.split import HALVES, half_of
@@ -84,7 +84,7 @@ async def run_model(args: argparse.Namespace, key: str, store: Store) -> None:
     n_ctx = N_CTX[key]
     server = shared_server(model.path, n_ctx)
     base_url = await asyncio.to_thread(server.start)
-    setup = Setup(model, base_url, n_ctx, args.max_tokens, args.tag, args.tag)
+    setup = Setup(model, base_url, n_ctx, args.max_tokens, args.tag, args.baseline_tag or args.tag)
     systems = build(args.systems.split(","), setup)
     for half in halves(args.half):
         items = continuations(half, args.per_category or None)
@@ -137,12 +137,14 @@ def render(outcomes: Sequence[Outcome], tag: str) -> str:
         "# The turn after a tool result",
         "",
         "Made by `python -m bench.bfcl.after` from `bench/results/bfcl-after.jsonl`"
-        f"{f' (tag {tag})' if tag else ''}. Stage `all`: every call made and answered, right",
-        "is an answer carrying every result; stage `some`: one of several calls made, right",
+        f"{f' (tags {tag}: each system its newest complete run)' if tag else ''}.",
+        "Stage `all`: every call made and answered, right is an answer carrying every",
+        "result; stage `some`: one of several calls made, right",
         "is a call to a function still to call, not the same call again. Shares with",
         "their 95 % Wilson intervals, on the continuations every system answered.",
     ]
-    chosen = [o for o in outcomes if not tag or o.get("tag") == tag]
+    # Several tags, oldest first: each engine column its newest tag's complete run.
+    chosen = current(outcomes, tag)
     for model in sorted({o["model"] for o in chosen}):
         for half in HALVES:
             rows = [o for o in chosen if o["model"] == model and o["half"] == half]
@@ -162,6 +164,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--max-tokens", type=int, default=512, help="llama.cpp's budget")
     parser.add_argument("--tag", default="", help="a label in the config key")
+    parser.add_argument(
+        "--baseline-tag", default="", help="llama.cpp's label (default: --tag), kept across engines"
+    )
     parser.add_argument("--store", type=Path, default=STORE)
     parser.add_argument("--page", type=Path, help="default: the store's .md")
     parser.add_argument("--report", action="store_true", help="rebuild the page, run nothing")
