@@ -111,7 +111,7 @@ def retry(engine: PromptedBackend, turn: Turn, verdict: Verdict, attempt: Attemp
     to_words = falls_back_to_words(engine, turn, verdict)
     if to_words:
         turn.fired.append("words_fallback")
-    elif last_repeat(engine, turn, verdict):
+    elif repeat_in_words(engine, turn, verdict):
         to_words = True
         turn.fired.append("repeat_to_words")
     logger.info(
@@ -187,17 +187,18 @@ def falls_back_to_words(engine: PromptedBackend, turn: Turn, verdict: Verdict) -
     )
 
 
-def last_repeat(engine: PromptedBackend, turn: Turn, verdict: Verdict) -> bool:
-    """Whether the try after this repeat is the last one, under `auto` with a grammar:
-    it goes under the answer-only grammar. Held only to the other tools, Qwen in the
-    typed format wrote the same answered call on every try, and the last one went out
-    (a `query` loop then calls it again, to its chain limit). `turn.retries` ends with
-    this verdict's retry."""
+def repeat_in_words(engine: PromptedBackend, turn: Turn, verdict: Verdict) -> bool:
+    """Whether the try after a repeat of answered calls goes under the answer-only
+    grammar (under `auto`, with a grammar). On the turn after a result
+    (`bench.bfcl.after`, Qwen, tune half), a reply repeating answered calls came when
+    every call had its result: held to the other tools, the retry called one of them
+    with the same values, or wrote the same call on every try and the last went out (a
+    tool runner then runs it again, to its chain limit). Where a call was still
+    missing, no reply repeated one."""
     return (
         verdict.reason == "repeated_call"
         and turn.choice.mode == "auto"
         and engine.grammar_available
-        and len(turn.retries) >= engine.policy.max_retries
         and engine.rules.on("repeat_to_words")
     )
 

@@ -70,9 +70,9 @@ OTHER_RULES: dict[str, str] = {
         "typed format, a call required; two or more calls there replace the one"
     ),
     "repeat_to_words": (
-        "under auto, when every call repeats one the history answered and no retry would "
-        "be left, the last try is held to the answer-only grammar (without a grammar, the "
-        "repeat is dropped): a repeat never goes out to loop a tool runner"
+        "under auto, a reply whose every call repeats one the history answered is asked "
+        "again under the answer-only grammar (without a grammar, a last such reply is "
+        "dropped and an answer asked for): a repeat never goes out to loop a tool runner"
     ),
     "words_after_drop": (
         "when the last reply was dropped by the echo filter, one more reply is asked for "
