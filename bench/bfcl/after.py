@@ -79,6 +79,38 @@ async def ask(
     return asked
 
 
+def derive(
+    model: str,
+    systems: Sequence[System],
+    store: Store,
+    earlier_tag: str,
+    unless_rule: str,
+) -> int:
+    """Copy each engine outcome of `earlier_tag` on which `unless_rule` did not act to
+    the systems' own tag, marked `derived`: with greedy decoding a rule that did not act
+    cannot change the reply (the ablation's shortcut). How many were copied."""
+    done = store.load()
+    earlier = {
+        (o["system"], o["category"], o["question"]): o
+        for o in done.values()
+        if o["model"] == model and o.get("tag") == earlier_tag and not o.get("derived")
+    }
+    copied = 0
+    for system in systems:
+        if not system.name.startswith("parlay"):
+            continue
+        config = config_key(system.config)
+        for (name, category, question), old in earlier.items():
+            acted = unless_rule in (*old.get("retries", ()), *old.get("rules", ()))
+            where = (model, name, category, question, config)
+            if name != system.name or acted or where in done:
+                continue
+            tag = system.config.get("tag", "")
+            store.append({**old, "config": config, "tag": tag, "derived": True})
+            copied += 1
+    return copied
+
+
 async def run_model(args: argparse.Namespace, key: str, store: Store) -> None:
     [model] = models((key,))
     n_ctx = N_CTX[key]
@@ -86,6 +118,11 @@ async def run_model(args: argparse.Namespace, key: str, store: Store) -> None:
     base_url = await asyncio.to_thread(server.start)
     setup = Setup(model, base_url, n_ctx, args.max_tokens, args.tag, args.baseline_tag or args.tag)
     systems = build(args.systems.split(","), setup)
+    if args.derive_from:
+        copied = derive(key, systems, store, args.derive_from, args.unless_rule)
+        print(
+            f"copied {copied} outcomes of {args.derive_from} where {args.unless_rule} did not act"
+        )
     for half in halves(args.half):
         items = continuations(half, args.per_category or None)
         print(f"{key}, {half} half: {len(items)} continuations x {len(systems)} systems")
@@ -166,6 +203,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--tag", default="", help="a label in the config key")
     parser.add_argument(
         "--baseline-tag", default="", help="llama.cpp's label (default: --tag), kept across engines"
+    )
+    parser.add_argument("--derive-from", default="", help="an earlier engine tag to copy from")
+    parser.add_argument(
+        "--unless-rule", default="repeated_call", help="with --derive-from: ask where it acted"
     )
     parser.add_argument("--store", type=Path, default=STORE)
     parser.add_argument("--page", type=Path, help="default: the store's .md")
