@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._table import markdown_table
+from bench.bfcl.ablation_report import gain, interval
 from bench.bfcl.after_result import Continuation, continuations, record
 from bench.bfcl.commit import head_commit
 from bench.bfcl.dev import N_CTX, current, halves
@@ -157,16 +158,40 @@ def section(rows: Sequence[Outcome], stage: str) -> list[str]:
 
 def balanced_section(rows: Sequence[Outcome]) -> list[str]:
     """Both stages at once: the mean of their right shares, as the dev page's balance
-    of calls and abstentions (ending is right in one stage, calling in the other)."""
+    of calls and abstentions (ending is right in one stage, calling in the other), and
+    each system's gain over the shipped engine, paired continuation by continuation
+    (95 % paired bootstrap, `bench.bfcl.ablation_report`)."""
     ended, going_on = common_rows(rows, "all"), common_rows(rows, "some")
     table: list[list[object]] = []
     for system in ended:
         first = wilson(sum(r["right"] for r in ended[system]), len(ended[system]))
         second_rows = going_on.get(system, [])
         second = wilson(sum(r["right"] for r in second_rows), len(second_rows))
-        table.append([system, first.render(), second.render(), mean(first, second).render()])
-    header = ["system", "right, `all`", "right, `some`", "balanced"]
+        versus = _paired_gain(system, ended, going_on)
+        table.append(
+            [system, first.render(), second.render(), mean(first, second).render(), versus]
+        )
+    header = ["system", "right, `all`", "right, `some`", "balanced", "gain over parlay, paired"]
     return ["Both stages:", "", markdown_table(header, table)]
+
+
+def _paired_gain(
+    system: str, ended: dict[str, list[Outcome]], going_on: dict[str, list[Outcome]]
+) -> str:
+    if system == "parlay" or "parlay" not in ended:
+        return "–"
+
+    def pairs(stage: dict[str, list[Outcome]]) -> list[tuple[bool, bool]]:
+        shipped = {r["question"]: r["right"] for r in stage.get("parlay", [])}
+        return [
+            (bool(r["right"]), bool(shipped[r["question"]]))
+            for r in stage.get(system, [])
+            if r["question"] in shipped
+        ]
+
+    first, second = pairs(ended), pairs(going_on)
+    low, high = interval(first, second)
+    return f"{100 * gain(first, second):+.1f} ({100 * low:+.1f} to {100 * high:+.1f})"
 
 
 def render(outcomes: Sequence[Outcome], tag: str) -> str:
