@@ -8,15 +8,13 @@ Rendering is pure: same request, same options, same messages.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from attrs import field, frozen
+from attrs import frozen
 
 from parlay.context import (
     AssistantMessage,
     Message,
     SystemMessage,
-    ToolCall,
     ToolResult,
     UserMessage,
 )
@@ -29,53 +27,48 @@ from parlay.contract.examples import (
     values_of,
 )
 from parlay.contract.grounding import UNCHECKED, Grounds, grounds_of
+from parlay.contract.pieces import (
+    DEFAULT_FORMAT,
+    DEFAULT_MAX_RESULT_CHARS,
+    FORMATS,
+    LIST_SHAPES,
+    NAME_PLACEHOLDER,
+    OBJECT_FORMATS,
+    OBJECT_SHAPES,
+    ContractOptions,
+    lists_calls,
+    render_call,
+    render_calls,
+    render_final,
+    render_results,
+    render_template,
+    shape_of,
+)
 from parlay.contract.state import ToolState, has_tool_activity, tool_state
 from parlay.contract.tool_view import tool_view
-from parlay.errors import ConfigurationError
 from parlay.request import ChatRequest, ToolSpec
-from parlay.templating import environment
 
-# What the format instructions write where a call's tool name goes. Models copy it when
-# unsure which tool to name (`parlay.contract.forced` reads that as no choice at all).
-NAME_PLACEHOLDER = "TOOL_NAME"
-
-FORMATS = ("fenced", "json", "command", "typed")
-# Formats whose reply is one JSON object in any case (the others are held to the bare
-# shape under a grammar).
-OBJECT_FORMATS = ("json", "typed")
-# Reply shapes that are one JSON object: the calls of a reply are projected as one.
-OBJECT_SHAPES = (*OBJECT_FORMATS, "bare")
-DEFAULT_FORMAT = "fenced"
-DEFAULT_MAX_RESULT_CHARS = 4000
-# How much of the user's request a continuation may restate (a template's choice).
-RESTATED_CHARS = 400
-
-
-def _check_format(_: Any, __: Any, value: str) -> None:
-    if value not in FORMATS:
-        raise ConfigurationError(f"action_format {value!r} is not one of {', '.join(FORMATS)}")
-
-
-@frozen
-class ContractOptions:
-    """How the contract is rendered; every field is a knob benchmarks may vary."""
-
-    action_format: str = field(default=DEFAULT_FORMAT, validator=_check_format)
-    few_shot: bool = True
-    max_examples: int = 4
-    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
-    thought_limit: int = 200
-    template_dir: str | None = None
-    # A "(Reply with a tool call.)" line appended to the last user message under a forced
-    # choice. Off: measured on SmolLM2 (required, constrained, 6 tool questions) it took
-    # right calls from 5/6 to 3/6 (the model read the line as text to work on).
-    reminder: bool = False
-    # With parallel calls allowed, the json and bare shapes show every call in the list
-    # form (`{"actions": [...]}`), one call too, and the grammar admits only that form.
-    # Opt-in: it did not help. On 15 BFCL tune-half questions asking for several calls,
-    # Qwen wrote one entry every time, as it wrote `{"action": ...}` without it (0/15
-    # right both ways; bench/bfcl/notes.md, "Several calls").
-    listed_calls: bool = False
+# The pieces are parlay.contract.pieces's; importing them from here still works.
+__all__ = [
+    "DEFAULT_FORMAT",
+    "DEFAULT_MAX_RESULT_CHARS",
+    "FORMATS",
+    "LIST_SHAPES",
+    "NAME_PLACEHOLDER",
+    "OBJECT_FORMATS",
+    "OBJECT_SHAPES",
+    "Contract",
+    "ContractOptions",
+    "lists_calls",
+    "project_history",
+    "render_call",
+    "render_calls",
+    "render_contract",
+    "render_final",
+    "render_results",
+    "render_template",
+    "shape_of",
+]
 
 
 @frozen
@@ -95,118 +88,6 @@ class Contract:
     example_answers: frozenset[str] = frozenset()
     # The words of the conversation, for telling a value the user gave from an invented one.
     grounds: Grounds = UNCHECKED
-
-
-def render_template(options: ContractOptions, name: str, **variables: Any) -> str:
-    env = environment(options.template_dir)
-    variables.setdefault("name_placeholder", NAME_PLACEHOLDER)
-    return env.get_template(name).render(**variables).strip()
-
-
-def shape_of(options: ContractOptions, constrained: bool) -> str:
-    """The template folder replies are shown in.
-
-    Under constrained decoding a grammar holds the reply to one bare JSON object, so the
-    contract, the examples and the history show exactly that shape ("bare" for the
-    fenced and command formats; the json format without its thought): a model taught
-    fences but held to JSON picks the answer branch every time (measured on SmolLM2:
-    0/6 calls).
-    """
-    if constrained and options.action_format not in OBJECT_FORMATS:
-        return "bare"
-    return options.action_format
-
-
-LIST_SHAPES = ("json", "bare")
-
-
-def lists_calls(options: ContractOptions, shape: str, parallel: bool) -> bool:
-    """Whether every call is shown in the list form (see `ContractOptions.listed_calls`)."""
-    return options.listed_calls and parallel and shape in LIST_SHAPES
-
-
-def render_call(
-    call: ToolCall,
-    options: ContractOptions,
-    thought: str = "",
-    *,
-    shape: str | None = None,
-    listed: bool = False,
-) -> str:
-    """One call in the contract's action format (also used to project history);
-    `listed`: in the list form (`lists_calls`)."""
-    if listed:
-        return render_calls([call], options, thought, shape=shape, listed=True)
-    folder = shape or options.action_format
-    path = f"contract/formats/{folder}/call.j2"
-    return render_template(options, path, call=call, thought=thought)
-
-
-def render_calls(
-    calls: Sequence[ToolCall],
-    options: ContractOptions,
-    thought: str = "",
-    *,
-    shape: str | None = None,
-    listed: bool = False,
-) -> str:
-    """The calls of one reply in the contract's action format: the one call as it is
-    (unless `listed`), several in the format's form for several (json: one
-    `{"actions": [...]}` object)."""
-    if len(calls) == 1 and not listed:
-        return render_call(calls[0], options, thought, shape=shape)
-    folder = shape or options.action_format
-    path = f"contract/formats/{folder}/calls.j2"
-    return render_template(options, path, calls=list(calls), thought=thought).strip()
-
-
-def render_final(content: str, options: ContractOptions, *, shape: str | None = None) -> str:
-    """A plain answer in the reply shape (the json and bare shapes wrap it in `final`)."""
-    folder = shape or options.action_format
-    return render_template(options, f"contract/formats/{folder}/final.j2", content=content)
-
-
-def render_results(
-    results: Sequence[ToolResult],
-    options: ContractOptions,
-    *,
-    waiting: bool = False,
-    show_ids: bool = False,
-    request: str = "",
-) -> str:
-    """The continuation message that wraps tool results and asks for the next action.
-
-    Empty outputs, errors and outputs over `max_result_chars` (cut with a marker) are
-    worded the same way every time. `request` is the user's message the results serve,
-    given to the last continuation only (the one the model answers now).
-    """
-    views = []
-    for item in results:
-        output = item.output or ""
-        cut = max(0, len(output) - options.max_result_chars)
-        views.append(
-            {
-                "name": item.name,
-                "id": item.call_id,
-                "show_id": show_ids,
-                "error": item.error,
-                "empty": item.error is None and not output.strip(),
-                "output": output[: options.max_result_chars] if cut else output,
-                "truncated": cut,
-            }
-        )
-    return render_template(
-        options,
-        "contract/continuation.j2",
-        results=views,
-        waiting=waiting,
-        request=_clipped(request, RESTATED_CHARS),
-    )
-
-
-def _clipped(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _few_shot(
