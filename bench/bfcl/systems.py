@@ -36,7 +36,7 @@ from parlay.backends.prompted import PromptedBackend
 from parlay.events import Finish, TextDelta, ToolCallEnd
 from parlay.request import ChatRequest, GenerationOptions
 from parlay.server.config import ServerConfig, build_backend
-from parlay.start import EMBEDDED_MIN_OFFERED_SHARE
+from parlay.start import EMBEDDED_MIN_OFFERED_SHARE, EMBEDDED_RESTATE_REQUEST
 
 BASELINES = ("naive", "toolproxy", "llama.cpp")
 DEFAULT_SYSTEMS = ("parlay", *BASELINES)
@@ -57,7 +57,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "typed+unrelated": {"action_format": "typed", "rules_on": ["unrelated_call"]},
     # The last continuation restates the request and asks for every result (a probe of
     # the turn after a tool result, `bench.bfcl.after`; run from the repository root).
+    # Shipped since as `restate_request` (on, except for the embedded SmolLM2).
     "restate": {"template_dir": "bench/bfcl/probes/templates_restate"},
+    "no-restate": {"restate_request": False},
     "typed+restate": {
         "action_format": "typed",
         "template_dir": "bench/bfcl/probes/templates_restate",
@@ -207,6 +209,7 @@ def shipped_engine(setup: Setup) -> PromptedBackend:
             LocalBackend(setup.model.path, n_ctx=setup.n_ctx),
             min_offered_share=EMBEDDED_MIN_OFFERED_SHARE,
             max_tokens=EMBEDDED_MAX_TOKENS,
+            restate_request=EMBEDDED_RESTATE_REQUEST,
         )
     served = build_backend(ServerConfig(upstream_url=setup.base_url, upstream_model="model"))
     if not isinstance(served, PromptedBackend):

@@ -18,6 +18,10 @@ from parlay.tools import Tool
 
 # `PromptedBackend.min_offered_share` for the embedded SmolLM2-135M (see `default_backend`).
 EMBEDDED_MIN_OFFERED_SHARE = 0.1
+# After a tool result, the restated request garbled SmolLM2's answer in the quick start
+# ("Dec 2020-01-20 22:22:52..." for an order's status); measured on the turn-after-a-
+# result benchmark in bench/bfcl/notes.md (stop 25).
+EMBEDDED_RESTATE_REQUEST = False
 
 
 def default_backend(*, threads: int | None = None) -> Backend:
@@ -47,6 +51,7 @@ def default_backend(*, threads: int | None = None) -> Backend:
         LocalBackend(threads=threads),
         min_offered_share=EMBEDDED_MIN_OFFERED_SHARE,
         max_tokens=EMBEDDED_MAX_TOKENS,
+        restate_request=EMBEDDED_RESTATE_REQUEST,
     )
 
 

@@ -248,3 +248,14 @@ def test_a_fewshot_template_can_show_the_pair_example_answered_with_both_results
     assert "Result 2 of add" in results
     both = 'get_weather returned {"status": "done"}. add returned {"status": "done"}.'
     assert texts[texts.index(results) + 1] == both
+
+
+@pytest.mark.parametrize("restate", [True, False])
+def test_the_continuation_answered_now_restates_the_request_unless_switched_off(
+    restate: bool,
+) -> None:
+    options = ContractOptions(few_shot=False, restate_request=restate)
+    contract = render_contract(ChatRequest(HISTORY, TOOLS), options)
+    last = contract.messages[-1].content
+    assert last.startswith("Result of get_weather")
+    assert ("The request: Weather in Rome, then add 2 and 3?" in last) is restate

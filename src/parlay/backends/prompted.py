@@ -93,6 +93,9 @@ class PromptedBackend:
     - `listed_calls`: with parallel calls allowed, the json format (and any format under a
       grammar) writes every call in the list form, `{"actions": [...]}`, one call too,
       and the grammar admits only that form (default off; see `ContractOptions`).
+    - `restate_request`: the continuation carrying tool results restates the user's
+      request, for a model to see what is still to do (default on; off for the embedded
+      SmolLM2, `parlay.start.default_backend`).
     - `check_values`: retry calls whose values were copied from the examples or, under
       `auto`, given by no one, and answers quoting the examples' made-up result
       (`parlay.contract.grounding`): False switches these rules off, True on, None
@@ -140,6 +143,7 @@ class PromptedBackend:
         refusal_window: int = 200,
         max_examples: int = 4,
         listed_calls: bool = False,
+        restate_request: bool = True,
         check_values: bool | None = None,
         check_missed_calls: bool | None = None,
         min_offered_share: float = 0.5,
@@ -170,6 +174,7 @@ class PromptedBackend:
             thought_limit=thought_limit,
             template_dir=str(template_dir) if template_dir is not None else None,
             listed_calls=listed_calls,
+            restate_request=restate_request,
         )
         self.rules = shipped(call_rules).switched(
             off=rules_off, on=rules_on, values=check_values, missed_calls=check_missed_calls
@@ -214,6 +219,7 @@ class PromptedBackend:
             "refusal_window": self.refusal_window,
             "max_examples": self.options.max_examples,
             "listed_calls": self.options.listed_calls,
+            "restate_request": self.options.restate_request,
             "min_offered_share": self.min_offered_share,
             "max_tokens": self.max_tokens,
             "repetition": self.repetition,

@@ -55,6 +55,11 @@ class ContractOptions:
     # Qwen wrote one entry every time, as it wrote `{"action": ...}` without it (0/15
     # right both ways; bench/bfcl/notes.md, "Several calls").
     listed_calls: bool = False
+    # The continuation the model answers now restates the user's request, so a model that
+    # made one call of several sees what is left (turn-after-a-result benchmark, Qwen,
+    # bench/bfcl/notes.md stop 25). Off for the embedded SmolLM2, whose answer after a
+    # result it garbled (`parlay.start.EMBEDDED_RESTATE_REQUEST`).
+    restate_request: bool = True
 
 
 def render_template(options: ContractOptions, name: str, **variables: Any) -> str:

@@ -218,7 +218,8 @@ def project_history(
                 out.append(AssistantMessage(render_final(message.content, options, shape=shape)))
         else:
             out.append(message)
-    flush(waiting=tool_state(messages) is ToolState.WAITING_FOR_RESULT, request=asked)
+    restated = asked if options.restate_request else ""
+    flush(waiting=tool_state(messages) is ToolState.WAITING_FOR_RESULT, request=restated)
     return out
 
 
