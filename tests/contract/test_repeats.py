@@ -34,7 +34,8 @@ async def test_a_call_repeating_an_answered_one_is_asked_again_for_words_under_a
         '{"final": {"content": "Sunny in Rome; 2 + 3 is 5."}}',
         caps=PLAIN_SCHEMA,
     )
-    events, finish = await run(PromptedBackend(inner), ChatRequest(BOTH_ANSWERED, TOOLS))
+    engine = PromptedBackend(inner, action_format="json")
+    events, finish = await run(engine, ChatRequest(BOTH_ANSWERED, TOOLS))
     assert calls_of(events) == []
     assert text_of(events) == "Sunny in Rome; 2 + 3 is 5."
     assert finish.reason == "stop"
