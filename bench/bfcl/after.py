@@ -9,7 +9,10 @@ result to the model that is theirs rather than ours.
 
     flock /tmp/parlay-model.lock nice -n 5 python -m bench.bfcl.after \\
         --models qwen --half tune --per-category 8
-    python -m bench.bfcl.after --report     # the page from the store, nothing run
+    python -m bench.bfcl.after --report --tag stop25,stop25b   # the page, nothing run
+
+With several engine tags (oldest first) each system shows its newest complete run;
+without `--tag`, every outcome of every tag counts.
 
 The page pairs each engine variant with the shipped engine on the same continuations:
 right, ended, repeated, carried and empty, with 95 % Wilson intervals.
