@@ -19,8 +19,8 @@ from parlay.tools import Tool
 # `PromptedBackend.min_offered_share` for the embedded SmolLM2-135M (see `default_backend`).
 EMBEDDED_MIN_OFFERED_SHARE = 0.1
 # After a tool result, the restated request garbled SmolLM2's answer in the quick start
-# ("Dec 2020-01-20 22:22:52..." for an order's status); measured on the turn-after-a-
-# result benchmark in bench/bfcl/notes.md (stop 25).
+# ("Dec 2020-01-20 22:22:52..." for an order's status), and on the turn-after-a-result
+# benchmark it cost SmolLM2 -9.2 points (-16.7 to -2.7; bench/bfcl/notes.md, stop 25).
 EMBEDDED_RESTATE_REQUEST = False
 
 
