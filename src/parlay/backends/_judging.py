@@ -22,7 +22,7 @@ from parlay.contract.parser import ParseResult
 from parlay.contract.placeholders import is_placeholder
 from parlay.contract.refusal import RefusalSignal, asks_user, detect_refusal
 from parlay.contract.relevance import fitting_tool
-from parlay.contract.retry import Verdict
+from parlay.contract.retry import Verdict, only_repeats
 from parlay.diagnostics import RetryRecord
 from parlay.request import ToolSpec
 
@@ -96,7 +96,7 @@ def to_release(
             return None
         turn.notes.append(f"the reply repeated {repeated}: the first answer stands")
         return turn.first_answer
-    if not can_retry and only_repeats(engine, turn, attempt, parsed):
+    if not can_retry and repeats_to_drop(engine, turn, attempt, parsed):
         # No grammar kept the last try to words: a repeat handed on loops a tool runner.
         turn.fired.append("repeat_to_words")
         turn.notes.append("dropped a last reply that only repeated answered calls")
@@ -112,15 +112,13 @@ def to_release(
     return released
 
 
-def only_repeats(
+def repeats_to_drop(
     engine: PromptedBackend, turn: Turn, attempt: Attempt, parsed: ParseResult
 ) -> bool:
     """Whether every call of the reply repeats one the history answered, under `auto`."""
-    repeats = [i for i in attempt.issues if i.kind == "repeated_call"]
     return (
         turn.choice.mode == "auto"
-        and bool(parsed.calls)
-        and len(repeats) == len(parsed.calls)
+        and only_repeats(parsed.calls, attempt.issues)
         and engine.rules.on("repeat_to_words")
     )
 

@@ -132,9 +132,9 @@ def _verdicts(reply: Reply) -> Iterator[Verdict]:
     yield from (Verdict("unknown_tool", i.call.name) for i in _of(issues, "unknown_tool"))
     for issue in _of(issues, "invalid_arguments"):
         yield Verdict("invalid_arguments", issue.detail, issue.spec)
-    repeats = _of(issues, "repeated_call")
-    if repeats and len(repeats) == len(calls):
+    if only_repeats(calls, issues):
         # Every call asks again for a result the history already holds.
+        repeats = _of(issues, "repeated_call")
         yield Verdict("repeated_call", ", ".join(i.call.name for i in repeats))
     unreadable = [p for p in reply.problems if p.kind in UNREADABLE]
     if unreadable:
@@ -176,6 +176,11 @@ def _verdicts(reply: Reply) -> Iterator[Verdict]:
         yield Verdict("refusal", reply.refusal.phrase, about_text=True)
     if choice.mode == "auto" and reply.fitting_tool is not None:
         yield Verdict("missed_tool", reply.fitting_tool.name, reply.fitting_tool, about_text=True)
+
+
+def only_repeats(calls: Sequence[ToolCall], issues: Sequence[CallIssue]) -> bool:
+    """Whether the reply has calls and every one repeats a call the history answered."""
+    return bool(calls) and len(_of(issues, "repeated_call")) == len(calls)
 
 
 def _of(issues: Sequence[CallIssue], kind: str) -> list[CallIssue]:
