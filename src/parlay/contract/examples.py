@@ -286,8 +286,14 @@ class Pair:
     request: str
     calls: tuple[ToolCall, ToolCall]
     thought: str
-    results: tuple[ToolResult, ...] = ()
-    answer: str = ""
+
+    @property
+    def results(self) -> tuple[ToolResult, ...]:
+        return tuple(ToolResult(c.id, c.name, json.dumps(EXAMPLE_RESULT)) for c in self.calls)
+
+    @property
+    def answer(self) -> str:
+        return " ".join(_reported(c.name, EXAMPLE_RESULT) for c in self.calls)
 
 
 def pair_example(tools: tuple[ToolSpec, ...]) -> Pair | None:
@@ -299,10 +305,7 @@ def pair_example(tools: tuple[ToolSpec, ...]) -> Pair | None:
     second = single_example(tools[1], 81) if len(tools) > 1 else _varied_example(tools[0], 81)
     later = f"{second.request[0].lower()}{second.request[1:]}"
     request = f"{first.request[:-1]}, and {later}"
-    calls = (first.call, second.call)
-    results = tuple(ToolResult(c.id, c.name, json.dumps(EXAMPLE_RESULT)) for c in calls)
-    answer = " ".join(_reported(c.name, EXAMPLE_RESULT) for c in calls)
-    return Pair(request, calls, "Both at once.", results, answer)
+    return Pair(request, (first.call, second.call), "Both at once.")
 
 
 def ask_example(tools: tuple[ToolSpec, ...]) -> Ask | None:
