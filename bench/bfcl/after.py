@@ -33,8 +33,8 @@ from bench.bfcl.after_result import Continuation, continuations, record
 from bench.bfcl.commit import head_commit
 from bench.bfcl.dev import N_CTX, current, halves
 from bench.bfcl.models import models
-from bench.bfcl.runner import answer, is_done
-from bench.bfcl.split import HALVES, half_of
+from bench.bfcl.runner import Asking, run
+from bench.bfcl.split import HALVES
 from bench.bfcl.stats import mean, wilson
 from bench.bfcl.store import Store, config_key
 from bench.bfcl.systems import Setup, System, build
@@ -45,42 +45,7 @@ STORE = RESULTS / "bfcl-after.jsonl"
 SYSTEMS = ("parlay", "parlay:typed", "llama.cpp")
 MEASURES = ("right", "ended", "repeated", "carried", "empty")
 Outcome = dict[str, Any]
-
-
-async def ask(
-    model: str,
-    systems: Sequence[System],
-    items: Sequence[Continuation],
-    store: Store,
-    *,
-    commit: str,
-) -> int:
-    """Each continuation of each system once, unless the store has it; how many asked."""
-    done = store.load()
-    asked = 0
-    for number, item in enumerate(items, 1):
-        for system in systems:
-            config = config_key(system.config)
-            where = (model, system.name, item.question.category, item.id, config)
-            if is_done(done.get(where), retry_errors=False):
-                continue
-            reply = await answer(system, item.question)
-            keys: dict[str, Any] = {"model": model, "system": system.name, "config": config}
-            keys |= {
-                "half": half_of(item.question.id),
-                "tag": system.config.get("tag", ""),
-                "commit": commit,
-            }
-            outcome = record(item, reply, **keys)
-            store.append(outcome)
-            done[where] = outcome
-            asked += 1
-            mark = "ok" if outcome["right"] else "--"
-            print(
-                f"  [{model} / {system.name}] {number}/{len(items)} {mark} {item.id} "
-                f"{reply.seconds:.1f}s {len(reply.calls)} calls"
-            )
-    return asked
+CONTINUATIONS: Asking[Continuation] = Asking(lambda c: c.question, lambda c: c.id, record)
 
 
 def derive(
@@ -130,8 +95,8 @@ async def run_model(args: argparse.Namespace, key: str, store: Store) -> None:
     for half in halves(args.half):
         items = continuations(half, args.per_category or None)
         print(f"{key}, {half} half: {len(items)} continuations x {len(systems)} systems")
-        asked = await ask(key, systems, items, store, commit=head_commit())
-        print(f"  asked {asked}")
+        progress = await run(key, systems, items, store, asking=CONTINUATIONS, commit=head_commit())
+        print(f"  asked {progress.asked}, already done {progress.skipped}")
 
 
 def share(rows: Sequence[Outcome], measure: str) -> str:

@@ -38,7 +38,7 @@ from bench.bfcl.commit import head_commit
 from bench.bfcl.data import DEV_CATEGORIES, refuse_held_out
 from bench.bfcl.models import models
 from bench.bfcl.report import render
-from bench.bfcl.runner import run
+from bench.bfcl.runner import QUESTIONS, run
 from bench.bfcl.split import HALVES, Half, interleave, select
 from bench.bfcl.store import Store
 from bench.bfcl.systems import DEFAULT_SYSTEMS, Setup, build
@@ -202,7 +202,13 @@ async def run_model(args: argparse.Namespace, key: str, store: Store) -> None:
             questions = [q for q in questions if q.id in only]
         print(f"{key}, {half} half: {len(questions)} questions x {len(systems)} systems")
         progress = await run(
-            key, systems, questions, store, commit=head_commit(), retry_errors=args.retry_errors
+            key,
+            systems,
+            questions,
+            store,
+            asking=QUESTIONS,
+            commit=head_commit(),
+            retry_errors=args.retry_errors,
         )
         print(f"  asked {progress.asked}, already done {progress.skipped}")
 

@@ -8,15 +8,30 @@ known, so a killed run loses at most the question being asked.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from attrs import define
+from attrs import define, frozen
 
 from bench.bfcl.data import Question
 from bench.bfcl.outcome import REQUEST_ERROR, Reply, record
 from bench.bfcl.split import half_of
 from bench.bfcl.store import Key, Store, config_key
 from bench.bfcl.systems import System
+
+Item = TypeVar("Item")
+
+
+@frozen
+class Asking(Generic[Item]):
+    """How a run reads the items it asks: the question a system is shown, the id the
+    outcome is stored under, and the outcome itself (store keys first)."""
+
+    question: Callable[[Item], Question]
+    id: Callable[[Item], str]
+    record: Callable[..., dict[str, Any]]
+
+
+QUESTIONS: Asking[Question] = Asking(lambda q: q, lambda q: q.id, record)
 
 
 @define
@@ -57,32 +72,36 @@ async def answer(system: System, question: Question) -> Reply:
 async def run(
     model: str,
     systems: Sequence[System],
-    questions: Sequence[Question],
+    items: Sequence[Item],
     store: Store,
     *,
+    asking: Asking[Item],
     commit: str = "",
     retry_errors: bool = False,
     report: Callable[[str], None] = print,
 ) -> Progress:
-    """Ask each question of each system once, unless the store already has the outcome."""
+    """Ask each item of each system once, unless the store already has the outcome."""
     done = store.load()
     progress = Progress()
-    for number, question in enumerate(questions, 1):
+    for number, item in enumerate(items, 1):
+        question, item_id = asking.question(item), asking.id(item)
         for system in systems:
-            where = key(model, system, question)
+            config = config_key(system.config)
+            where = (model, system.name, question.category, item_id, config)
             if is_done(done.get(where), retry_errors):
                 progress.skipped += 1
                 continue
             reply = await answer(system, question)
-            tag = system.config.get("tag", "")
-            outcome = outcome_of(question, reply, where, commit=commit, tag=tag)
+            keys = {"model": model, "system": system.name, "config": config}
+            keys |= {"half": half_of(question.id), "commit": commit}
+            outcome = asking.record(item, reply, **keys, tag=system.config.get("tag", ""))
             store.append(outcome)
             done[where] = outcome
             progress.asked += 1
             progress.seconds += reply.seconds
             mark = "ok" if outcome["right"] else "--"
             report(
-                f"  [{model} / {system.name}] {number}/{len(questions)} {mark} {question.id} "
-                f"{reply.seconds:.1f}s {outcome['error_type']}"
+                f"  [{model} / {system.name}] {number}/{len(items)} {mark} {item_id} "
+                f"{reply.seconds:.1f}s {len(reply.calls)} calls {outcome.get('error_type', '')}"
             )
     return progress

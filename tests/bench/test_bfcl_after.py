@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.bfcl.after import ask, derive, render
+from bench.bfcl.after import CONTINUATIONS, derive, render
 from bench.bfcl.after_result import (
     Continuation,
     continuations,
@@ -16,6 +16,7 @@ from bench.bfcl.after_result import (
 )
 from bench.bfcl.data import Question
 from bench.bfcl.outcome import Reply
+from bench.bfcl.runner import run
 from bench.bfcl.store import Store
 
 from parlay.context import AssistantMessage, ToolResult, UserMessage
@@ -127,11 +128,15 @@ class Answers:
         return Reply((), " ".join(outputs))
 
 
+def quiet(_: str) -> None:
+    pass
+
+
 async def test_a_rerun_of_the_benchmark_asks_nothing_again(tmp_path: Path) -> None:
     store, system = Store(tmp_path / "after.jsonl"), Answers()
     items = [carried_on("all"), carried_on("some")]
-    assert await ask("m", [system], items, store, commit="c") == 2
-    assert await ask("m", [system], items, store, commit="c") == 0
+    assert (await run("m", [system], items, store, asking=CONTINUATIONS, report=quiet)).asked == 2
+    assert (await run("m", [system], items, store, asking=CONTINUATIONS, report=quiet)).asked == 0
     page = render(list(store.load().values()), "t")
     assert "Stage `all`, 1 continuations" in page and "| scripted | 1 | 100 %" in page
 
@@ -142,12 +147,12 @@ async def test_a_new_engine_tag_copies_the_outcomes_its_change_cannot_touch(
     store, before = Store(tmp_path / "after.jsonl"), Answers()
     items = [carried_on("all"), carried_on("some")]
     before.name = "parlay"
-    await ask("m", [before], items, store, commit="c")
+    await run("m", [before], items, store, asking=CONTINUATIONS, report=quiet)
     first = next(iter(store.load().values()))
     store.append({**first, "retries": ["repeated_call"]})  # the rule acted on this one
     after = Answers()
     after.name, after.config = "parlay", {"kind": "scripted", "tag": "new"}
     assert derive("m", [after], store, "t", "repeated_call") == 1
-    assert await ask("m", [after], items, store, commit="c") == 1
+    assert (await run("m", [after], items, store, asking=CONTINUATIONS, report=quiet)).asked == 1
     rows = [o for o in store.load().values() if o["tag"] == "new"]
     assert sorted(bool(o.get("derived")) for o in rows) == [False, True]

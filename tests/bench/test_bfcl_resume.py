@@ -7,7 +7,7 @@ from typing import Any
 
 from bench.bfcl.data import Question
 from bench.bfcl.outcome import Reply
-from bench.bfcl.runner import run
+from bench.bfcl.runner import QUESTIONS, run
 from bench.bfcl.store import Store, config_key
 
 from parlay.context import UserMessage
@@ -50,15 +50,17 @@ async def test_a_rerun_asks_nothing_that_is_done(tmp_path: Path) -> None:
     right = Scripted("right", (("circle_area", {"radius": 3}),))
     silent = Scripted("silent")
     first = [question("multiple_1"), question("live_irrelevance_1", "live_irrelevance")]
-    progress = await run("m", [right, silent], first, store, report=lambda _: None)
+    progress = await run(
+        "m", [right, silent], first, store, asking=QUESTIONS, report=lambda _: None
+    )
     assert (progress.asked, progress.skipped) == (4, 0)
 
-    again = await run("m", [right, silent], first, store, report=lambda _: None)
+    again = await run("m", [right, silent], first, store, asking=QUESTIONS, report=lambda _: None)
     assert (again.asked, again.skipped) == (0, 4)
     assert right.asked == silent.asked == ["multiple_1", "live_irrelevance_1"]
 
     more = [*first, question("multiple_2")]
-    await run("m", [right, silent], more, store, report=lambda _: None)
+    await run("m", [right, silent], more, store, asking=QUESTIONS, report=lambda _: None)
     assert right.asked[-1] == silent.asked[-1] == "multiple_2" and len(right.asked) == 3
     outcomes = store.load()
     assert len(outcomes) == 6
@@ -71,17 +73,25 @@ async def test_a_rerun_asks_nothing_that_is_done(tmp_path: Path) -> None:
 async def test_another_model_or_config_is_asked_afresh(tmp_path: Path) -> None:
     store = Store(tmp_path / "outcomes.jsonl")
     system = Scripted("s")
-    await run("m", [system], [question("multiple_1")], store, report=lambda _: None)
-    await run("other", [system], [question("multiple_1")], store, report=lambda _: None)
+    await run(
+        "m", [system], [question("multiple_1")], store, asking=QUESTIONS, report=lambda _: None
+    )
+    await run(
+        "other", [system], [question("multiple_1")], store, asking=QUESTIONS, report=lambda _: None
+    )
     system.config = {"kind": "s", "tag": "new engine"}
-    await run("m", [system], [question("multiple_1")], store, report=lambda _: None)
+    await run(
+        "m", [system], [question("multiple_1")], store, asking=QUESTIONS, report=lambda _: None
+    )
     assert len(system.asked) == 3
 
 
 async def test_failed_requests_are_kept_and_asked_again_only_when_told(tmp_path: Path) -> None:
     store = Store(tmp_path / "outcomes.jsonl")
     broken = Scripted("s", error="ConnectError: server gone")
-    await run("m", [broken], [question("multiple_1")], store, report=lambda _: None)
+    await run(
+        "m", [broken], [question("multiple_1")], store, asking=QUESTIONS, report=lambda _: None
+    )
     [outcome] = store.load().values()
     assert (outcome["error_type"], outcome["right"], outcome["abstained"]) == (
         "request_error",
@@ -89,11 +99,19 @@ async def test_failed_requests_are_kept_and_asked_again_only_when_told(tmp_path:
         False,
     )
 
-    await run("m", [broken], [question("multiple_1")], store, report=lambda _: None)
+    await run(
+        "m", [broken], [question("multiple_1")], store, asking=QUESTIONS, report=lambda _: None
+    )
     assert len(broken.asked) == 1
     broken.error = ""
     await run(
-        "m", [broken], [question("multiple_1")], store, retry_errors=True, report=lambda _: None
+        "m",
+        [broken],
+        [question("multiple_1")],
+        store,
+        asking=QUESTIONS,
+        retry_errors=True,
+        report=lambda _: None,
     )
     assert len(broken.asked) == 2
     [outcome] = store.load().values()
@@ -109,7 +127,14 @@ async def test_an_exception_in_a_system_is_a_failed_request_not_the_end_of_the_r
 
     store = Store(tmp_path / "outcomes.jsonl")
     fine = Scripted("fine")
-    await run("m", [Crashing("c"), fine], [question("multiple_1")], store, report=lambda _: None)
+    await run(
+        "m",
+        [Crashing("c"), fine],
+        [question("multiple_1")],
+        store,
+        asking=QUESTIONS,
+        report=lambda _: None,
+    )
     assert fine.asked == ["multiple_1"]
     errors = [o["error"] for o in store.load().values() if o["error_type"] == "request_error"]
     assert errors == ["RuntimeError in c: bug"]
