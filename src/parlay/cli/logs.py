@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from parlay._text import one_line
 from parlay.errors import StoreError
 from parlay.store import LoggedResponse, Store
 
@@ -33,11 +34,6 @@ def _answer(row: LoggedResponse) -> str:
     if row.finish_reason == "error" and row.diagnostics:
         return f"(failed) {row.diagnostics.get('error', '')}"
     return row.text
-
-
-def _short(text: str | None, width: int = 60) -> str:
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 @logs_app.callback()
@@ -74,8 +70,8 @@ def list_logs(
             str(row.id),
             row.created_at[:19].replace("T", " "),
             escape(_model_name(row.model or row.backend or "")),
-            escape(_short(row.prompt, 40)),
-            escape(_short(_answer(row), 40)),
+            escape(one_line(row.prompt, 40)),
+            escape(one_line(_answer(row), 40)),
             escape(", ".join(c.name for c in row.calls)),
         )
     Console(highlight=False).print(table)
