@@ -29,7 +29,7 @@ from typing import Any
 
 from bench._table import markdown_table
 from bench.bfcl.ablation_report import gain, interval
-from bench.bfcl.after_result import Continuation, continuations, record
+from bench.bfcl.after_result import Continuation, continuations, parrots, record
 from bench.bfcl.commit import head_commit
 from bench.bfcl.dev import N_CTX, current, halves
 from bench.bfcl.models import models
@@ -43,9 +43,18 @@ from parlay.backends.local import shared_server
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 STORE = RESULTS / "bfcl-after.jsonl"
 SYSTEMS = ("parlay", "parlay:typed", "llama.cpp")
-MEASURES = ("right", "ended", "repeated", "carried", "empty")
+MEASURES = ("right", "ended", "repeated", "carried", "empty", "parroted")
 Outcome = dict[str, Any]
 CONTINUATIONS: Asking[Continuation] = Asking(lambda c: c.question, lambda c: c.id, record)
+
+
+def touched(outcome: Outcome, unless: str) -> bool:
+    """Whether the change `unless` names could have acted on `outcome`: a rule the run
+    recorded acting, or `parroted`, a reply copying the continuation's instructions (which
+    the echo filter drops since stop 26)."""
+    if unless == "parroted":
+        return parrots(outcome["text"])
+    return unless in (*outcome.get("retries", ()), *outcome.get("rules", ()))
 
 
 def derive(
@@ -70,7 +79,7 @@ def derive(
             continue
         config = config_key(system.config)
         for (name, category, question), old in earlier.items():
-            acted = unless_rule in (*old.get("retries", ()), *old.get("rules", ()))
+            acted = touched(old, unless_rule)
             where = (model, name, category, question, config)
             if name != system.name or acted or where in done:
                 continue
@@ -174,7 +183,7 @@ def render(outcomes: Sequence[Outcome], tag: str) -> str:
         "their 95 % Wilson intervals, on the continuations every system answered.",
     ]
     # Several tags, oldest first: each engine column its newest tag's complete run.
-    chosen = current(outcomes, tag)
+    chosen = [{**o, "parroted": parrots(o["text"])} for o in current(outcomes, tag)]
     for model in sorted({o["model"] for o in chosen}):
         for half in HALVES:
             rows = [o for o in chosen if o["model"] == model and o["half"] == half]
@@ -199,7 +208,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--derive-from", default="", help="an earlier engine tag to copy from")
     parser.add_argument(
-        "--unless-rule", default="repeated_call", help="with --derive-from: ask where it acted"
+        "--unless-rule",
+        default="repeated_call",
+        help="with --derive-from: ask where it acted (or `parroted`: where the reply did)",
     )
     parser.add_argument("--store", type=Path, default=STORE)
     parser.add_argument("--page", type=Path, help="default: the store's .md")

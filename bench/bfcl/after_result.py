@@ -14,8 +14,10 @@ the development benchmark becomes one or two continuations:
   Right is a call again: at least one, each naming a function still to call, none the
   same as the call already made (name and arguments).
 
-Two wrong ways are counted apart, because they are what a user sees: `repeated` (a call
-made again, name and arguments the same) and `empty` (no call and no words).
+Three wrong ways are counted apart, because they are what a user sees: `repeated` (a
+call made again, name and arguments the same), `empty` (no call and no words) and
+`parroted` (words copied from the continuation's instructions, alone or after an
+answer; read from the stored text, so older runs are counted too).
 """
 
 from __future__ import annotations
@@ -39,6 +41,15 @@ TEXT_KEPT = 600
 # BFCL writes "" among the acceptable values of an argument that may be left out.
 _LEFT_OUT = ""
 _BETWEEN_DIGITS = re.compile(r"(?<=\d)[,\s_'](?=\d)")
+# Clauses of the continuation's instructions (templates/contract/continuation.j2 and
+# its probes) that no answer needs: a reply holding one copied parlay's words.
+INSTRUCTION_CLAUSES = (
+    "decide the next step",
+    "no result above gives yet",
+    "call another tool if the task still needs",
+    "otherwise answer the user with",
+    "more results are still coming",
+)
 
 
 @frozen
@@ -122,6 +133,12 @@ def carries(text: str, number: int) -> bool:
     return str(number) in _BETWEEN_DIGITS.sub("", text)
 
 
+def parrots(text: str) -> bool:
+    """Whether `text` copies a clause of the continuation's instructions."""
+    folded = " ".join(text.split()).lower()
+    return any(clause in folded for clause in INSTRUCTION_CLAUSES)
+
+
 def judge(continuation: Continuation, reply: Reply) -> dict[str, Any]:
     """The verdicts on the reply to a continuation (see the module's docstring)."""
     if reply.error:
@@ -132,6 +149,7 @@ def judge(continuation: Continuation, reply: Reply) -> dict[str, Any]:
             "carried": False,
             "empty": False,
             "placeholder": False,
+            "parroted": False,
             "error": reply.error,
         }
     calls = reply.calls
@@ -152,6 +170,7 @@ def judge(continuation: Continuation, reply: Reply) -> dict[str, Any]:
         "carried": carried,
         "empty": not calls and not text,
         "placeholder": any(p.lower() == folded.strip(" .\"'") for p in PLACEHOLDERS),
+        "parroted": parrots(text),
         "error": "",
     }
 

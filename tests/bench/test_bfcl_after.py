@@ -6,12 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.bfcl.after import CONTINUATIONS, derive, render
+from bench.bfcl import after_result
+from bench.bfcl.after import CONTINUATIONS, derive, render, touched
 from bench.bfcl.after_result import (
     Continuation,
     continuations,
     continue_question,
     judge,
+    parrots,
     truth_calls,
 )
 from bench.bfcl.data import Question
@@ -156,3 +158,23 @@ async def test_a_new_engine_tag_copies_the_outcomes_its_change_cannot_touch(
     assert (await run("m", [after], items, store, asking=CONTINUATIONS, report=quiet)).asked == 1
     rows = [o for o in store.load().values() if o["tag"] == "new"]
     assert sorted(bool(o.get("derived")) for o in rows) == [False, True]
+
+
+def test_a_reply_copying_the_continuations_instructions_is_counted_as_parroted() -> None:
+    shipped = (
+        Path(__file__).resolve().parents[2] / "templates/contract/continuation.j2"
+    ).read_text()
+    clauses = [
+        c for c in after_result.INSTRUCTION_CLAUSES if c in " ".join(shipped.split()).lower()
+    ]
+    assert len(clauses) >= 4  # the measure follows the shipped template's words
+    assert parrots("The total is 42004. Decide the next step: call another tool if the task")
+    assert parrots("The request asks for something no result above gives yet.")
+    assert not parrots("calculate_displacement returned 42004, so the next step is done.")
+
+
+def test_a_derived_run_asks_again_where_the_reply_parroted_the_instructions() -> None:
+    parroted = {"text": "Decide the next step: call another tool.", "retries": [], "rules": []}
+    answered = {"text": "It is 42004.", "retries": ["repeated_call"], "rules": []}
+    assert touched(parroted, "parroted") and not touched(answered, "parroted")
+    assert touched(answered, "repeated_call") and not touched(parroted, "repeated_call")

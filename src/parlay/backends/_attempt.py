@@ -7,10 +7,11 @@ not a refusal and holds the calls until the reply has been judged.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from parlay.context import ToolCall
 from parlay.contract.checks import CheckedCall
+from parlay.contract.grounding import may_echo
 from parlay.contract.placeholders import may_become_placeholder
 from parlay.contract.refusal import RefusalPhrases, detect_refusal
 from parlay.contract.retry import CallIssue
@@ -41,6 +42,7 @@ class Attempt:
         suppress_text: bool = False,
         parallel: bool = True,
         drop_duplicates: bool = False,
+        own_passages: Sequence[str] = (),
     ) -> None:
         self.mode = mode
         self.check = check
@@ -50,6 +52,9 @@ class Attempt:
         self.suppress_text = suppress_text
         self.parallel = parallel
         self.drop_duplicates = drop_duplicates
+        # parlay's own words around the tool results: text that may only repeat them is
+        # held, so the echo filter can still drop it (`may_echo`).
+        self.own_passages = own_passages
         self.ended: set[tuple[str, str]] = set()  # (name, arguments) of the calls so far
         self.duplicates = 0
         self.kept_call: str | None = None
@@ -129,13 +134,14 @@ class Attempt:
 
     def _live_text(self, event: TextDelta) -> list[Event]:
         """Live mode: text streams at once, except a start that may still turn out to be
-        only a stand-in of the format instructions ("your answer"), which the engine
-        drops; it is held until it says more."""
+        only a stand-in of the format instructions ("your answer") or a repeat of the
+        continuation's words, which the engine drops; it is held until it says more."""
         if self.text_live:
             self.shown_text = True
             return [event]
         self.held.append(event)
-        if may_become_placeholder("".join(e.text for e in self.held if isinstance(e, TextDelta))):
+        held_text = "".join(e.text for e in self.held if isinstance(e, TextDelta))
+        if may_become_placeholder(held_text) or may_echo(held_text, self.own_passages):
             return []
         return self._release_text()
 
@@ -158,6 +164,8 @@ class Attempt:
             return []
         held_text = "".join(e.text for e in self.held if isinstance(e, TextDelta))
         if detect_refusal(held_text, self.refusal_phrases) is not None:
+            return []
+        if may_echo(held_text, self.own_passages):
             return []
         self.text_live = True
         self.shown_text = True

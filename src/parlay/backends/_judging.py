@@ -83,7 +83,7 @@ def to_release(
     engine: PromptedBackend, turn: Turn, attempt: Attempt, parsed: ParseResult, can_retry: bool
 ) -> Attempt | None:
     """The attempt whose events go out (None: nothing does, the reply was dropped)."""
-    repeated = own_words(attempt, parsed, turn.instruction)
+    repeated = own_words(attempt, parsed, turn.instruction, turn.own_passages)
     if repeated and engine.rules.on("echo_filter"):
         turn.fired.append("echo_filter")
         # Qwen and SmolLM2 answered retry messages with their own words ("The tool call,
@@ -170,15 +170,20 @@ def last_forced(
     return attempt
 
 
-def own_words(attempt: Attempt, parsed: ParseResult, instruction: str) -> str:
+def own_words(
+    attempt: Attempt, parsed: ParseResult, instruction: str, passages: Sequence[str] = ()
+) -> str:
     """What of parlay's own a plain reply, not yet shown, only repeats ("" if nothing):
-    a stand-in of the format instructions, or the retry message it answers."""
+    a stand-in of the format instructions, the retry message it answers, or the words
+    of the continuation around the tool results (`passages`)."""
     if parsed.calls or attempt.shown_text:
         return ""
     if is_placeholder(parsed.text):
         return "a stand-in of the format instructions"
     if instruction and echoes(parsed.text, instruction):
         return "the retry message"
+    if any(echoes(parsed.text, passage) for passage in passages):
+        return "the continuation's instructions"
     return ""
 
 

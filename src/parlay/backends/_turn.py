@@ -51,6 +51,8 @@ class Turn:
     shown_text: bool = False
     first_answer: Attempt | None = None  # a plain answer held back by a missed_tool retry
     instruction: str = ""  # the message the last retry added
+    # parlay's own words in the continuation the model answers (`continuation_passages`).
+    own_passages: tuple[str, ...] = ()
     last_finish: Finish | None = None
     repetition: str | None = None  # what a looping attempt repeated
     dropped: bool = False  # the last reply only repeated parlay's own words

@@ -237,6 +237,13 @@ def echoes(text: str, source: str) -> bool:
     return len(folded) >= _MIN_ECHO and folded in _squeezed(source)
 
 
+def may_echo(text: str, sources: Sequence[str]) -> bool:
+    """Whether `text`, the start of a reply, could still turn out to only repeat part of
+    one of `sources` (`echoes`)."""
+    folded = _squeezed(text).strip(".")
+    return any(folded in _squeezed(source) for source in sources)
+
+
 def _squeezed(text: str) -> str:
     return "".join(text.split()).casefold()
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from attrs import field, frozen
 
+from parlay._text import one_line
 from parlay.context import ToolCall, ToolResult
 from parlay.errors import ConfigurationError
 from parlay.templating import environment
@@ -165,10 +166,5 @@ def render_results(
         "contract/continuation.j2",
         results=views,
         waiting=waiting,
-        request=_clipped(request, RESTATED_CHARS),
+        request=one_line(request, RESTATED_CHARS),
     )
-
-
-def _clipped(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

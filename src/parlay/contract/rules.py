@@ -51,8 +51,9 @@ OTHER_RULES: dict[str, str] = {
     ),
     "kept_insisted_value": "a call whose questioned value the model gave again stands",
     "echo_filter": (
-        "a plain reply that only repeats a retry message or a stand-in is dropped "
-        "(an answer held back for a missed_tool retry stands instead)"
+        "a plain reply that only repeats a retry message, a stand-in or the words the "
+        "continuation wraps tool results in is dropped (an answer held back for a "
+        "missed_tool retry stands instead)"
     ),
     "first_answer_stands": (
         "with no retry left, a call the grammar forced after a missed_tool nudge gives "
