@@ -49,12 +49,13 @@ CONTINUATIONS: Asking[Continuation] = Asking(lambda c: c.question, lambda c: c.i
 
 
 def touched(outcome: Outcome, unless: str) -> bool:
-    """Whether the change `unless` names could have acted on `outcome`: a rule the run
-    recorded acting, or `parroted`, a reply copying the continuation's instructions (which
-    the echo filter drops since stop 26)."""
-    if unless == "parroted":
-        return parrots(outcome["text"])
-    return unless in (*outcome.get("retries", ()), *outcome.get("rules", ()))
+    """Whether a change could have acted on `outcome`: `unless` names, comma-separated,
+    rules the run recorded acting, or `parroted`, a reply copying the continuation's
+    instructions (which the echo filter drops since stop 26)."""
+    acted = {*outcome.get("retries", ()), *outcome.get("rules", ())}
+    if "parroted" in acted or parrots(outcome["text"]):
+        acted.add("parroted")
+    return any(name.strip() in acted for name in unless.split(","))
 
 
 def derive(
@@ -210,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--unless-rule",
         default="repeated_call",
-        help="with --derive-from: ask where it acted (or `parroted`: where the reply did)",
+        help="with --derive-from: ask where these acted (comma-separated; `parroted`: the reply)",
     )
     parser.add_argument("--store", type=Path, default=STORE)
     parser.add_argument("--page", type=Path, help="default: the store's .md")

@@ -47,7 +47,7 @@ INSTRUCTION_CLAUSES = (
     "decide the next step",
     "no result above gives yet",
     "call another tool if the task still needs",
-    "otherwise answer the user with",
+    "answer the user with",
     "more results are still coming",
 )
 

@@ -178,3 +178,4 @@ def test_a_derived_run_asks_again_where_the_reply_parroted_the_instructions() ->
     answered = {"text": "It is 42004.", "retries": ["repeated_call"], "rules": []}
     assert touched(parroted, "parroted") and not touched(answered, "parroted")
     assert touched(answered, "repeated_call") and not touched(parroted, "repeated_call")
+    assert touched(answered, "parroted, repeated_call") and touched(parroted, "x,parroted")

@@ -43,6 +43,11 @@ async def test_a_call_repeating_an_answered_one_is_asked_again_for_words_under_a
     assert "repeat_to_words" in finish.diagnostics.rules
     # Not held to the tools it did not repeat (Qwen called one with the same values).
     assert set(inner.requests[1].response_format.schema["properties"]) == {"final"}
+    # Nor told to call: asked for the answer only, a line it cannot follow is not there
+    # to copy (held to words, Qwen wrote "The request asks for something no result above
+    # gives yet, call the tool for it").
+    last = inner.requests[1].messages[-1].content
+    assert last.endswith("Answer the user with all 2 results.") and "call" not in last
 
 
 async def test_a_repeat_on_the_last_try_without_a_grammar_is_dropped_for_words() -> None:

@@ -139,8 +139,10 @@ def render_results(
     waiting: bool = False,
     show_ids: bool = False,
     request: str = "",
+    may_call: bool = True,
 ) -> str:
-    """The continuation message that wraps tool results and asks for the next action.
+    """The continuation message that wraps tool results and asks for the next action
+    (`may_call` False: for the answer only, under tool_choice "none").
 
     Empty outputs, errors and outputs over `max_result_chars` (cut with a marker) are
     worded the same way every time. `request` is the user's message the results serve,
@@ -167,4 +169,5 @@ def render_results(
         results=views,
         waiting=waiting,
         request=one_line(request, RESTATED_CHARS),
+        may_call=may_call,
     )

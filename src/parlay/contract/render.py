@@ -177,20 +177,28 @@ def project_history(
     *,
     constrained: bool = False,
     parallel: bool = False,
+    may_call: bool = True,
 ) -> list[Message]:
-    """Calls back into action text, results into continuation messages; no tool roles."""
+    """Calls back into action text, results into continuation messages; no tool roles.
+    `may_call`: whether the reply to the last continuation may call (not under
+    tool_choice "none"), which its last line asks for accordingly."""
     shape = shape_of(options, constrained)
     listed = lists_calls(options, shape, parallel)
     out: list[Message] = []
     pending: list[ToolResult] = []
     asked = ""  # the latest user message: what the results serve
 
-    def flush(waiting: bool = False, request: str = "") -> None:
+    def flush(waiting: bool = False, request: str = "", may_call: bool = True) -> None:
         if pending:
             names = [r.name for r in pending]
             show_ids = len(set(names)) < len(names)
             text = render_results(
-                pending, options, waiting=waiting, show_ids=show_ids, request=request
+                pending,
+                options,
+                waiting=waiting,
+                show_ids=show_ids,
+                request=request,
+                may_call=may_call,
             )
             out.append(UserMessage(text))
             pending.clear()
@@ -219,7 +227,8 @@ def project_history(
         else:
             out.append(message)
     restated = asked if options.restate_request else ""
-    flush(waiting=tool_state(messages) is ToolState.WAITING_FOR_RESULT, request=restated)
+    waiting = tool_state(messages) is ToolState.WAITING_FOR_RESULT
+    flush(waiting=waiting, request=restated, may_call=may_call)
     return out
 
 
@@ -252,8 +261,11 @@ def render_contract(
         example_answers = frozenset(str(v) for v in unseen & EXAMPLE_ANSWERS)
         example_values = unseen - EXAMPLE_ANSWERS
     parallel = request.parallel_tool_calls
+    may_call = request.tool_choice.mode != "none"
     out.extend(
-        project_history(messages[start:], options, constrained=constrained, parallel=parallel)
+        project_history(
+            messages[start:], options, constrained=constrained, parallel=parallel, may_call=may_call
+        )
     )
     if options.reminder and request.tool_choice.mode != "auto" and isinstance(out[-1], UserMessage):
         reminder = render_template(options, "contract/reminder.j2", choice=request.tool_choice)
