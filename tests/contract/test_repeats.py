@@ -78,3 +78,31 @@ async def test_a_new_call_after_a_result_is_not_a_repeat() -> None:
     events, finish = await run(PromptedBackend(inner), request)
     assert calls_of(events) == [("get_weather", {"city": "Oslo"})]
     assert finish.diagnostics.retries == ()
+
+
+ONE_ANSWERED = (*BOTH_ANSWERED, UserMessage("And the weather in Oslo?"))
+
+
+async def test_a_repeat_beside_a_new_call_is_dropped_and_the_new_call_goes_out() -> None:
+    reply = block("get_weather", city="Rome") + "\n" + block("get_weather", city="Oslo")
+    inner = scripted(reply, caps=PLAIN)
+    events, finish = await run(PromptedBackend(inner), ChatRequest(ONE_ANSWERED, TOOLS))
+    assert calls_of(events) == [("get_weather", {"city": "Oslo"})]
+    assert finish.diagnostics.rules == ("repeat_beside_new",)
+    assert finish.reason == "tool_calls"
+
+
+async def test_with_repeat_beside_new_off_both_calls_go_out() -> None:
+    reply = block("get_weather", city="Rome") + "\n" + block("get_weather", city="Oslo")
+    inner = scripted(reply, caps=PLAIN)
+    engine = PromptedBackend(inner, rules_off={"repeat_beside_new"})
+    events, _ = await run(engine, ChatRequest(ONE_ANSWERED, TOOLS))
+    assert [a["city"] for _, a in calls_of(events)] == ["Rome", "Oslo"]
+
+
+async def test_a_repeat_beside_a_new_call_the_caller_forced_goes_out() -> None:
+    reply = block("get_weather", city="Rome") + "\n" + block("get_weather", city="Oslo")
+    inner = scripted(reply, caps=PLAIN)
+    request = ChatRequest(ONE_ANSWERED, TOOLS, ToolChoice("required"))
+    events, _ = await run(PromptedBackend(inner), request)
+    assert [a["city"] for _, a in calls_of(events)] == ["Rome", "Oslo"]

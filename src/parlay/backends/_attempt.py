@@ -7,7 +7,7 @@ not a refusal and holds the calls until the reply has been judged.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from parlay.context import ToolCall
 from parlay.contract.checks import CheckedCall
@@ -127,7 +127,7 @@ class Attempt:
         if key not in self.ended:
             self.ended.add(key)
             return False
-        self.held = [e for e in self.held if not (isinstance(e, CALL_EVENTS) and e.id == end.id)]
+        self.drop_held({end.id})
         self.duplicates += 1
         self.notes.append(f"dropped a second identical {end.call.name} call")
         return True
@@ -192,6 +192,12 @@ class Attempt:
                 out.append(ToolCallArgsDelta(event.call.id, event.call.arguments_json))
             out.append(event)
         return out
+
+    def drop_held(self, call_ids: Collection[str]) -> int:
+        """Drop the held events of these calls; how many ended calls went with them."""
+        before = self.emitted_calls
+        self.held = [e for e in self.held if not (isinstance(e, CALL_EVENTS) and e.id in call_ids)]
+        return before - self.emitted_calls
 
     @property
     def emitted_calls(self) -> int:

@@ -109,7 +109,25 @@ def to_release(
             turn.fired.append("first_answer_stands")
     if released is not None and released.duplicates:
         turn.fired.append("duplicate_calls")
+    if released is not None:
+        drop_repeats_beside_new(engine, turn, released)
     return released
+
+
+def drop_repeats_beside_new(engine: PromptedBackend, turn: Turn, released: Attempt) -> None:
+    """Under `auto`, calls repeating answered ones leave a reply that makes new calls as
+    well: their results are in the history already, and a tool that acts (a message
+    sent, an order placed) would act twice. (A reply of repeats only is asked again:
+    `repeated_call`.) Qwen in the typed format mixed a repeat with the next call in 5 %
+    of the turns after a result (`bench.bfcl.after`, stop 25)."""
+    if turn.choice.mode != "auto" or not engine.rules.on("repeat_beside_new"):
+        return
+    repeats = {issue.call.id for issue in released.issues if issue.kind == "repeated_call"}
+    if not repeats or released.emitted_calls <= len(repeats):
+        return
+    if dropped := released.drop_held(repeats):
+        turn.fired.append("repeat_beside_new")
+        turn.notes.append(f"dropped {dropped} call(s) repeating answered ones beside new calls")
 
 
 def repeats_to_drop(

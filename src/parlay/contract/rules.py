@@ -75,6 +75,10 @@ OTHER_RULES: dict[str, str] = {
         "again under the answer-only grammar (without a grammar, a last such reply is "
         "dropped and an answer asked for): a repeat never goes out to loop a tool runner"
     ),
+    "repeat_beside_new": (
+        "under auto, a call repeating one the history answered is dropped from a reply "
+        "that makes new calls too: a tool that acts would act twice"
+    ),
     "words_after_drop": (
         "when the last reply was dropped by the echo filter, one more reply is asked for "
         "under tool_choice none, with no retry message to repeat"
@@ -83,17 +87,19 @@ OTHER_RULES: dict[str, str] = {
 RULES: dict[str, str] = {**VERDICT_RULES, **OTHER_RULES}
 # The rules that keep a failure from reaching the user whatever a benchmark scores: a
 # call to a tool that does not exist or with arguments its schema refuses, a loop, a
-# forced tool_choice left without its call, an empty message under tool_choice none, and
-# parlay's own text handed on as the user's: its instructions or stand-ins as the answer,
-# the made-up values and results of its few-shot examples in a call or an answer, a call
-# its own typed grammar made the model write twice. They stay on by default; the others
-# must earn their place on the benchmark (`bench/results/bfcl-ablation.md`).
+# tool asked again for a result the history holds, a forced tool_choice left without its
+# call, an empty message under tool_choice none, and parlay's own text handed on as the
+# user's: its instructions or stand-ins as the answer, the made-up values and results of
+# its few-shot examples in a call or an answer, a call its own typed grammar made the
+# model write twice. They stay on by default; the others must earn their place on the
+# benchmark (`bench/results/bfcl-ablation.md`).
 GUARDS = frozenset(
     {
         "unknown_tool",
         "invalid_arguments",
         "repeated_call",
         "repeat_to_words",
+        "repeat_beside_new",
         "unreadable",
         "wrong_tool",
         "no_call",
