@@ -50,10 +50,11 @@ CONTINUATIONS: Asking[Continuation] = Asking(lambda c: c.question, lambda c: c.i
 
 def touched(outcome: Outcome, unless: str) -> bool:
     """Whether a change could have acted on `outcome`: `unless` names, comma-separated,
-    rules the run recorded acting, or `parroted`, a reply copying the continuation's
-    instructions (which the echo filter drops since stop 26)."""
+    rules the run recorded acting or verdicts on its reply (`repeated`, `parroted`:
+    what the guards of stop 26 act on)."""
     acted = {*outcome.get("retries", ()), *outcome.get("rules", ())}
-    if "parroted" in acted or parrots(outcome["text"]):
+    acted |= {m for m in ("repeated", "empty") if outcome.get(m)}
+    if parrots(outcome["text"]):
         acted.add("parroted")
     return any(name.strip() in acted for name in unless.split(","))
 

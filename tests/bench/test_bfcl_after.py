@@ -179,3 +179,4 @@ def test_a_derived_run_asks_again_where_the_reply_parroted_the_instructions() ->
     assert touched(parroted, "parroted") and not touched(answered, "parroted")
     assert touched(answered, "repeated_call") and not touched(parroted, "repeated_call")
     assert touched(answered, "parroted, repeated_call") and touched(parroted, "x,parroted")
+    assert touched({**answered, "repeated": True}, "repeated")
