@@ -11,8 +11,8 @@ from parlay.backends.base import Capabilities
 from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
+from parlay.contract.own_words import continuation_words, own_passages
 from parlay.contract.pieces import ContractOptions
-from parlay.contract.placeholders import continuation_passages, own_passages
 from parlay.contract.render import render_contract
 from parlay.events import Event, Finish, TextDelta
 from parlay.request import ChatRequest
@@ -41,7 +41,7 @@ async def run(backend: PromptedBackend, request: ChatRequest) -> tuple[str, Fini
 def test_the_continuations_own_words_leave_out_the_results_and_the_request() -> None:
     options = ContractOptions()
     rendered = render_contract(ChatRequest(AFTER_RESULT, tools=TOOLS), options).messages
-    passages = continuation_passages(AFTER_RESULT, rendered, options)
+    passages = continuation_words(AFTER_RESULT, rendered, options).passages
     assert LAST_LINE in "".join(passages)
     assert not any("5" in p or "2 + 3" in p or "add" in p for p in passages)
 
@@ -50,7 +50,7 @@ def test_a_conversation_not_ending_with_results_has_no_continuation_words() -> N
     options = ContractOptions()
     request = ChatRequest(AFTER_RESULT[:1], tools=TOOLS)
     rendered = render_contract(request, options).messages
-    assert continuation_passages(request.messages, rendered, options) == ()
+    assert continuation_words(request.messages, rendered, options).passages == ()
 
 
 def test_passages_are_what_lies_between_the_quoted_texts() -> None:
@@ -64,6 +64,10 @@ def test_passages_are_what_lies_between_the_quoted_texts() -> None:
         LAST_LINE,
         "The request asks for something no result above gives yet, call the tool for it.",
         "Decide the next step",
+        # Reworded (Qwen, validate half), and the whole continuation, request and all.
+        "The request asked for something no result above gives yet, call the tool for it.",
+        "The request asked for something no result above gives yet. Call c1.",
+        "The request: What is 2 + 3? Answer the user with this result.",
     ],
 )
 @pytest.mark.parametrize("retries", [0, 2])
@@ -86,6 +90,8 @@ async def test_an_echo_of_the_continuation_is_dropped_and_an_answer_asked_for(
         "Decide the next step? None is needed: 2 + 3 is 5.",
         "The result of add: 5.",
         "What is 2 + 3? It is 5.",
+        "The request asked for 2 + 3, and the result above gives 5.",
+        "No result above gives anything else the request asks for: 2 + 3 is 5.",
     ],
 )
 async def test_an_answer_that_starts_like_the_continuation_streams_whole(answer: str) -> None:

@@ -7,11 +7,11 @@ not a refusal and holds the calls until the reply has been judged.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 
 from parlay.context import ToolCall
 from parlay.contract.checks import CheckedCall
-from parlay.contract.grounding import may_echo
+from parlay.contract.own_words import OwnWords
 from parlay.contract.placeholders import may_become_placeholder
 from parlay.contract.refusal import RefusalPhrases, detect_refusal
 from parlay.contract.retry import CallIssue
@@ -42,7 +42,7 @@ class Attempt:
         suppress_text: bool = False,
         parallel: bool = True,
         drop_duplicates: bool = False,
-        own_passages: Sequence[str] = (),
+        own_words: OwnWords | None = None,
     ) -> None:
         self.mode = mode
         self.check = check
@@ -53,8 +53,8 @@ class Attempt:
         self.parallel = parallel
         self.drop_duplicates = drop_duplicates
         # parlay's own words around the tool results: text that may only repeat them is
-        # held, so the echo filter can still drop it (`may_echo`).
-        self.own_passages = own_passages
+        # held, so the echo filter can still drop it.
+        self.own_words = own_words or OwnWords()
         self.ended: set[tuple[str, str]] = set()  # (name, arguments) of the calls so far
         self.duplicates = 0
         self.kept_call: str | None = None
@@ -141,7 +141,7 @@ class Attempt:
             return [event]
         self.held.append(event)
         held_text = "".join(e.text for e in self.held if isinstance(e, TextDelta))
-        if may_become_placeholder(held_text) or may_echo(held_text, self.own_passages):
+        if may_become_placeholder(held_text) or self.own_words.may_be_repeated_by(held_text):
             return []
         return self._release_text()
 
@@ -165,7 +165,7 @@ class Attempt:
         held_text = "".join(e.text for e in self.held if isinstance(e, TextDelta))
         if detect_refusal(held_text, self.refusal_phrases) is not None:
             return []
-        if may_echo(held_text, self.own_passages):
+        if self.own_words.may_be_repeated_by(held_text):
             return []
         self.text_live = True
         self.shown_text = True

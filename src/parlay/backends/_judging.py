@@ -18,6 +18,7 @@ from parlay.backends._turn import Turn
 from parlay.context import ToolCall
 from parlay.contract.forced import NameChoice, name_choices
 from parlay.contract.grounding import copied_answer, echoes
+from parlay.contract.own_words import OwnWords
 from parlay.contract.parser import ParseResult
 from parlay.contract.placeholders import is_placeholder
 from parlay.contract.refusal import RefusalSignal, asks_user, detect_refusal
@@ -83,7 +84,7 @@ def to_release(
     engine: PromptedBackend, turn: Turn, attempt: Attempt, parsed: ParseResult, can_retry: bool
 ) -> Attempt | None:
     """The attempt whose events go out (None: nothing does, the reply was dropped)."""
-    repeated = own_words(attempt, parsed, turn.instruction, turn.own_passages)
+    repeated = own_words(attempt, parsed, turn.instruction, turn.own_words)
     if repeated and engine.rules.on("echo_filter"):
         turn.fired.append("echo_filter")
         # Qwen and SmolLM2 answered retry messages with their own words ("The tool call,
@@ -189,18 +190,18 @@ def last_forced(
 
 
 def own_words(
-    attempt: Attempt, parsed: ParseResult, instruction: str, passages: Sequence[str] = ()
+    attempt: Attempt, parsed: ParseResult, instruction: str, continuation: OwnWords | None = None
 ) -> str:
     """What of parlay's own a plain reply, not yet shown, only repeats ("" if nothing):
     a stand-in of the format instructions, the retry message it answers, or the words
-    of the continuation around the tool results (`passages`)."""
+    of the continuation around the tool results, as written or reworded."""
     if parsed.calls or attempt.shown_text:
         return ""
     if is_placeholder(parsed.text):
         return "a stand-in of the format instructions"
     if instruction and echoes(parsed.text, instruction):
         return "the retry message"
-    if any(echoes(parsed.text, passage) for passage in passages):
+    if continuation is not None and continuation.repeated_by(parsed.text):
         return "the continuation's instructions"
     return ""
 

@@ -13,7 +13,7 @@ from parlay.backends._next_attempt import grammar_for
 from parlay.backends._turn import Turn
 from parlay.context import ToolCall
 from parlay.contract.checks import CheckedCall, answered_calls, check_call
-from parlay.contract.placeholders import continuation_passages
+from parlay.contract.own_words import OwnWords, continuation_words
 from parlay.contract.relevance import unrelated_tools
 from parlay.contract.render import render_contract
 from parlay.request import ChatRequest
@@ -67,7 +67,7 @@ def begin_turn(engine: PromptedBackend, request: ChatRequest) -> Turn:
         answered,
         unrelated,
     )
-    turn.own_passages = continuation_passages(request.messages, contract.messages, engine.options)
+    turn.own_words = continuation_words(request.messages, contract.messages, engine.options)
     return turn
 
 
@@ -101,5 +101,5 @@ def next_attempt(engine: PromptedBackend, turn: Turn, can_retry: bool) -> Attemp
         parallel=turn.request.parallel_tool_calls,
         drop_duplicates=engine.rules.on("duplicate_calls")
         and engine.options.action_format == "typed",
-        own_passages=turn.own_passages if engine.rules.on("echo_filter") else (),
+        own_words=turn.own_words if engine.rules.on("echo_filter") else OwnWords(),
     )

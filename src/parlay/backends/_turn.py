@@ -12,6 +12,7 @@ from attrs import Factory, define
 
 from parlay.backends._attempt import Attempt
 from parlay.context import Message
+from parlay.contract.own_words import OwnWords
 from parlay.contract.parser import ParseResult
 from parlay.contract.refusal import RefusalSignal
 from parlay.contract.render import Contract
@@ -51,8 +52,8 @@ class Turn:
     shown_text: bool = False
     first_answer: Attempt | None = None  # a plain answer held back by a missed_tool retry
     instruction: str = ""  # the message the last retry added
-    # parlay's own words in the continuation the model answers (`continuation_passages`).
-    own_passages: tuple[str, ...] = ()
+    # parlay's own words in the continuation the model answers (`continuation_words`).
+    own_words: OwnWords = Factory(OwnWords)
     last_finish: Finish | None = None
     repetition: str | None = None  # what a looping attempt repeated
     dropped: bool = False  # the last reply only repeated parlay's own words

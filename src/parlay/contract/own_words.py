@@ -1,0 +1,109 @@
+"""The continuation's own words, which must not come back as an answer.
+
+The continuation that wraps tool results is parlay's text, save what it quotes (the
+results, the user's request). After a tool result, held to words, Qwen and SmolLM2
+answered with its last line, whole ("Decide the next step: call another tool if the
+task still needs one, ...") or reworded ("The request asked for something no result
+above gives yet, call the tool for it."), and once with the whole continuation, request
+and all (turn-after-a-result benchmark, stop 26). Such a reply carries nothing of the
+results: every word of it is the continuation's or the user's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from attrs import frozen
+
+from parlay._text import one_line
+from parlay.context import Message, ToolResult, UserMessage
+from parlay.contract.grounding import echoes, may_echo
+from parlay.contract.pieces import RESTATED_CHARS, ContractOptions
+
+_WORD = re.compile(r"[^\W_]+")
+# A reworded repeat has at least this many words, this many of them the continuation's
+# own: "The result is 5." has too few, and its number is no word of the continuation.
+_MIN_WORDS = 6
+_MIN_OWN = 4
+_ENDINGS = ("ing", "ed", "s")
+
+
+def _base(word: str) -> str:
+    """`word` without a common English ending, so "asks" and "asked" read as one."""
+    for ending in _ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return word[: -len(ending)]
+    return word
+
+
+def _words(text: str) -> list[str]:
+    return [_base(w) for w in _WORD.findall(text.lower())]
+
+
+@frozen
+class OwnWords:
+    """parlay's own words in the continuation a model answers; empty where the
+    conversation does not end with tool results."""
+
+    passages: tuple[str, ...] = ()
+    own: frozenset[str] = frozenset()  # the passages' words
+    allowed: frozenset[str] = frozenset()  # theirs, the user's, the calls' names and ids
+
+    def repeated_by(self, text: str) -> bool:
+        """Whether a plain reply only repeats the continuation: part of it as written,
+        or reworded in its own and the user's words."""
+        if not self.passages:
+            return False
+        if any(echoes(text, passage) for passage in self.passages):
+            return True
+        words = set(_words(text))
+        return (
+            len(_words(text)) >= _MIN_WORDS
+            and words <= self.allowed
+            and len(words & self.own) >= _MIN_OWN
+        )
+
+    def may_be_repeated_by(self, start: str) -> bool:
+        """Whether `start`, the beginning of a reply, could still turn out to repeat it."""
+        if not self.passages:
+            return False
+        if may_echo(start, self.passages):
+            return True
+        complete = start if not start[-1:].isalnum() else start[: -len(start.split()[-1])]
+        return set(_words(complete)) <= self.allowed
+
+
+def own_passages(text: str, quoted: Iterable[str]) -> tuple[str, ...]:
+    """The passages of `text`, a message parlay wrote, left between the `quoted` texts
+    it holds (tool results, the user's request): its own words."""
+    parts = sorted({q for q in quoted if q.strip()}, key=len, reverse=True)
+    if not parts:
+        return (text,) if text.strip() else ()
+    pieces = re.split("|".join(map(re.escape, parts)), text)
+    return tuple(piece for piece in pieces if piece.strip())
+
+
+def continuation_words(
+    messages: Sequence[Message], rendered: Sequence[Message], options: ContractOptions
+) -> OwnWords:
+    """parlay's own words in the continuation the model answers now: the last rendered
+    message, when the conversation ends with tool results (else none)."""
+    if not messages or not isinstance(messages[-1], ToolResult):
+        return OwnWords()
+    if not rendered or not isinstance(rendered[-1], UserMessage):
+        return OwnWords()
+    quoted: list[str] = []
+    asked: list[str] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            asked.append(message.content)
+            quoted += [message.content, one_line(message.content, RESTATED_CHARS)]
+        elif isinstance(message, ToolResult):
+            output = message.output or ""
+            quoted += [message.name, message.call_id, output, message.error or ""]
+            asked += [message.name, message.call_id]  # names a reply may use, not results
+            quoted.append(output[: options.max_result_chars])
+    passages = own_passages(rendered[-1].content, quoted)
+    own = frozenset(w for p in passages for w in _words(p))
+    return OwnWords(passages, own, own | frozenset(w for a in asked for w in _words(a)))
