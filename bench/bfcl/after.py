@@ -68,12 +68,14 @@ def derive(
 ) -> int:
     """Copy each engine outcome of `earlier_tag` on which `unless_rule` did not act to
     the systems' own tag, marked `derived`: with greedy decoding a rule that did not act
-    cannot change the reply (the ablation's shortcut). How many were copied."""
+    cannot change the reply (the ablation's shortcut). An outcome the earlier tag had
+    itself copied is copied on: it is the reply of the run it came from. How many were
+    copied."""
     done = store.load()
     earlier = {
         (o["system"], o["category"], o["question"]): o
         for o in done.values()
-        if o["model"] == model and o.get("tag") == earlier_tag and not o.get("derived")
+        if o["model"] == model and o.get("tag") == earlier_tag
     }
     copied = 0
     for system in systems:

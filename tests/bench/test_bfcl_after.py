@@ -158,6 +158,10 @@ async def test_a_new_engine_tag_copies_the_outcomes_its_change_cannot_touch(
     assert (await run("m", [after], items, store, asking=CONTINUATIONS, report=quiet)).asked == 1
     rows = [o for o in store.load().values() if o["tag"] == "new"]
     assert sorted(bool(o.get("derived")) for o in rows) == [False, True]
+    # A third engine copies the second's outcomes, the copied one included.
+    later = Answers()
+    later.name, later.config = "parlay", {"kind": "scripted", "tag": "newer"}
+    assert derive("m", [later], store, "new", "repeated_call") == 2
 
 
 def test_a_reply_copying_the_continuations_instructions_is_counted_as_parroted() -> None:
