@@ -1,9 +1,8 @@
 """The systems compared on the same questions in the same run, against one llama.cpp server.
 
 - `parlay`: the prompt-contract engine exactly as parlay ships it for the model. For
-  SmolLM2 (the embedded model) that is `parlay.start.default_backend()`'s stack:
-  `PromptedBackend(LocalBackend(...), min_offered_share=EMBEDDED_MIN_OFFERED_SHARE,
-  max_tokens=EMBEDDED_MAX_TOKENS)`; for Qwen it is what `parlay serve` builds in front
+  SmolLM2 (the embedded model) that is `parlay.start.default_backend()`'s stack,
+  `parlay.start.embedded_engine(LocalBackend(...))`; for Qwen it is what `parlay serve` builds in front
   of an OpenAI-compatible upstream (`parlay.server.config.build_backend`). `tool_choice`
   auto, parallel calls allowed, no `max_tokens` of the caller (the engine's own budget).
 - `parlay:<variant>`: the same engine with `PromptedBackend.configure(**kwargs)`, for an
@@ -29,14 +28,13 @@ from bench.bfcl.data import Question
 from bench.bfcl.models import Model
 from bench.bfcl.outcome import Reply
 from parlay.backends.base import Backend, Capabilities
-from parlay.backends.bounds import EMBEDDED_MAX_TOKENS
 from parlay.backends.local import LocalBackend
 from parlay.backends.openai import OpenAIBackend
 from parlay.backends.prompted import PromptedBackend
 from parlay.events import Finish, TextDelta, ToolCallEnd
 from parlay.request import ChatRequest, GenerationOptions
 from parlay.server.config import ServerConfig, build_backend
-from parlay.start import EMBEDDED_MIN_OFFERED_SHARE, EMBEDDED_RESTATE_REQUEST
+from parlay.start import embedded_engine
 
 BASELINES = ("naive", "toolproxy", "llama.cpp")
 DEFAULT_SYSTEMS = ("parlay", *BASELINES)
@@ -46,8 +44,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no-missed-calls": {"check_missed_calls": False},
     "no-forced-share": {"min_offered_share": 0.0},
     "no-retries": {"max_retries": 0},
-    # The typed reply shape (`{"type": "tool_call" | "tool_calls" | "final", ...}`).
+    # The typed reply shape (`{"type": "tool_call" | "tool_calls" | "final", ...}`),
+    # the default under a grammar since stop 26, and json, the default before it.
     "typed": {"action_format": "typed"},
+    "json": {"action_format": "json"},
     # The json reply decides whether to call, the typed format how many
     # (the opt-in rule `recount_calls`, parlay.backends._recount).
     "recount": {"rules_on": ["recount_calls"]},
@@ -205,12 +205,7 @@ def shipped_engine(setup: Setup) -> PromptedBackend:
     """The engine as parlay ships it for this model (see the module's docstring)."""
     if setup.model.embedded:
         # `parlay.start.default_backend()`, on the bench's server (same path and n_ctx).
-        return PromptedBackend(
-            LocalBackend(setup.model.path, n_ctx=setup.n_ctx),
-            min_offered_share=EMBEDDED_MIN_OFFERED_SHARE,
-            max_tokens=EMBEDDED_MAX_TOKENS,
-            restate_request=EMBEDDED_RESTATE_REQUEST,
-        )
+        return embedded_engine(LocalBackend(setup.model.path, n_ctx=setup.n_ctx))
     served = build_backend(ServerConfig(upstream_url=setup.base_url, upstream_model="model"))
     if not isinstance(served, PromptedBackend):
         raise TypeError(f"parlay serve no longer wraps its upstream in the engine: {served!r}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import evolve
 
@@ -16,12 +16,22 @@ from parlay.session import Session
 from parlay.store import Store
 from parlay.tools import Tool
 
-# `PromptedBackend.min_offered_share` for the embedded SmolLM2-135M (see `default_backend`).
+if TYPE_CHECKING:
+    from parlay.backends.prompted import PromptedBackend
+
+# `PromptedBackend.min_offered_share` for the embedded SmolLM2-135M (see `embedded_engine`).
 EMBEDDED_MIN_OFFERED_SHARE = 0.1
 # After a tool result, the restated request garbled SmolLM2's answer in the quick start
 # ("Dec 2020-01-20 22:22:52..." for an order's status), and on the turn-after-a-result
 # benchmark it cost SmolLM2 -9.2 points (-16.7 to -2.7; bench/bfcl/notes.md, stop 25).
 EMBEDDED_RESTATE_REQUEST = False
+# Its action format: json, where the engine's default under a grammar is typed. In the
+# typed format, after a tool result, SmolLM2 called the tool again with the few-shot
+# example's value instead of answering (examples/quickstart.py; typed broke the model
+# tests on the chain limit), though on BFCL's first decisions typed was the same on
+# balance for it, +0.4 (-8.6 to +9.7), with more calls well-formed (bench/bfcl/notes.md,
+# stop 24).
+EMBEDDED_ACTION_FORMAT = "json"
 
 
 def default_backend(*, threads: int | None = None) -> Backend:
@@ -40,15 +50,27 @@ def default_backend(*, threads: int | None = None) -> Backend:
         return _configured_server(base_url)
     from parlay.backends.local import LocalBackend
 
-    # SmolLM2 has no tool support of its own: the prompt-contract engine gives it some.
-    # It is unsure even of the tool names it gets right (down to 0.13 of its alternatives
-    # on BFCL), so a call is taken for the grammar's only below 0.1, not the engine's 0.5.
-    # A model of the user's own ($PARLAY_LOCAL_MODEL) gets the engine's defaults.
-    # Each engine attempt gets the embedded model's own budget, not the engine's larger one.
+    # A model of the user's own ($PARLAY_LOCAL_MODEL) gets the engine's defaults. Each
+    # engine attempt gets the embedded model's own budget, not the engine's larger one.
     if os.environ.get("PARLAY_LOCAL_MODEL"):
         return PromptedBackend(LocalBackend(threads=threads), max_tokens=EMBEDDED_MAX_TOKENS)
+    return embedded_engine(LocalBackend(threads=threads))
+
+
+def embedded_engine(model: Backend) -> PromptedBackend:
+    """The engine as the embedded SmolLM2-135M ships with it, in front of `model`.
+
+    SmolLM2 has no tool support of its own: the prompt-contract engine gives it some. It
+    is unsure even of the tool names it gets right (down to 0.13 of its alternatives on
+    BFCL), so a call is taken for the grammar's only below 0.1, not the engine's 0.5; it
+    writes the json format (see `EMBEDDED_ACTION_FORMAT`); each attempt gets the
+    embedded model's own budget.
+    """
+    from parlay.backends.prompted import PromptedBackend
+
     return PromptedBackend(
-        LocalBackend(threads=threads),
+        model,
+        action_format=EMBEDDED_ACTION_FORMAT,
         min_offered_share=EMBEDDED_MIN_OFFERED_SHARE,
         max_tokens=EMBEDDED_MAX_TOKENS,
         restate_request=EMBEDDED_RESTATE_REQUEST,

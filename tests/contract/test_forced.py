@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 import pytest
 
 from parlay.backends.base import Capabilities
-from parlay.backends.prompted import ANSWER_ONLY, NAME_ALTERNATIVES, PromptedBackend
+from parlay.backends.prompted import NAME_ALTERNATIVES, PromptedBackend
 from parlay.context import ToolCall, UserMessage
 from parlay.contract.constrain import final_schema
 from parlay.contract.forced import name_choices
@@ -24,7 +24,7 @@ from parlay.events import (
     Usage,
 )
 from parlay.request import ChatRequest, GenerationOptions, ToolChoice
-from parlay.start import EMBEDDED_MIN_OFFERED_SHARE, default_backend
+from parlay.start import EMBEDDED_ACTION_FORMAT, EMBEDDED_MIN_OFFERED_SHARE, default_backend
 
 from .conftest import TOOLS
 
@@ -236,7 +236,8 @@ async def test_a_forced_call_is_asked_again_for_an_answer() -> None:
     first, second = model.requests
     assert first.options.top_logprobs == NAME_ALTERNATIVES
     # The answer is asked for under a grammar that only admits one.
-    assert second.response_format == ANSWER_ONLY
+    assert second.response_format is not None and second.response_format.name == "final"
+    assert second.response_format.schema == final_schema("typed")
 
 
 async def test_a_call_the_model_chose_goes_through() -> None:
@@ -283,6 +284,23 @@ def test_the_embedded_model_runs_at_its_own_floor(monkeypatch, tmp_path) -> None
     monkeypatch.setenv("PARLAY_LOCAL_MODEL", str(tmp_path / "mine.gguf"))
     theirs = default_backend()
     assert isinstance(theirs, PromptedBackend) and theirs.min_offered_share == 0.5
+
+
+def test_the_embedded_smollm2_writes_json_where_the_engine_defaults_to_typed(
+    monkeypatch, tmp_path
+) -> None:
+    """In the typed format SmolLM2 called its tool again after the result, with the
+    example's value, where in json it answered (examples/quickstart.py)."""
+    monkeypatch.delenv("PARLAY_OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("PARLAY_LOCAL_MODEL", raising=False)
+    backend = default_backend()
+    assert isinstance(backend, PromptedBackend) and backend.grammar_available
+    assert backend.action_format == EMBEDDED_ACTION_FORMAT == "json"
+    assert PromptedBackend(ScoredModel()).action_format == "typed"
+    (tmp_path / "mine.gguf").write_bytes(b"GGUF")
+    monkeypatch.setenv("PARLAY_LOCAL_MODEL", str(tmp_path / "mine.gguf"))
+    theirs = default_backend()
+    assert isinstance(theirs, PromptedBackend) and theirs.action_format == "typed"
 
 
 async def test_zero_turns_the_check_off() -> None:

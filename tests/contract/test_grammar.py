@@ -9,10 +9,11 @@ import json
 import jsonschema
 import pytest
 
-from parlay.backends.prompted import ANSWER_ONLY
+from parlay.backends._next_attempt import words_format
+from parlay.context import UserMessage
 from parlay.contract.constrain import action_schema, final_schema
 from parlay.contract.render import FORMATS
-from parlay.request import ToolChoice
+from parlay.request import ChatRequest, ToolChoice
 
 from .conftest import TOOLS
 
@@ -48,7 +49,13 @@ def test_an_empty_answer_is_outside_every_answer_grammar(fmt: str) -> None:
     jsonschema.validate(answer, final_schema(fmt))
 
 
-def test_the_answer_only_grammar_wants_a_word() -> None:
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_answer_only_grammar_wants_a_word(fmt: str) -> None:
+    request = ChatRequest((UserMessage("hi"),), TOOLS)
+    schema = words_format(request, fmt).schema
+    empty, words = ({"type": "final", "content": t} for t in ("", "I cannot say."))
+    if fmt != "typed":
+        empty, words = ({"final": {"content": t}} for t in ("", "I cannot say."))
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({"final": {"content": ""}}, ANSWER_ONLY.schema)
-    jsonschema.validate({"final": {"content": "I cannot say."}}, ANSWER_ONLY.schema)
+        jsonschema.validate(empty, schema)
+    jsonschema.validate(words, schema)

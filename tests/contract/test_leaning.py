@@ -40,6 +40,6 @@ def test_nothing_to_read_is_none() -> None:
 async def test_the_first_replys_lean_is_in_the_diagnostics() -> None:
     first = tokens('{"', ("final", [("final", 0.6), ("tool", 0.4)]), '": {"content": "Hi"}}')
     model = ScoredModel(first, FINAL)
-    _, finish = await run(PromptedBackend(model), ask("hello"))
+    _, finish = await run(PromptedBackend(model, action_format="json"), ask("hello"))
     assert finish.diagnostics is not None
     assert finish.diagnostics.answer_share == pytest.approx(0.6)

@@ -298,14 +298,14 @@ async def test_constraint_used_when_forced_and_available() -> None:
     assert several["properties"]["actions"]["items"] == one
 
 
-async def test_by_default_a_backend_taking_schemas_gets_json_under_a_grammar() -> None:
-    inner = scripted('{"final": {"content": "Hi."}}', caps=PLAIN_SCHEMA)
+async def test_by_default_a_backend_taking_schemas_gets_the_typed_format_under_a_grammar() -> None:
+    inner = scripted('{"type": "final", "content": "Hi."}', caps=PLAIN_SCHEMA)
     backend = PromptedBackend(inner)
     events, finish = await run(backend, ask("hi"))
-    assert backend.action_format == "json" and finish.diagnostics.constrained
+    assert backend.action_format == "typed" and finish.diagnostics.constrained
     assert text_of(events) == "Hi."
     options = inner.requests[0].response_format.schema["anyOf"]
-    assert {"final"} in [set(o["properties"]) for o in options]
+    assert {"type", "content"} in [set(o["properties"]) for o in options]
 
 
 async def test_by_default_a_plain_backend_gets_free_fenced_blocks() -> None:
@@ -321,11 +321,11 @@ async def test_by_default_a_plain_backend_gets_free_fenced_blocks() -> None:
 
 
 async def test_constrained_true_under_auto_allows_a_final_answer() -> None:
-    inner = scripted('{"final": {"content": "Hello!"}}', caps=PLAIN_SCHEMA)
+    inner = scripted('{"type": "final", "content": "Hello!"}', caps=PLAIN_SCHEMA)
     events, _finish = await run(PromptedBackend(inner, constrained=True), ask("hi"))
     assert text_of(events) == "Hello!"
     options = inner.requests[0].response_format.schema["anyOf"]
-    assert {"final"} in [set(o["properties"]) for o in options]
+    assert {"type", "content"} in [set(o["properties"]) for o in options]
 
 
 def test_constrained_true_without_schema_support_is_a_clear_error() -> None:
@@ -472,7 +472,7 @@ async def test_a_looping_single_tool_is_steered_to_a_final_answer() -> None:
     history = (*history, ToolResult("call_1", "get_weather", "sunny"))
     inner = scripted(
         block("get_weather", city="Rome"),
-        '{"final": {"content": "Sunny in Rome."}}',
+        '{"type": "final", "content": "Sunny in Rome."}',
         caps=PLAIN_SCHEMA,
     )
     request = ChatRequest(history, (TOOLS[0],))
@@ -480,7 +480,7 @@ async def test_a_looping_single_tool_is_steered_to_a_final_answer() -> None:
     assert calls_of(events) == [] and text_of(events) == "Sunny in Rome."
     assert [r.reason for r in finish.diagnostics.retries] == ["repeated_call"]
     assert inner.requests[0].response_format.name == "action"
-    assert set(inner.requests[1].response_format.schema["properties"]) == {"final"}
+    assert set(inner.requests[1].response_format.schema["properties"]) == {"type", "content"}
 
 
 async def test_a_value_copied_from_the_examples_is_retried_with_a_way_out() -> None:

@@ -37,7 +37,9 @@ async def run(engine: PromptedBackend, request: ChatRequest) -> tuple[list[str],
 
 async def test_two_calls_of_the_typed_recount_replace_the_single_json_call() -> None:
     inner = ScriptedBackend([JSON_ONE, TYPED_TWO], capabilities=GRAMMAR)
-    cities, finish = await run(PromptedBackend(inner, rules_on=["recount_calls"]), ASKED)
+    cities, finish = await run(
+        PromptedBackend(inner, action_format="json", rules_on=["recount_calls"]), ASKED
+    )
     assert cities == ["Paris", "Rome"]
     assert finish.reason == "tool_calls"
     assert finish.diagnostics is not None
@@ -51,7 +53,9 @@ async def test_two_calls_of_the_typed_recount_replace_the_single_json_call() -> 
 
 async def test_the_json_call_stands_when_the_recount_writes_one_call() -> None:
     inner = ScriptedBackend([JSON_ONE, TYPED_ONE], capabilities=GRAMMAR)
-    cities, finish = await run(PromptedBackend(inner, rules_on=["recount_calls"]), ASKED)
+    cities, finish = await run(
+        PromptedBackend(inner, action_format="json", rules_on=["recount_calls"]), ASKED
+    )
     assert cities == ["Paris"]
     assert finish.diagnostics is not None
     assert "recount_calls" not in finish.diagnostics.rules
@@ -60,25 +64,31 @@ async def test_the_json_call_stands_when_the_recount_writes_one_call() -> None:
 
 async def test_no_recount_when_the_json_reply_answers_in_words() -> None:
     inner = ScriptedBackend([JSON_ANSWER], capabilities=GRAMMAR)
-    cities, _ = await run(PromptedBackend(inner, rules_on=["recount_calls"]), ASKED)
+    cities, _ = await run(
+        PromptedBackend(inner, action_format="json", rules_on=["recount_calls"]), ASKED
+    )
     assert cities == [] and len(inner.requests) == 1
 
 
 async def test_no_recount_when_parallel_calls_are_off() -> None:
     inner = ScriptedBackend([JSON_ONE], capabilities=GRAMMAR)
     request = ASKED.replace(parallel_tool_calls=False)
-    cities, _ = await run(PromptedBackend(inner, rules_on=["recount_calls"]), request)
+    cities, _ = await run(
+        PromptedBackend(inner, action_format="json", rules_on=["recount_calls"]), request
+    )
     assert cities == ["Paris"] and len(inner.requests) == 1
 
 
 async def test_no_recount_under_a_forced_choice_or_by_default() -> None:
     forced = ScriptedBackend([JSON_ONE], capabilities=GRAMMAR)
     required = ASKED.replace(tool_choice=ToolChoice("required"))
-    assert (await run(PromptedBackend(forced, rules_on=["recount_calls"]), required))[0] == [
-        "Paris"
-    ]
+    assert (
+        await run(
+            PromptedBackend(forced, action_format="json", rules_on=["recount_calls"]), required
+        )
+    )[0] == ["Paris"]
     default = ScriptedBackend([JSON_ONE], capabilities=GRAMMAR)
-    assert (await run(PromptedBackend(default), ASKED))[0] == ["Paris"]
+    assert (await run(PromptedBackend(default, action_format="json"), ASKED))[0] == ["Paris"]
     assert len(forced.requests) == len(default.requests) == 1
 
 
@@ -92,7 +102,7 @@ async def test_no_recount_once_the_call_has_streamed_out() -> None:
     # With no retry left the json call goes out as it is written (`live` mode): there is
     # nothing left to replace.
     inner = ScriptedBackend([JSON_ONE], capabilities=GRAMMAR)
-    engine = PromptedBackend(inner, rules_on=["recount_calls"], max_retries=0)
+    engine = PromptedBackend(inner, action_format="json", rules_on=["recount_calls"], max_retries=0)
     cities, finish = await run(engine, ASKED)
     assert cities == ["Paris"] and len(inner.requests) == 1
     assert finish.diagnostics is not None and finish.diagnostics.streaming == "live"

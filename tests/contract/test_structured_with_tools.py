@@ -87,7 +87,7 @@ async def test_the_grammar_sent_holds_the_callers_schema_and_the_tools() -> None
     sent = inner.requests[0].response_format
     assert sent is not None and sent.name == "action"
     kinds = [set(o.get("properties", {})) for o in sent.schema["anyOf"]]
-    assert {"city", "temp", "reasoning"} in kinds and {"action"} in kinds
+    assert {"city", "temp", "reasoning"} in kinds and {"type", "tool"} in kinds
     text = "".join(getattr(e, "text", "") for e in events)
     assert json.loads(text) == {"city": "Oslo", "temp": 4, "reasoning": "cold"}
 

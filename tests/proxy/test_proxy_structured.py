@@ -61,13 +61,13 @@ def test_an_openai_client_gets_its_schema_with_tools_offered() -> None:
 def _actions_allowed(inner: ScriptedBackend) -> bool:
     grammar = inner.requests[-1].response_format
     assert grammar is not None
-    return '"actions"' in json.dumps(grammar.schema)
+    return '"tool_calls"' in json.dumps(grammar.schema)
 
 
 def test_clients_that_forbid_parallel_calls_get_a_grammar_for_one() -> None:
     import anthropic
 
-    answer = '{"final": {"content": "Sunny."}}'
+    answer = '{"type": "final", "content": "Sunny."}'
     inner = ScriptedBackend([answer] * 4, capabilities=GRAMMAR)
     messages: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
     tools_an: list[Any] = [

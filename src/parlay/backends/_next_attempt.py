@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("parlay.prompted")
 
-# The grammar of a reply that may only answer in words.
-ANSWER_ONLY = ResponseFormat(final_schema("json"), name="final", strict=True)
 # Retry reasons for a call carrying a value the conversation did not give.
 MADE_UP_VALUES = ("example_value", "invented_value", "same_value")
 # Earlier retries after which a made-up value means the turn has nothing real to call with.

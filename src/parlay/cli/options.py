@@ -85,7 +85,7 @@ ActionFormatOpt = Annotated[
     typer.Option(
         "--action-format",
         help="How a model without native tools writes its calls (implies --prompted). "
-        "Default: json held to a grammar where the backend supports JSON schemas, else "
+        "Default: typed held to a grammar where the backend supports JSON schemas, else "
         "fenced.",
     ),
 ]

@@ -71,7 +71,7 @@ ActionFormatOpt = Annotated[
     str | None,
     typer.Option(
         help="Engine: how the model writes calls: fenced, json, command or typed (default: "
-        "json under a grammar for an OpenAI-compatible upstream, else fenced) "
+        "typed under a grammar for an OpenAI-compatible upstream, else fenced) "
         "(env PARLAY_SERVE_ACTION_FORMAT)"
     ),
 ]
