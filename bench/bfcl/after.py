@@ -185,6 +185,8 @@ def render(outcomes: Sequence[Outcome], tag: str) -> str:
         "result; stage `some`: one of several calls made, right",
         "is a call to a function still to call, not the same call again. Shares with",
         "their 95 % Wilson intervals, on the continuations every system answered.",
+        "`parlay` is the engine as shipped at the run's tag: for Qwen the json format up",
+        "to stop26c, the typed format after it (then `parlay:json` is the json format).",
     ]
     # Several tags, oldest first: each engine column its newest tag's complete run.
     chosen = [{**o, "parroted": parrots(o["text"])} for o in current(outcomes, tag)]
