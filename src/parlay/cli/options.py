@@ -85,8 +85,8 @@ ActionFormatOpt = Annotated[
     typer.Option(
         "--action-format",
         help="How a model without native tools writes its calls (implies --prompted). "
-        "Default: typed held to a grammar where the backend supports JSON schemas, else "
-        "fenced.",
+        "Default: typed held to a grammar where the backend supports JSON schemas (the "
+        "embedded SmolLM2: json), else fenced.",
     ),
 ]
 RuleOnOpt = Annotated[
