@@ -222,7 +222,7 @@ least one call); well-formed: at least one call, every one naming an offered fun
 with an object of arguments; abstained: no call. Pooled rows pool questions;
 balanced is the mean of "calls pooled" and live_irrelevance (its interval the mean of
 the two intervals' ends). `parlay` is the engine as it shipped at the run's tag: up to
-stop23 that is the json format under a grammar; since stop 24 the typed format is the
+stop23 that is the json format under a grammar; since stop 26 the typed format is the
 default under a grammar, and the runs that measured it are the `parlay:typed` column.
 """
 
