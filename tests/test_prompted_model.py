@@ -16,7 +16,7 @@ from parlay.backends.prompted import PromptedBackend
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
 from parlay.events import Finish, ScoredTextDelta, TextDelta, ToolCallEnd
 from parlay.request import ChatRequest, ToolChoice, ToolSpec
-from parlay.start import EMBEDDED_MIN_OFFERED_SHARE
+from parlay.start import EMBEDDED_ACTION_FORMAT, EMBEDDED_MIN_OFFERED_SHARE
 
 pytestmark = pytest.mark.model
 
@@ -52,7 +52,10 @@ def get_weather(city: str) -> str:
 
 
 def embedded(backend: Backend, **settings: Any) -> PromptedBackend:
-    """The engine as the embedded session runs SmolLM2 (at its own forced-call floor)."""
+    """The engine as the embedded session runs SmolLM2 (at its own forced-call floor, in
+    its own format where a grammar holds it)."""
+    if settings.get("constrained") is not False:
+        settings.setdefault("action_format", EMBEDDED_ACTION_FORMAT)
     return PromptedBackend(backend, min_offered_share=EMBEDDED_MIN_OFFERED_SHARE, **settings)
 
 
