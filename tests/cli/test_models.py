@@ -18,6 +18,7 @@ from parlay.cli.models import resolve_model
 from parlay.cli.options import ActionFormat, RunOptions, build_session
 from parlay.contract.render import FORMATS
 from parlay.errors import ConfigurationError
+from parlay.start import EMBEDDED_ACTION_FORMAT
 
 
 def test_url_is_an_openai_compatible_server_with_native_tools() -> None:
@@ -109,7 +110,9 @@ def test_without_action_format_the_engine_picks_its_default(spec: str, gguf: Pat
     spec = str(gguf) if spec == "GGUF" else spec
     backend = resolve_model(spec, use_prompted=True)
     assert isinstance(backend, PromptedBackend)
-    assert backend.action_format == PromptedBackend(backend.inner).action_format
+    # The embedded SmolLM2 keeps its own format (json); any other model, the engine's.
+    default = PromptedBackend(backend.inner).action_format
+    assert backend.action_format == (EMBEDDED_ACTION_FORMAT if spec == "embedded" else default)
 
 
 def test_action_format_puts_a_native_tools_backend_behind_the_engine(
