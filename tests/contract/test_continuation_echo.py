@@ -14,10 +14,10 @@ from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
 from parlay.contract.own_words import continuation_words, own_passages
 from parlay.contract.pieces import ContractOptions
 from parlay.contract.render import render_contract
-from parlay.events import Event, Finish, TextDelta
 from parlay.request import ChatRequest
 
 from .conftest import TOOLS
+from .test_own_words import run
 
 PLAIN = Capabilities(native_tools=False, json_schema=False)
 AFTER_RESULT = (
@@ -29,13 +29,6 @@ LAST_LINE = (
     "Decide the next step: if the request asks for something no result above gives yet, "
     "call the tool for it; otherwise answer the user with this result."
 )
-
-
-async def run(backend: PromptedBackend, request: ChatRequest) -> tuple[str, Finish]:
-    events: list[Event] = [e async for e in backend.stream(request)]
-    finish = events[-1]
-    assert isinstance(finish, Finish)
-    return "".join(e.text for e in events if isinstance(e, TextDelta)), finish
 
 
 def test_the_continuations_own_words_leave_out_the_results_and_the_request() -> None:
