@@ -100,3 +100,12 @@ async def test_with_the_echo_filter_off_the_echo_is_handed_on() -> None:
     backend = PromptedBackend(inner, max_retries=0, rules_off={"echo_filter"})
     text, _ = await run(backend, ChatRequest(AFTER_RESULT, tools=TOOLS))
     assert text == LAST_LINE
+
+
+def test_text_longer_than_the_continuation_is_not_held_as_a_possible_repeat() -> None:
+    options = ContractOptions()
+    rendered = render_contract(ChatRequest(AFTER_RESULT, tools=TOOLS), options).messages
+    words = continuation_words(AFTER_RESULT, rendered, options)
+    assert words.may_be_repeated_by("The request asks for something")
+    # Allowed words only, but far longer than anything the continuation says.
+    assert not words.may_be_repeated_by("the request " * 400)

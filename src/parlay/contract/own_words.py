@@ -49,6 +49,9 @@ class OwnWords:
     passages: tuple[str, ...] = ()
     own: frozenset[str] = frozenset()  # the passages' words
     allowed: frozenset[str] = frozenset()  # theirs, the user's, the calls' names and ids
+    # Held text longer than this repeats more than the continuation says: it is let go,
+    # so a reply of allowed words only is not scanned again and again as it grows.
+    longest: int = 0
 
     def repeated_by(self, text: str) -> bool:
         """Whether a plain reply only repeats the continuation: part of it as written,
@@ -66,7 +69,7 @@ class OwnWords:
 
     def may_be_repeated_by(self, start: str) -> bool:
         """Whether `start`, the beginning of a reply, could still turn out to repeat it."""
-        if not self.passages:
+        if not self.passages or len(start) > self.longest:
             return False
         if may_echo(start, self.passages):
             return True
@@ -106,4 +109,6 @@ def continuation_words(
             quoted.append(output[: options.max_result_chars])
     passages = own_passages(rendered[-1].content, quoted)
     own = frozenset(w for p in passages for w in _words(p))
-    return OwnWords(passages, own, own | frozenset(w for a in asked for w in _words(a)))
+    allowed = own | frozenset(w for a in asked for w in _words(a))
+    longest = 2 * (sum(len(p) for p in passages) + RESTATED_CHARS)
+    return OwnWords(passages, own, allowed, longest)
