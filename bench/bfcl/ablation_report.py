@@ -57,6 +57,11 @@ def pooled_interval(groups: Sequence[tuple[Sequence[Pair], Sequence[Pair]]]) -> 
     return gains[int(0.025 * RESAMPLES)], gains[int(0.975 * RESAMPLES) - 1]
 
 
+def gain_cell(points: float, low: float, high: float) -> str:
+    """A gain in points with its interval (bounds as shares): `+3.7 (+0.0 to +8.7)`."""
+    return f"{points:+.1f} ({100 * low:+.1f} to {100 * high:+.1f})"
+
+
 def same_reply(a: Outcome, b: Outcome) -> bool:
     return a["calls"] == b["calls"] and a["text"] == b["text"]
 
@@ -141,7 +146,7 @@ def row_cells(
         str(acted),
         kept_lost([*calls, *abstain]),
         kept_lost(relevance),
-        f"{points:+.1f} ({100 * low:+.1f} to {100 * high:+.1f})",
+        gain_cell(points, low, high),
         verdict(rule, acted, low, high),
     ]
 
@@ -178,7 +183,7 @@ def pooled_section(groups: Sequence[BySystem]) -> list[str]:
                 rule,
                 " + ".join(str(p.questions) for p in got),
                 str(acted),
-                f"{points:+.1f} ({100 * low:+.1f} to {100 * high:+.1f})",
+                gain_cell(points, low, high),
                 verdict(rule, acted, low, high),
             ]
         )

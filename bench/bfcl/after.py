@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._table import markdown_table
-from bench.bfcl.ablation_report import gain, interval
+from bench.bfcl.ablation_report import gain, gain_cell, interval
 from bench.bfcl.after_result import Continuation, continuations, parrots, record
 from bench.bfcl.commit import head_commit
 from bench.bfcl.dev import N_CTX, current, halves
@@ -172,7 +172,7 @@ def _paired_gain(
 
     first, second = pairs(ended), pairs(going_on)
     low, high = interval(first, second)
-    return f"{100 * gain(first, second):+.1f} ({100 * low:+.1f} to {100 * high:+.1f})"
+    return gain_cell(100 * gain(first, second), low, high)
 
 
 def render(outcomes: Sequence[Outcome], tag: str) -> str:

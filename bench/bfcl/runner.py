@@ -41,8 +41,11 @@ class Progress:
     seconds: float = 0.0
 
 
-def key(model: str, system: System, question: Question) -> Key:
-    return model, system.name, question.category, question.id, config_key(system.config)
+def key(model: str, system: System, question: Question, item_id: str = "") -> Key:
+    """The store key of `system`'s outcome on `question`, or on an item made from it
+    and stored under its own id (a continuation)."""
+    item_id = item_id or question.id
+    return model, system.name, question.category, item_id, config_key(system.config)
 
 
 def is_done(outcome: dict[str, Any] | None, retry_errors: bool) -> bool:
@@ -55,10 +58,20 @@ def outcome_of(
     question: Question, reply: Reply, where: Key, *, commit: str, tag: str
 ) -> dict[str, Any]:
     """The stored outcome of `reply`, under its store key `where`."""
+    return record(question, reply, **store_keys(question, where, commit=commit, tag=tag))
+
+
+def store_keys(question: Question, where: Key, *, commit: str, tag: str) -> dict[str, Any]:
+    """The keys an outcome is stored with, first in its record."""
     model, system, _, _, config = where
-    half = half_of(question.id)
-    keys = {"model": model, "system": system, "config": config, "half": half}
-    return record(question, reply, **keys, commit=commit, tag=tag)
+    return {
+        "model": model,
+        "system": system,
+        "config": config,
+        "half": half_of(question.id),
+        "commit": commit,
+        "tag": tag,
+    }
 
 
 async def answer(system: System, question: Question) -> Reply:
@@ -86,15 +99,14 @@ async def run(
     for number, item in enumerate(items, 1):
         question, item_id = asking.question(item), asking.id(item)
         for system in systems:
-            config = config_key(system.config)
-            where = (model, system.name, question.category, item_id, config)
+            where = key(model, system, question, item_id)
             if is_done(done.get(where), retry_errors):
                 progress.skipped += 1
                 continue
             reply = await answer(system, question)
-            keys = {"model": model, "system": system.name, "config": config}
-            keys |= {"half": half_of(question.id), "commit": commit}
-            outcome = asking.record(item, reply, **keys, tag=system.config.get("tag", ""))
+            tag = system.config.get("tag", "")
+            keys = store_keys(question, where, commit=commit, tag=tag)
+            outcome = asking.record(item, reply, **keys)
             store.append(outcome)
             done[where] = outcome
             progress.asked += 1
