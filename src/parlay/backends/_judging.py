@@ -190,7 +190,7 @@ def last_forced(
 
 
 def own_words(
-    attempt: Attempt, parsed: ParseResult, instruction: str, continuation: OwnWords | None = None
+    attempt: Attempt, parsed: ParseResult, instruction: str, continuation: OwnWords
 ) -> str:
     """What of parlay's own a plain reply, not yet shown, only repeats ("" if nothing):
     a stand-in of the format instructions, the retry message it answers, or the words
@@ -201,7 +201,7 @@ def own_words(
         return "a stand-in of the format instructions"
     if instruction and echoes(parsed.text, instruction):
         return "the retry message"
-    if continuation is not None and continuation.repeated_by(parsed.text):
+    if continuation.repeated_by(parsed.text):
         return "the continuation's instructions"
     return ""
 

@@ -56,7 +56,7 @@ def begin_turn(engine: PromptedBackend, request: ChatRequest) -> Turn:
     unrelated = frozenset[str]()
     if auto and engine.rules.on("unrelated_call"):
         unrelated = unrelated_tools(request.messages, contract.tools)
-    turn = Turn(
+    return Turn(
         request,
         contract,
         constrained,
@@ -66,9 +66,8 @@ def begin_turn(engine: PromptedBackend, request: ChatRequest) -> Turn:
         options,
         answered,
         unrelated,
+        own_words=continuation_words(request.messages, contract.messages, engine.options),
     )
-    turn.own_words = continuation_words(request.messages, contract.messages, engine.options)
-    return turn
 
 
 def next_attempt(engine: PromptedBackend, turn: Turn, can_retry: bool) -> Attempt:

@@ -60,9 +60,10 @@ class OwnWords:
             return False
         if any(echoes(text, passage) for passage in self.passages):
             return True
-        words = set(_words(text))
+        written = _words(text)
+        words = set(written)
         return (
-            len(_words(text)) >= _MIN_WORDS
+            len(written) >= _MIN_WORDS
             and words <= self.allowed
             and len(words & self.own) >= _MIN_OWN
         )
