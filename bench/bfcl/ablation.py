@@ -12,6 +12,12 @@ The shortcut rests on greedy decoding being repeatable; `--verify N` asks N ques
 again of the shipped engine and counts the replies that came out the same (the page
 shows it).
 
+`--base SYSTEM` takes the shipped engine's outcomes from another system of the dev
+store with the same tag, for a default that was measured as a variant before it shipped
+(the typed format: `parlay:typed`, tag `stop23`). They are copied into the ablation
+store as `parlay`'s, marked `"adopted_from"`; `--verify` then asks some of them again of
+the engine as it ships now, which is what says the copy stands for it.
+
     flock /tmp/parlay-model.lock nice -n 5 python -m bench.bfcl.ablation \\
         --models qwen --half validate --per-category 40 --tag stop14 --verify 10
     python -m bench.bfcl.ablation --report   # bench/results/bfcl-ablation.md
@@ -106,6 +112,37 @@ async def copy_or_ask(
     return asked, copied, missing
 
 
+def shipped_outcomes(stores: tuple[Store, Store]) -> dict[Key, dict[str, Any]]:
+    """The shipped engine's outcomes: the dev store's, and those adopted from a variant
+    into the ablation store (`adopt`)."""
+    adopted = {k: o for k, o in stores[1].load().items() if o["system"] == "parlay"}
+    return {**stores[0].load(), **adopted}
+
+
+def adopt(
+    model: str, setup: Setup, base: str, questions: Sequence[Question], stores: tuple[Store, Store]
+) -> int:
+    """Copy `base`'s outcomes of this tag into the ablation store as the shipped engine's
+    (see the module's text); returns how many were copied."""
+    rows = stores[0].load().values()
+    found = {
+        o["question"]: o
+        for o in rows
+        if (o["model"], o["system"], o.get("tag")) == (model, base, setup.tag)
+    }
+    done = stores[1].load()
+    copied = 0
+    for question in questions:
+        where = key(model, parlay_system(setup), question)
+        if where in done or question.id not in found:
+            continue
+        stores[1].append(
+            {**found[question.id], "system": "parlay", "config": where[4], "adopted_from": base}
+        )
+        copied += 1
+    return copied
+
+
 async def ablate_rule(
     model: str,
     setup: Setup,
@@ -116,7 +153,7 @@ async def ablate_rule(
     """Outcomes of the engine without `rule`: (asked, derived, missing a default).
     `stores`: the dev store (read) and the ablation store (written)."""
     shipped = key(model, parlay_system(setup), questions[0])[4] if questions else ""
-    defaults = stores[0].load()
+    defaults = shipped_outcomes(stores)
 
     def base(question: Question) -> Outcome | None:
         default = defaults.get((model, "parlay", question.category, question.id, shipped))
@@ -140,7 +177,7 @@ async def verify(
     """Ask `count` questions again of the shipped engine; store them as `parlay:again`."""
     again = parlay_system(setup, "again", {})
     shipped = key(model, parlay_system(setup), questions[0])[4] if questions else ""
-    defaults, store = stores[0].load(), stores[1]
+    defaults, store = shipped_outcomes(stores), stores[1]
     done = store.load()
     for question in questions[:count]:
         where = (model, "parlay:again", question.category, question.id, shipped)
@@ -161,6 +198,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--tag", default="", help="the shipped engine's tag (bench.bfcl.dev)")
     parser.add_argument("--verify", type=int, default=0, help="questions asked again")
     parser.add_argument("--defaults", type=Path, default=STORE, help="the dev store (read)")
+    parser.add_argument(
+        "--base", default="parlay", help="the dev store's system standing for the shipped engine"
+    )
     parser.add_argument("--store", type=Path, default=ABLATION_STORE)
     parser.add_argument(
         "--no-prompt-cache",
@@ -192,6 +232,9 @@ async def run_model(args: argparse.Namespace, name: str, stores: tuple[Store, St
     cap = args.per_category or None
     for half in halves(args.half):
         questions = interleave([select(c, half, cap) for c in categories(args.categories)])
+        if args.base != "parlay":
+            copied = adopt(name, setup, args.base, questions, stores)
+            print(f"{name} {half}: {copied} outcomes of {args.base} adopted as parlay's")
         if args.verify:
             await verify(name, setup, questions, stores, args.verify)
         for rule in rule_names(args.rules):
