@@ -3,7 +3,8 @@
 A rule that is off leaves no trace of where it would have acted, so the ablation's
 shortcut (ask again only where the rule acted) cannot measure it. Such a rule is a
 variant of the development benchmark instead (`bench.bfcl.systems.VARIANTS`), asked the
-questions beside the shipped engine, and this page pairs the two question by question
+questions beside the shipped engine (or the engine it adds the rule to, `BASES`), and
+this page pairs the two question by question
 with the ablation page's gain and interval (`bench.bfcl.ablation_report`): the balanced
 score with the rule on minus the shipped engine's.
 
@@ -39,7 +40,11 @@ VARIANTS = {
     "unrelated_call": "parlay:unrelated",
     "action_format=typed": "parlay:typed",
     "action_format=typed+unrelated_call": "parlay:typed+unrelated",
+    "leaned_to_words": "parlay:typed+leaned",
 }
+# The engine a variant adds its rule to, when not the shipped one: `leaned_to_words`
+# acts in the typed format only, and is paired with it.
+BASES = {"leaned_to_words": "parlay:typed"}
 FORMATS = frozenset({"action_format=typed", "action_format=typed+unrelated_call"})
 UNCHANGED = {"recount_calls": ABSTAIN_CATEGORIES + RELEVANCE_CATEGORIES}
 RESULTS = Path(__file__).parents[2] / "bench" / "results"
@@ -92,9 +97,15 @@ def render(outcomes: Sequence[dict[str, Any]], tags: Sequence[str]) -> str:
     for model in sorted({o["model"] for o in newest}):
         for half in ("tune", "validate"):
             mine = [o for o in newest if o["model"] == model and o["half"] == half]
-            shipped = by_question(mine, "parlay")
             rows = [
-                rule_row(rule, paired(rule, by_question(mine, system), shipped))
+                rule_row(
+                    rule,
+                    paired(
+                        rule,
+                        by_question(mine, system),
+                        by_question(mine, BASES.get(rule, "parlay")),
+                    ),
+                )
                 for rule, system in VARIANTS.items()
                 if any(o["system"] == system for o in mine)
             ]

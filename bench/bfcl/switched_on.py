@@ -29,6 +29,7 @@ from bench.bfcl.split import interleave, select
 from bench.bfcl.store import Store
 from bench.bfcl.systems import VARIANTS, Setup, parlay_system
 from parlay.backends.local import shared_server
+from parlay.contract.leaning import leans_to_words
 from parlay.contract.relevance import unrelated_tools
 
 
@@ -40,14 +41,23 @@ def unrelated_judged(question: Question, outcome: Outcome) -> bool:
     return bool(calls) and all(call["name"] in unrelated for call in calls)
 
 
+def leaned_judged(_: Question, outcome: Outcome) -> bool:
+    """Whether `leaned_to_words` judges the first reply: it leaned to words, and it
+    called (the outcome holds calls, or was retried: its first reply may have been one)."""
+    leaned = leans_to_words(outcome.get("answer_share"), "typed")
+    return leaned and bool(outcome["calls"] or outcome["retries"])
+
+
 # The rules this can switch on, each with whether it could change a stored outcome.
 COULD_ACT: dict[str, Callable[[Question, Outcome], bool]] = {
     "unrelated_call": lambda q, o: bool(o["retries"]) or unrelated_judged(q, o),
+    "leaned_to_words": leaned_judged,
 }
 # Each variant: the engine it adds a rule to ("" is the shipped engine) and that rule.
 SWITCHED: dict[str, tuple[str, str]] = {
     "unrelated": ("", "unrelated_call"),
     "typed+unrelated": ("typed", "unrelated_call"),
+    "typed+leaned": ("typed", "leaned_to_words"),
 }
 
 

@@ -55,6 +55,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # (the opt-in rule `unrelated_call`), in either format (`bench.bfcl.switched_on`).
     "unrelated": {"rules_on": ["unrelated_call"]},
     "typed+unrelated": {"action_format": "typed", "rules_on": ["unrelated_call"]},
+    # A first call made while leaning to words is answered in words (`leaned_to_words`,
+    # typed only; `bench.bfcl.switched_on`).
+    "typed+leaned": {"action_format": "typed", "rules_on": ["leaned_to_words"]},
     # The last continuation restates the request and asks for every result (a probe of
     # the turn after a tool result, `bench.bfcl.after`; run from the repository root).
     # Shipped since as `restate_request` (on, except for the embedded SmolLM2).

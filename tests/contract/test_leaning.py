@@ -6,9 +6,12 @@ from __future__ import annotations
 import pytest
 
 from parlay.backends.prompted import PromptedBackend
+from parlay.context import AssistantMessage, ToolCall, ToolResult
 from parlay.contract.leaning import answer_share
-from parlay.events import TokenChoice
+from parlay.events import TextDelta, TokenChoice, ToolCallEnd
+from parlay.request import ChatRequest, ToolChoice
 
+from .conftest import TOOLS
 from .test_forced import FINAL, ScoredModel, ask, lp, run, tokens
 
 
@@ -43,3 +46,72 @@ async def test_the_first_replys_lean_is_in_the_diagnostics() -> None:
     _, finish = await run(PromptedBackend(model, action_format="json"), ask("hello"))
     assert finish.diagnostics is not None
     assert finish.diagnostics.answer_share == pytest.approx(0.6)
+
+
+def typed_call(answering: float) -> list[TokenChoice]:
+    """A typed reply calling get_weather for Paris, `answering` of the weight at its kind
+    word going to `final`."""
+    kind = ("tool", [("tool", 1 - answering), ("final", answering)])
+    rest = '_call", "tool": {"tool_name": "get_weather", "arguments": {"city": "Paris"}}}'
+    return tokens('{"type": "', kind, rest)
+
+
+TYPED_FINAL = '{"type": "final", "content": "I cannot tell the weather."}'
+LEANED = ["leaned_to_words"]
+
+
+def calls(events: list) -> list[str]:
+    return [e.call.name for e in events if isinstance(e, ToolCallEnd)]
+
+
+async def test_a_first_call_leaning_to_words_is_asked_again_for_words() -> None:
+    model = ScoredModel(typed_call(0.4), TYPED_FINAL)
+    backend = PromptedBackend(model, action_format="typed", rules_on=LEANED)
+    events, finish = await run(backend, ask("Is Paris nice in the rain?"))
+    assert calls(events) == []
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == (
+        "I cannot tell the weather."
+    )
+    [retry] = finish.diagnostics.retries
+    assert retry.reason == "leaned_to_words" and "40%" in retry.detail
+    assert finish.diagnostics.rules == ("leaned_to_words", "words_fallback")
+    # The answer comes under the answer-only grammar, not asked with an instruction.
+    assert [r.response_format.name for r in model.requests] == ["action", "final"]
+
+
+@pytest.mark.parametrize(
+    ("answering", "action_format", "choice"),
+    [
+        (0.2, "typed", "auto"),  # below the threshold: the model chose to call
+        (0.6, "json", "auto"),  # the json format's lean was measured to mean less
+        (0.6, "typed", "required"),  # the user asked for a call
+    ],
+)
+async def test_a_call_that_did_not_lean_to_words_goes_on(
+    answering: float, action_format: str, choice: str
+) -> None:
+    reply = typed_call(answering)
+    if action_format == "json":
+        kind = ("tool", [("tool", 1 - answering), ("final", answering)])
+        reply = tokens('{"', kind, '": "get_weather", "args": {"city": "Paris"}}')
+    backend = PromptedBackend(ScoredModel(reply), action_format=action_format, rules_on=LEANED)
+    events, finish = await run(backend, ask("Weather in Paris?", choice))
+    assert calls(events) == ["get_weather"]
+    assert finish.diagnostics.rules == ()
+
+
+async def test_after_a_tool_result_the_lean_is_not_judged() -> None:
+    first = ask("Weather in Paris?").messages
+    call = ToolCall("get_weather", {"city": "Paris"}, "call_1")
+    messages = (*first, AssistantMessage("", (call,)), ToolResult("call_1", "get_weather", "rain"))
+    request = ChatRequest(messages, TOOLS, ToolChoice.coerce("auto"))
+    model = ScoredModel(typed_call(0.5))
+    model.replies[0] = tokens(
+        '{"type": "',
+        ("tool", [("tool", 0.5), ("final", 0.5)]),
+        '_call", "tool": {"tool_name": "add", "arguments": {"a": 1, "b": 2}}}',
+    )
+    events, finish = await run(
+        PromptedBackend(model, action_format="typed", rules_on=LEANED), request
+    )
+    assert calls(events) == ["add"] and "leaned_to_words" not in finish.diagnostics.rules

@@ -18,11 +18,12 @@ from parlay.backends._turn import Turn
 from parlay.context import ToolCall
 from parlay.contract.forced import NameChoice, name_choices
 from parlay.contract.grounding import copied_answer, echoes
+from parlay.contract.leaning import leans_to_words
 from parlay.contract.own_words import OwnWords
 from parlay.contract.parser import ParseResult
 from parlay.contract.placeholders import is_placeholder
 from parlay.contract.refusal import RefusalSignal, asks_user, detect_refusal
-from parlay.contract.relevance import fitting_tool
+from parlay.contract.relevance import at_first_decision, fitting_tool
 from parlay.contract.retry import Verdict, only_repeats
 from parlay.diagnostics import RetryRecord
 from parlay.request import ToolSpec
@@ -63,6 +64,7 @@ def verdict_on(
             forced=forced_choice(engine, attempt, parsed.calls, turn) if turn.read_names else None,
             placeholder=is_placeholder(parsed.text),
             unrelated=turn.unrelated,
+            leaned=leaned_to_words(engine, turn),
         )
         if verdict is not None and verdict.about_text and attempt.shown_text:
             turn.notes.append(f"not retried ({verdict.reason}): the text was already shown")
@@ -154,6 +156,16 @@ def missed_tool(engine: PromptedBackend, turn: Turn, calls: Sequence[ToolCall]) 
     if not engine.check_missed_calls or turn.choice.mode != "auto" or calls or turn.retries:
         return None
     return fitting_tool(turn.request.messages, turn.contract.tools)
+
+
+def leaned_to_words(engine: PromptedBackend, turn: Turn) -> float | None:
+    """The first reply's lean to answering, when it leaned to words at the user's
+    request (see `leaning`); None otherwise. Not after a tool result: what the lean
+    means there was not measured."""
+    share = turn.answer_share
+    if turn.retries or not at_first_decision(turn.request.messages):
+        return None
+    return share if leans_to_words(share, engine.options.action_format) else None
 
 
 def forced_choice(

@@ -36,7 +36,7 @@ MADE_UP_VALUES = ("example_value", "invented_value", "same_value")
 # ("Tokyo" for "the capital of Japan"); asked about it, a model sure of it gives it again
 # and keeps its call (`kept_insisted_value`), where the answer-only grammar would have
 # turned a right call into "I cannot say."
-DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "pretended_call", "forced_call")
+DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "pretended_call", "forced_call", "leaned_to_words")
 
 
 def words_format(request: ChatRequest, action_format: str) -> ResponseFormat:
@@ -163,6 +163,12 @@ def _ask_again(engine: PromptedBackend, turn: Turn, verdict: Verdict, attempt: A
     turn.messages = (*fresh, UserMessage(turn.instruction))
 
 
+# Verdicts after which the model most likely answers best in words: the grammar forced
+# its call, it leaned to words, it wrote a stand-in, or called tools unrelated to the
+# request.
+WORDS_AFTER = ("forced_call", "leaned_to_words", "placeholder_answer", "unrelated_call")
+
+
 def falls_back_to_words(engine: PromptedBackend, turn: Turn, verdict: Verdict) -> bool:
     """Whether the retry after `verdict` goes under the answer-only grammar, with no
     instruction: after a call the grammar forced on the model, calls only to tools
@@ -175,7 +181,7 @@ def falls_back_to_words(engine: PromptedBackend, turn: Turn, verdict: Verdict) -
     retry."""
     if not engine.rules.on("words_fallback"):
         return False
-    if verdict.reason in ("forced_call", "placeholder_answer", "unrelated_call"):
+    if verdict.reason in WORDS_AFTER:
         return True
     return (
         verdict.reason in MADE_UP_VALUES

@@ -5,10 +5,16 @@ Under a grammar a reply says what it is in its first word: `{"final": ...}` or
 `{"type": "tool_call"}` in the typed one. Where the backend reports the alternatives the
 model weighed for each token (before the grammar filtered them, as llama.cpp does), the
 token that writes that word says how sure the model was: the share of the weight that
-went to answering, out of what went to answering or calling. It is a diagnostic
-(`Diagnostics.answer_share`, first attempt only): on the development benchmark, Qwen
-answers a fifth of the questions that needed a call in words, and whether those were
-near ties is what a rule about them would need to know.
+went to answering, out of what went to answering or calling. It is recorded
+(`Diagnostics.answer_share`, first attempt only), and under `auto` the rule
+`leaned_to_words` takes a first reply that calls while leaning this much to answering
+for a model unsure that any tool fits, and asks for an answer in words instead.
+
+Its threshold is the typed format's only (`LEAN_TO_WORDS`), chosen on the development
+benchmark's tune half (Qwen2.5-Coder-0.5B, stored first replies, the balanced score
+over a grid of thresholds) and held on the validate half (bench/bfcl/notes.md, stop
+27). In the json format the same threshold took a call from 62 of 251 first replies
+and lost more right calls than it won abstentions: its kind word weighs differently.
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ _KIND = {
     "json": (re.compile(r'^\s*\{\s*"'), "final", ("tool", "actions")),
     "typed": (re.compile(r'^\s*\{\s*"type"\s*:\s*"'), "final", ("tool_call", "tool_calls")),
 }
+# The share of the weight on answering at which `leaned_to_words` takes a first reply's
+# calls for a model unsure that any tool fits, per format (a format not here: never).
+LEAN_TO_WORDS: dict[str, float] = {"typed": 0.3}
 # The kind word is written within the reply's first characters, or not at all.
 _LOOK = 64
 
@@ -73,3 +82,9 @@ def _share(token: TokenChoice, answer: str, calls: Sequence[str]) -> float | Non
 def _starts(alternative: str, word: str) -> bool:
     """Whether writing `alternative` here can go on to `word` (or writes it whole)."""
     return word.startswith(alternative) or alternative.startswith(word)
+
+
+def leans_to_words(share: float | None, action_format: str) -> bool:
+    """Whether a reply with this lean to answering, in this format, leans to words."""
+    threshold = LEAN_TO_WORDS.get(action_format)
+    return share is not None and threshold is not None and share >= threshold

@@ -3,7 +3,8 @@
 Triggers, in order: a call to a tool that does not exist; arguments that fail the
 schema; a reply whose every call repeats one the history already answered (small models
 loop); an action that cannot be read; under `auto`, a call the grammar forced on a model
-that leaned to a tool not offered (see `forced`); under `auto`, a reply whose every call
+that leaned to a tool not offered (see `forced`); under `auto`, a first reply that calls
+while the model leaned to answering in words (see `leaning`); under `auto`, a reply whose every call
 goes to a tool sharing no word with the request (opt-in, see `relevance`); a call to
 another tool than the one named; an argument value copied from a few-shot example that
 the conversation never mentions; under `auto`, a required value that no one in the
@@ -57,6 +58,7 @@ class Verdict:
     # no_call | wrong_tool | refusal | unreadable | unknown_tool | invalid_arguments
     # | example_value | example_answer | pretended_call | invented_value | same_value
     # | missed_tool | repeated_call | forced_call | placeholder_answer | unrelated_call
+    # | leaned_to_words
     reason: str
     detail: str = ""
     tool: ToolSpec | None = None
@@ -91,6 +93,7 @@ class RetryPolicy:
         forced: NameChoice | None = None,
         placeholder: bool = False,
         unrelated: frozenset[str] = frozenset(),
+        leaned: float | None = None,
     ) -> Verdict | None:
         """Why this reply should be retried, or None when it is fine: the first verdict,
         in the order of `rules.VERDICT_RULES`, whose rule is on."""
@@ -98,7 +101,7 @@ class RetryPolicy:
             return None
         reply = Reply(
             calls, issues, problems, choice, refusal, tools, copied_answer, fitting_tool,
-            pretended_tool, forced, placeholder, unrelated,
+            pretended_tool, forced, placeholder, unrelated, leaned,
         )  # fmt: skip
         return next((v for v in _verdicts(reply) if self.rules.on(v.reason)), None)
 
@@ -124,6 +127,8 @@ class Reply:
     placeholder: bool
     # Offered tools sharing no word with the request (`relevance.unrelated_tools`).
     unrelated: frozenset[str] = frozenset()
+    # The first reply's lean to answering, when it leaned to words (`leaning`).
+    leaned: float | None = None
 
 
 def _verdicts(reply: Reply) -> Iterator[Verdict]:
@@ -142,6 +147,9 @@ def _verdicts(reply: Reply) -> Iterator[Verdict]:
     if reply.forced is not None and choice.mode == "auto":
         spec = next((t for t in tools if t.name == reply.forced.call.name), None)
         yield Verdict("forced_call", reply.forced.describe(), spec)
+    if reply.leaned is not None and choice.mode == "auto" and calls:
+        spec = next((t for t in tools if t.name == calls[0].name), None)
+        yield Verdict("leaned_to_words", f"{reply.leaned:.0%} of its weight on answering", spec)
     if choice.mode == "auto" and calls and all(c.name in reply.unrelated for c in calls):
         spec = next((t for t in tools if t.name == calls[0].name), None)
         yield Verdict("unrelated_call", ", ".join(dict.fromkeys(c.name for c in calls)), spec)

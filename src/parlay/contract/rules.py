@@ -28,6 +28,10 @@ VERDICT_RULES: dict[str, str] = {
     "repeated_call": "every call of the reply repeats one the history already answered",
     "unreadable": "an action was written but cannot be read",
     "forced_call": "under auto, the grammar forced a call on a model leaning elsewhere",
+    "leaned_to_words": (
+        "under auto, a first reply calls while the model leaned to answering in words "
+        "(typed format; `parlay.contract.leaning`)"
+    ),
     "unrelated_call": (
         "under auto, every call goes to a tool sharing no word with the user's request "
         "(opt-in: a request in another language shares none either)"
@@ -130,7 +134,7 @@ HEURISTICS_OPT_IN = frozenset(
 # gained on both halves for Qwen, but it reads words only: a right tool asked for in
 # other words or another language is taken away too (19 of the 990 BFCL call questions
 # of the development categories), a loss a stronger model would pay; so it is asked for.
-OPT_IN: frozenset[str] = HEURISTICS_OPT_IN | {"recount_calls", "unrelated_call"}
+OPT_IN: frozenset[str] = HEURISTICS_OPT_IN | {"recount_calls", "unrelated_call", "leaned_to_words"}
 
 
 CallCheck = Callable[[ToolCall, ToolSpec], "str | None"]
