@@ -15,7 +15,7 @@ from parlay.errors import ConfigurationError
 from parlay.request import ToolChoice, ToolSpec
 
 from .conftest import TOOLS
-from .test_prompted import ask, block, calls_of, run, scripted, text_of
+from .prompted_kit import ask, block, calls_of, run, scripted, text_of
 
 
 def no_abbreviations(call: ToolCall, tool: ToolSpec) -> str | None:

@@ -20,7 +20,7 @@ from parlay.contract.rules import HEURISTICS_OPT_IN
 from parlay.request import ChatRequest, ToolSpec
 
 from .conftest import CALL, TOOLS, WEATHER
-from .test_prompted import PLAIN_SCHEMA, ask, block, calls_of, run, scripted, text_of
+from .prompted_kit import PLAIN_SCHEMA, ask, block, calls_of, run, scripted, text_of
 
 SHOW = ToolSpec(
     "book_show",

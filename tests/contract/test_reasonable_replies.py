@@ -12,7 +12,7 @@ from parlay.contract.refusal import asks_user, detect_refusal
 from parlay.contract.rules import HEURISTICS_OPT_IN
 
 from .conftest import WEATHER
-from .test_prompted import PLAIN_SCHEMA, ask, block, calls_of, run, scripted, text_of
+from .prompted_kit import PLAIN_SCHEMA, ask, block, calls_of, run, scripted, text_of
 
 
 def final(text: str) -> str:

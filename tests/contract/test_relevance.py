@@ -14,7 +14,7 @@ from parlay.contract.rules import HEURISTICS_OPT_IN
 from parlay.request import ToolSpec
 
 from .conftest import CALL, TOOLS
-from .test_prompted import PLAIN_SCHEMA, ask, block, calls_of, run, scripted, text_of
+from .prompted_kit import PLAIN_SCHEMA, ask, block, calls_of, run, scripted, text_of
 
 EVENT_DATE = ToolSpec(
     "get_event_date",

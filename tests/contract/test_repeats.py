@@ -12,7 +12,7 @@ from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
 from parlay.request import ChatRequest, ToolChoice
 
 from .conftest import TOOLS
-from .test_prompted import PLAIN, PLAIN_SCHEMA, block, calls_of, run, scripted, text_of
+from .prompted_kit import PLAIN, PLAIN_SCHEMA, block, calls_of, run, scripted, text_of
 
 BOTH_ANSWERED = (
     UserMessage("Weather in Rome, and add 2 and 3?"),

@@ -15,7 +15,7 @@ from parlay.contract.rules import HEURISTICS_OPT_IN, OPT_IN
 from parlay.request import ToolSpec
 
 from .conftest import CALL, TOOLS
-from .test_prompted import PLAIN_SCHEMA, ask, block, calls_of, run, scripted, text_of
+from .prompted_kit import PLAIN_SCHEMA, ask, block, calls_of, run, scripted, text_of
 
 # The only tool of a BFCL live_irrelevance question Qwen called for a triangle's area.
 BMI = ToolSpec("determine_body_mass_index", "Calculate body mass index given weight and height.")
