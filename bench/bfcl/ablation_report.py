@@ -168,12 +168,22 @@ def ablated_rules(systems: BySystem) -> list[str]:
     )
 
 
-def pooled_section(groups: Sequence[BySystem]) -> list[str]:
-    """Each rule's gain as the mean of the models' gains, for the rules every model ran."""
-    rules = [r for r in ablated_rules(groups[0]) if all(f"parlay:no-{r}" in g for g in groups)]
+def newest_pairs(by_tag: Sequence[BySystem]) -> dict[str, RulePairs]:
+    """Each rule's pairs from the newest engine (of `by_tag`, oldest first) it was run on."""
+    out: dict[str, RulePairs] = {}
+    for systems in by_tag:
+        for rule in ablated_rules(systems):
+            out[rule] = rule_pairs(systems.get("parlay", {}), systems[f"parlay:no-{rule}"])
+    return out
+
+
+def pooled_section(groups: Sequence[Mapping[str, RulePairs]]) -> list[str]:
+    """Each rule's gain as the mean of the models' gains, for the rules every model ran
+    (each model's newest run of the rule)."""
+    rules = [r for r in groups[0] if all(r in g for g in groups)]
     rows: list[list[object]] = []
     for rule in rules:
-        got = [rule_pairs(g.get("parlay", {}), g[f"parlay:no-{rule}"]) for g in groups]
+        got = [g[rule] for g in groups]
         strata = [(p.calls, p.abstain) for p in got]
         points = 100 * sum(gain(c, a) for c, a in strata) / len(strata)
         low, high = pooled_interval(strata)
@@ -210,8 +220,9 @@ def section(outcomes: Sequence[Outcome]) -> list[str]:
 
 
 def render_ablation(outcomes: Sequence[Outcome], tag: str) -> str:
-    """The page. `tag` names the engine; several, comma-separated and oldest first, show
-    each model and half on the newest of them it was run on."""
+    """The page. `tag` names the engines, comma-separated and oldest first: each model and
+    half gets a section per engine it was run on, and the pooled rows take each model's
+    newest run of a rule (a rule measured on an older engine keeps that measure)."""
     order = {name: rank for rank, name in enumerate(tag.split(","))}
     groups: dict[tuple[str, str], dict[str, list[Outcome]]] = defaultdict(lambda: defaultdict(list))
     for o in outcomes:
@@ -224,13 +235,15 @@ def render_ablation(outcomes: Sequence[Outcome], tag: str) -> str:
         "",
         f"Made by `python -m bench.bfcl.ablation` (engine tags `{tag}`); rules not listed "
         "were not run. 'acted on': the questions the rule acted on, asked again without it; "
-        "the others are the shipped engine's outcome (the rule cannot change them).",
+        "the others are the shipped engine's outcome (the rule cannot change them). A "
+        "model run on several engines has a section for each, oldest first.",
     ]
-    chosen: dict[str, list[BySystem]] = defaultdict(list)
+    chosen: dict[str, list[dict[str, RulePairs]]] = defaultdict(list)
     for (model, half), by_tag in sorted(groups.items()):
-        newest = max(by_tag, key=order.__getitem__)
-        parts += ["", f"## {model}, {half} half (engine `{newest}`)", "", *section(by_tag[newest])]
-        chosen[half].append(by_system(by_tag[newest]))
+        tags = sorted(by_tag, key=order.__getitem__)
+        for name in tags:
+            parts += ["", f"## {model}, {half} half (engine `{name}`)", "", *section(by_tag[name])]
+        chosen[half].append(newest_pairs([by_system(by_tag[name]) for name in tags]))
     for half, models in sorted(chosen.items()):
         if len(models) > 1:
             parts += ["", f"## Pooled over the models, {half} half", "", POOLED, ""]
@@ -240,6 +253,6 @@ def render_ablation(outcomes: Sequence[Outcome], tag: str) -> str:
 
 POOLED = (
     "A rule's gain as the mean of its gains on each model (each model's questions resampled "
-    "on their own): a rule that helps every model a little can earn its place here while "
-    "no single model's questions are enough to show it."
+    "on their own; each model's newest run of the rule): a rule that helps every model a "
+    "little can earn its place here while no single model's questions are enough to show it."
 )

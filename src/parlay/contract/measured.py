@@ -112,6 +112,12 @@ MEASURED: dict[str, tuple[Gain, ...]] = {
         Gain("smollm2", "tune", 176, 14, 4.0, 0.0, 10.0),
         Gain("smollm2", "validate", 176, 9, 2.3, 0.0, 6.7),
     ),
+    # Opt-in: the same gain on each half, within its interval on both (asked with it on
+    # where it could act, bench/bfcl/switched_on.py; typed format only, so Qwen only).
+    "leaned_to_words": (
+        Gain("qwen", "tune", 251, 15, 3.0, -0.5, 7.5),
+        Gain("qwen", "validate", 255, 17, 3.0, -0.7, 7.5),
+    ),
     "first_answer_stands": _validate(
         qwen=(255, 1, -0.2, -0.7, 0.0),
         smollm2=(84, 0, 0.0, 0.0, 0.0),
