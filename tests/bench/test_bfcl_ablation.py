@@ -12,7 +12,7 @@ from bench.bfcl.data import Question
 from bench.bfcl.models import Model
 from bench.bfcl.outcome import Reply
 from bench.bfcl.runner import key
-from bench.bfcl.store import Store
+from bench.bfcl.store import Store, key_of
 from bench.bfcl.systems import Setup, parlay_system
 
 from parlay.context import UserMessage
@@ -133,25 +133,64 @@ async def test_the_heuristics_together_are_asked_again_where_any_of_them_acted(
         ablation.rule_names("missed_tool+nonsense")
 
 
-def test_several_tags_show_each_model_on_the_newest_engine_it_ran_on() -> None:
-    def outcome(model: str, tag: str) -> dict[str, object]:
-        return {
-            "model": model,
-            "half": "validate",
-            "tag": tag,
-            "system": "parlay",
-            "category": "multiple",
-            "question": "q1",
-            "right": True,
-            "abstained": False,
-            "rules": [],
-        }
+def ablation_outcome(
+    model: str, tag: str, system: str = "parlay", right: bool = True
+) -> dict[str, object]:
+    return {
+        "model": model, "half": "validate", "tag": tag, "system": system,
+        "category": "multiple", "question": "q1", "right": right, "abstained": False,
+        "rules": ["missed_tool", "same_value"], "calls": [], "text": "",
+    }  # fmt: skip
 
-    outcomes = [outcome("qwen", "s14"), outcome("smollm2", "s14"), outcome("smollm2", "s15")]
+
+def test_several_tags_show_a_section_for_each_engine_a_model_ran_on_oldest_first() -> None:
+    outcomes = [
+        ablation_outcome("qwen", "s14"),
+        ablation_outcome("smollm2", "s15"),
+        ablation_outcome("smollm2", "s14"),
+    ]
     page = render_ablation(outcomes, "s14,s15")
     assert "## qwen, validate half (engine `s14`)" in page
-    assert "## smollm2, validate half (engine `s15`)" in page
-    assert "smollm2, validate half (engine `s14`)" not in page
+    older = page.index("## smollm2, validate half (engine `s14`)")
+    assert older < page.index("## smollm2, validate half (engine `s15`)")
+
+
+def test_the_pooled_rows_take_each_models_newest_run_of_a_rule() -> None:
+    # smollm2 ran missed_tool on both engines (s14: it kept the right call; s15: it did
+    # not matter) and same_value on s14 only; qwen ran both on s15, keeping nothing.
+    outcomes = [
+        ablation_outcome("smollm2", "s14"),
+        ablation_outcome("smollm2", "s14", "parlay:no-missed_tool", right=False),
+        ablation_outcome("smollm2", "s14", "parlay:no-same_value", right=False),
+        ablation_outcome("smollm2", "s15"),
+        ablation_outcome("smollm2", "s15", "parlay:no-missed_tool"),
+        ablation_outcome("qwen", "s15"),
+        ablation_outcome("qwen", "s15", "parlay:no-missed_tool"),
+        ablation_outcome("qwen", "s15", "parlay:no-same_value"),
+    ]
+    page = render_ablation(outcomes, "s14,s15")
+    pooled = page[page.index("## Pooled over the models, validate half") :]
+    assert "| missed_tool | 1 + 1 | 2 | +0.0 (" in pooled  # s15's run, not s14's +100
+    assert "| same_value | 1 + 1 | 2 | +50.0 (" in pooled  # smollm2's only run, on s14
+
+
+def test_a_variants_outcomes_are_adopted_as_the_shipped_engines_once(tmp_path: Path) -> None:
+    dev, out = Store(tmp_path / "dev.jsonl"), Store(tmp_path / "ablation.jsonl")
+    typed = {**shipped_outcome("multiple_1", ["missed_tool"], right=True), "system": "parlay:typed"}
+    dev.append(typed)
+    dev.append({**typed, "question": "multiple_2", "tag": "t0"})  # another engine's
+    questions = [question("multiple_1"), question("multiple_2")]
+    assert ablation.adopt("qwen", SETUP, "parlay:typed", questions, (dev, out)) == 1
+    assert ablation.adopt("qwen", SETUP, "parlay:typed", questions, (dev, out)) == 0
+    (row,) = out.load().values()
+    assert (row["system"], row["adopted_from"], row["question"]) == (
+        "parlay",
+        "parlay:typed",
+        "multiple_1",
+    )
+    assert row["config"] == key("qwen", parlay_system(SETUP), question("multiple_1"))[4]
+    # The ablation reads it as the shipped engine's outcome.
+    assert ablation.shipped_outcomes((dev, out))[key_of(row)] == row
 
 
 def test_the_pooled_gain_is_the_mean_of_the_models_and_relevance_is_shown_apart() -> None:

@@ -79,3 +79,21 @@ async def test_only_where_the_rule_could_act_is_asked(
     assert mine["multiple_2"]["derived"] is True and mine["multiple_2"]["right"] is True
     assert mine["multiple_1"]["right"] is False and "derived" not in mine["multiple_1"]
     assert await switched_on.switch_on("qwen", SETUP, variant, questions, store) == (0, 0, 1)
+
+
+@pytest.mark.parametrize(
+    ("share", "called", "retried", "could_act"),
+    [
+        (0.4, True, False, True),  # leaned to words and called: judged
+        (0.4, False, True, True),  # retried: its first reply may have called
+        (0.4, False, False, False),  # its first reply was words: nothing to judge
+        (0.2, True, False, False),  # below the threshold
+        (None, True, False, False),  # no alternatives were reported
+    ],
+)
+def test_leaned_to_words_could_act_where_a_leaning_first_reply_may_have_called(
+    share: float | None, called: bool, retried: bool, could_act: bool
+) -> None:
+    q = question("multiple_1", "The circle's area for radius 3?")
+    outcome = {**base_outcome(q, called=called, retried=retried), "answer_share": share}
+    assert switched_on.COULD_ACT["leaned_to_words"](q, outcome) is could_act
