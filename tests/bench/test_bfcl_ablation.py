@@ -145,9 +145,9 @@ def ablation_outcome(
 
 def test_several_tags_show_a_section_for_each_engine_a_model_ran_on_oldest_first() -> None:
     outcomes = [
-        ablation_outcome("qwen", "s14"),
-        ablation_outcome("smollm2", "s15"),
-        ablation_outcome("smollm2", "s14"),
+        ablation_outcome(model, tag, system)
+        for model, tag in (("qwen", "s14"), ("smollm2", "s15"), ("smollm2", "s14"))
+        for system in ("parlay", "parlay:no-missed_tool")
     ]
     page = render_ablation(outcomes, "s14,s15")
     assert "## qwen, validate half (engine `s14`)" in page
@@ -231,3 +231,10 @@ def test_promoting_an_ablated_engine_copies_its_outcomes_as_the_shipped_ones() -
     (row,) = promoted(outcomes, "parlay:no-x", ["qwen"], "s14", "s16")
     assert (row["system"], row["tag"], row["promoted"]) == ("parlay", "s16", "parlay:no-x")
     assert row["config"] != "abc" and row["right"] is True
+
+
+def test_an_engine_no_rule_was_switched_off_on_has_no_section() -> None:
+    outcomes = [ablation_outcome("qwen", "s14"), ablation_outcome("qwen", "s15")]
+    outcomes.append(ablation_outcome("qwen", "s15", "parlay:no-missed_tool"))
+    page = render_ablation(outcomes, "s14,s15")
+    assert "engine `s14`" not in page and "## qwen, validate half (engine `s15`)" in page

@@ -75,6 +75,6 @@ def test_every_heuristic_states_what_it_measured() -> None:
 
 def test_a_rule_describes_what_it_catches_and_what_it_measured() -> None:
     text = describe("forced_call")
-    assert RULES["forced_call"] in text and "qwen, validate half: +1.5 points" in text
-    assert "pooled, validate half: +5.8 points (+0.1 to +12.5)" in text
+    assert RULES["forced_call"] in text and "qwen, validate half: +2.8 points" in text
+    assert "pooled, validate half: +2.7 points (-0.3 to +6.5)" in text
     assert describe("unknown_tool").endswith("Measured: not measured.")

@@ -9,7 +9,10 @@ which leaves no trace where it is off, is measured by asking every question with
 on by default only when its interval lies wholly above zero on one model or pooled over
 both ("pooled": the mean of the two models' gains); a guard stays on whatever it scores
 (`rules.GUARDS`). The figures are Qwen2.5-Coder-0.5B's and SmolLM2-135M's on the
-validation half (`qwen` on 255 questions, `smollm2` on 84).
+validation half, each model's newest run of the rule: Qwen in the typed format (engine
+`stop23`, 255 questions) for the rules that act there, in json (`stop14`) for the
+others; SmolLM2 in json (`stop16`, 176 questions; `stop15`, 84, for the rules not run
+on it).
 """
 
 from __future__ import annotations
@@ -51,19 +54,19 @@ def _validate(qwen: Figures, smollm2: Figures, pooled: Figures) -> tuple[Gain, .
 
 MEASURED: dict[str, tuple[Gain, ...]] = {
     "forced_call": _validate(
-        qwen=(255, 9, 1.5, -1.4, 5.5),
-        smollm2=(84, 26, 10.0, 0.0, 25.0),
-        pooled=(339, 35, 5.8, 0.1, 12.5),
+        qwen=(255, 10, 2.8, -1.0, 7.8),
+        smollm2=(176, 41, 2.6, -1.7, 9.0),
+        pooled=(431, 51, 2.7, -0.3, 6.5),
     ),
     "example_value": _validate(
-        qwen=(255, 7, 1.2, 0.0, 3.8),
-        smollm2=(84, 16, 0.0, 0.0, 0.0),
-        pooled=(339, 23, 0.6, 0.0, 1.9),
+        qwen=(255, 14, 2.5, 0.0, 6.2),
+        smollm2=(176, 27, 0.0, 0.0, 0.0),
+        pooled=(431, 41, 1.3, 0.0, 3.1),
     ),
     "invented_value": _validate(
-        qwen=(255, 13, 4.0, -0.2, 9.3),
-        smollm2=(84, 7, 20.0, 5.0, 35.0),
-        pooled=(339, 20, 12.0, 4.6, 19.6),
+        qwen=(255, 22, 6.5, 1.5, 12.3),
+        smollm2=(176, 10, 8.0, 2.0, 16.0),
+        pooled=(431, 32, 7.3, 3.1, 12.3),
     ),
     "same_value": _validate(
         qwen=(255, 0, 0.0, 0.0, 0.0),
@@ -71,14 +74,14 @@ MEASURED: dict[str, tuple[Gain, ...]] = {
         pooled=(339, 3, 0.0, 0.0, 0.0),
     ),
     "pretended_call": _validate(
-        qwen=(255, 17, -1.3, -5.5, 1.7),
-        smollm2=(84, 4, 0.0, 0.0, 0.0),
-        pooled=(339, 21, -0.6, -2.6, 0.7),
+        qwen=(255, 3, 0.0, 0.0, 0.0),
+        smollm2=(176, 14, 0.0, 0.0, 0.0),
+        pooled=(431, 17, 0.0, 0.0, 0.0),
     ),
     "example_answer": _validate(
         qwen=(255, 1, 0.0, 0.0, 0.0),
-        smollm2=(84, 4, 0.0, 0.0, 0.0),
-        pooled=(339, 5, 0.0, 0.0, 0.0),
+        smollm2=(176, 4, 0.0, 0.0, 0.0),
+        pooled=(431, 5, 0.0, 0.0, 0.0),
     ),
     "refusal": _validate(
         qwen=(255, 0, 0.0, 0.0, 0.0),
@@ -91,9 +94,9 @@ MEASURED: dict[str, tuple[Gain, ...]] = {
         pooled=(339, 32, -0.4, -1.9, 0.5),
     ),
     "words_fallback": _validate(
-        qwen=(255, 19, 9.3, 3.3, 16.0),
-        smollm2=(84, 32, 25.0, 10.0, 40.0),
-        pooled=(339, 51, 17.1, 8.9, 25.3),
+        qwen=(255, 33, 16.3, 9.3, 24.3),
+        smollm2=(176, 50, 19.0, 9.3, 29.0),
+        pooled=(431, 83, 17.6, 11.6, 23.7),
     ),
     "kept_insisted_value": _validate(
         qwen=(255, 3, 0.5, 0.0, 1.2),
