@@ -4,8 +4,9 @@ Triggers, in order: a call to a tool that does not exist; arguments that fail th
 schema; a reply whose every call repeats one the history already answered (small models
 loop); an action that cannot be read; under `auto`, a call the grammar forced on a model
 that leaned to a tool not offered (see `forced`); under `auto`, a first reply that calls
-while the model leaned to answering in words (see `leaning`); under `auto`, a reply whose every call
-goes to a tool sharing no word with the request (opt-in, see `relevance`); a call to
+while the model leaned to answering in words (opt-in, see `leaning`); under `auto`, a
+reply whose every call goes to a tool sharing no word with the request (opt-in, see
+`relevance`); a call to
 another tool than the one named; an argument value copied from a few-shot example that
 the conversation never mentions; under `auto`, a required value that no one in the
 conversation gave, or one text poured into three or more arguments (see `grounding`); a
