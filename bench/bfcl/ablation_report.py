@@ -242,13 +242,12 @@ def render_ablation(outcomes: Sequence[Outcome], tag: str) -> str:
     for (model, half), by_tag in sorted(groups.items()):
         # An engine no rule was switched off on (its outcomes are in the dev store for
         # other pages) has nothing to show here.
-        tags = [
-            t for t in sorted(by_tag, key=order.__getitem__) if ablated_rules(by_system(by_tag[t]))
-        ]
+        systems = {t: by_system(by_tag[t]) for t in sorted(by_tag, key=order.__getitem__)}
+        tags = [t for t, ran in systems.items() if ablated_rules(ran)]
         for name in tags:
             parts += ["", f"## {model}, {half} half (engine `{name}`)", "", *section(by_tag[name])]
         if tags:
-            chosen[half].append(newest_pairs([by_system(by_tag[name]) for name in tags]))
+            chosen[half].append(newest_pairs([systems[name] for name in tags]))
     for half, models in sorted(chosen.items()):
         if len(models) > 1:
             parts += ["", f"## Pooled over the models, {half} half", "", POOLED, ""]

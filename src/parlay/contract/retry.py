@@ -132,6 +132,10 @@ class Reply:
     leaned: float | None = None
 
 
+def _tool_named(tools: Sequence[ToolSpec], name: str) -> ToolSpec | None:
+    return next((tool for tool in tools if tool.name == name), None)
+
+
 def _verdicts(reply: Reply) -> Iterator[Verdict]:
     """Every verdict that holds for the reply, most important first."""
     calls, issues, choice, tools = reply.calls, reply.issues, reply.choice, reply.tools
@@ -146,14 +150,14 @@ def _verdicts(reply: Reply) -> Iterator[Verdict]:
     if unreadable:
         yield Verdict("unreadable", "; ".join(p.detail for p in unreadable))
     if reply.forced is not None and choice.mode == "auto":
-        spec = next((t for t in tools if t.name == reply.forced.call.name), None)
+        spec = _tool_named(tools, reply.forced.call.name)
         yield Verdict("forced_call", reply.forced.describe(), spec)
     if reply.leaned is not None and choice.mode == "auto" and calls:
-        spec = next((t for t in tools if t.name == calls[0].name), None)
-        yield Verdict("leaned_to_words", f"{reply.leaned:.0%} of its weight on answering", spec)
+        share = f"{reply.leaned:.0%} of its weight on answering"
+        yield Verdict("leaned_to_words", share, _tool_named(tools, calls[0].name))
     if choice.mode == "auto" and calls and all(c.name in reply.unrelated for c in calls):
-        spec = next((t for t in tools if t.name == calls[0].name), None)
-        yield Verdict("unrelated_call", ", ".join(dict.fromkeys(c.name for c in calls)), spec)
+        names = ", ".join(dict.fromkeys(c.name for c in calls))
+        yield Verdict("unrelated_call", names, _tool_named(tools, calls[0].name))
     good = [c for c in calls if c.name in {t.name for t in tools}]
     if choice.mode == "tool" and good and all(c.name != choice.name for c in good):
         yield Verdict("wrong_tool", ", ".join(c.name for c in good))
