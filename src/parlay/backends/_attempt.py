@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection
 
 from parlay.context import ToolCall
 from parlay.contract.checks import CheckedCall
+from parlay.contract.echo_trim import EchoTrim
 from parlay.contract.own_words import OwnWords
 from parlay.contract.placeholders import may_become_placeholder
 from parlay.contract.refusal import RefusalPhrases, detect_refusal
@@ -55,6 +56,8 @@ class Attempt:
         # parlay's own words around the tool results: text that may only repeat them is
         # held, so the echo filter can still drop it.
         self.own_words = own_words or OwnWords()
+        # ... and clauses that only repeat them are taken out of a reply that says more.
+        self.trim = EchoTrim(self.own_words)
         self.ended: set[tuple[str, str]] = set()  # (name, arguments) of the calls so far
         self.duplicates = 0
         self.kept_call: str | None = None
@@ -75,45 +78,70 @@ class Attempt:
         the events to show now."""
         now: list[Event] = []
         for event in events:
-            if not self.parallel and isinstance(event, CALL_EVENTS):
-                if self.kept_call is None and isinstance(event, ToolCallStart):
-                    self.kept_call = event.id
-                if event.id != self.kept_call:
-                    if isinstance(event, ToolCallEnd):
-                        self.notes.append(
-                            f"dropped a further {event.call.name} call: parallel_tool_calls is off"
-                        )
+            if isinstance(event, TextDelta) and self.trim.active:
+                if not (text := self.trim.feed(event.text)):
                     continue
-            if isinstance(event, ToolCallEnd) and self._duplicate(event):
-                continue
-            if isinstance(event, ToolCallEnd):
-                checked = self.check(event.call)
-                self.issues.extend(checked.issues)
-                self.notes.extend(checked.notes)
-                event = ToolCallEnd(checked.call)
-            if self.choice_mode == "none" and isinstance(event, CALL_EVENTS):
-                if isinstance(event, ToolCallEnd):
-                    self.notes.append(f"ignored a {event.call.name} call: tool_choice is none")
-                continue
-            if isinstance(event, TextDelta) and self.suppress_text:
-                self.notes.append("dropped the retry's text: earlier text was already shown")
-                continue
-            if self.mode == "live":
-                if isinstance(event, TextDelta):
-                    now.extend(self._live_text(event))
-                    continue
-                now.extend(self._release_text())  # text before a call goes out before it
-                if isinstance(event, ToolCallEnd):
-                    self.live_calls += 1
-                now.append(event)
-            elif self.mode == "buffered":
-                self.held.append(event)
-            elif isinstance(event, TextDelta) and not self.calls_started:
-                now.extend(self._text(event))
-            else:
-                self.calls_started = True
-                self.held.append(event)
+                event = TextDelta(text)
+            elif self.trim.active and (rest := self.trim.flush()):
+                self._route(TextDelta(rest), now)  # text before a call goes out before it
+            self._route(event, now)
         return now
+
+    def end_text(self) -> list[Event]:
+        """The reply has ended: the clause the echo trim still holds, decided."""
+        cut = self.finish is not None and self.finish.reason == "length"
+        rest = self.trim.flush(cut=cut)
+        if self.trim.dropped:
+            self.notes.append(
+                f"took out {len(self.trim.dropped)} clause(s) repeating the continuation's "
+                f"instructions: {self.trim.dropped[0][:80]!r}"
+            )
+        now: list[Event] = []
+        if rest:
+            self._route(TextDelta(rest), now)
+        return now
+
+    def _route(self, event: Event, now: list[Event]) -> None:
+        """One event, past the echo trim: checked, then shown (added to `now`), held or
+        dropped by the attempt's mode."""
+        if not self.parallel and isinstance(event, CALL_EVENTS):
+            if self.kept_call is None and isinstance(event, ToolCallStart):
+                self.kept_call = event.id
+            if event.id != self.kept_call:
+                if isinstance(event, ToolCallEnd):
+                    self.notes.append(
+                        f"dropped a further {event.call.name} call: parallel_tool_calls is off"
+                    )
+                return
+        if isinstance(event, ToolCallEnd) and self._duplicate(event):
+            return
+        if isinstance(event, ToolCallEnd):
+            checked = self.check(event.call)
+            self.issues.extend(checked.issues)
+            self.notes.extend(checked.notes)
+            event = ToolCallEnd(checked.call)
+        if self.choice_mode == "none" and isinstance(event, CALL_EVENTS):
+            if isinstance(event, ToolCallEnd):
+                self.notes.append(f"ignored a {event.call.name} call: tool_choice is none")
+            return
+        if isinstance(event, TextDelta) and self.suppress_text:
+            self.notes.append("dropped the retry's text: earlier text was already shown")
+            return
+        if self.mode == "live":
+            if isinstance(event, TextDelta):
+                now.extend(self._live_text(event))
+                return
+            now.extend(self._release_text())  # text before a call goes out before it
+            if isinstance(event, ToolCallEnd):
+                self.live_calls += 1
+            now.append(event)
+        elif self.mode == "buffered":
+            self.held.append(event)
+        elif isinstance(event, TextDelta) and not self.calls_started:
+            now.extend(self._text(event))
+        else:
+            self.calls_started = True
+            self.held.append(event)
 
     def _duplicate(self, end: ToolCallEnd) -> bool:
         """A call identical to an earlier one of this reply, dropped where its events are

@@ -213,7 +213,10 @@ def own_words(
         return "a stand-in of the format instructions"
     if instruction and echoes(parsed.text, instruction):
         return "the retry message"
-    if continuation.repeated_by(parsed.text):
+    cut = attempt.finish is not None and attempt.finish.reason == "length"
+    if continuation.repeated_by(parsed.text, cut=cut) or (
+        attempt.trim.dropped and not attempt.trim.shown_any
+    ):
         return "the continuation's instructions"
     return ""
 

@@ -78,6 +78,9 @@ class Turn:
     def record(self, attempt: Attempt, parsed: ParseResult) -> None:
         """What an attempt noted, what it cost, and how it ended."""
         self.notes.extend(attempt.notes)
+        if attempt.trim.dropped and attempt.trim.shown_any:
+            # (A reply with nothing else is dropped whole, and named so, by the judging.)
+            self.fired.append("echo_filter")
         self.notes.extend(f"{p.kind}: {p.detail}" for p in parsed.problems)
         finish = attempt.finish
         if finish is None:

@@ -337,7 +337,7 @@ class PromptedBackend:
             for out in attempt.route(produced):
                 turn.yielded += 1
                 yield out
-        for out in attempt.route(parser.finish()):
+        for out in [*attempt.route(parser.finish()), *attempt.end_text()]:
             turn.yielded += 1
             yield out
 

@@ -53,19 +53,36 @@ class OwnWords:
     # so a reply of allowed words only is not scanned again and again as it grows.
     longest: int = 0
 
-    def repeated_by(self, text: str) -> bool:
+    def repeated_by(self, text: str, *, cut: bool = False) -> bool:
         """Whether a plain reply only repeats the continuation: part of it as written,
-        or reworded in its own and the user's words."""
+        or reworded in its own and the user's words. `cut`: the reply was stopped by the
+        token limit, so its last word may be the start of one of those words (Qwen
+        restated a long request until the limit cut it in "rem")."""
         if not self.passages:
             return False
         if any(echoes(text, passage) for passage in self.passages):
             return True
         written = _words(text)
+        if cut and written and text[-1:].isalnum() and self._starts_allowed(written[-1]):
+            written.pop()
         words = set(written)
         return (
             len(written) >= _MIN_WORDS
             and words <= self.allowed
             and len(words & self.own) >= _MIN_OWN
+        )
+
+    def _starts_allowed(self, fragment: str) -> bool:
+        """Whether `fragment` begins an allowed word, or one with a common ending
+        ("tryi" of "trying", kept as "try")."""
+        return any(
+            word.startswith(fragment)
+            or (
+                len(word) >= 3
+                and fragment.startswith(word)
+                and any(end.startswith(fragment[len(word) :]) for end in _ENDINGS)
+            )
+            for word in self.allowed
         )
 
     def may_be_repeated_by(self, start: str) -> bool:

@@ -57,7 +57,8 @@ OTHER_RULES: dict[str, str] = {
     "echo_filter": (
         "a plain reply that only repeats a retry message, a stand-in or the words the "
         "continuation wraps tool results in is dropped (an answer held back for a "
-        "missed_tool retry stands instead)"
+        "missed_tool retry stands instead); from a reply that says more, the clauses "
+        "that only repeat the continuation are taken out (`parlay.contract.echo_trim`)"
     ),
     "first_answer_stands": (
         "with no retry left, a call the grammar forced after a missed_tool nudge gives "
