@@ -85,6 +85,12 @@ async def test_an_echo_of_the_continuation_is_dropped_and_an_answer_asked_for(
         "What is 2 + 3? It is 5.",
         "The request asked for 2 + 3, and the result above gives 5.",
         "No result above gives anything else the request asks for: 2 + 3 is 5.",
+        # Clauses of the user's or the continuation's words beside the answer's own
+        # (`parlay.contract.echo_trim` reads a reply in clauses).
+        "The result of add: 5. Anything else?",
+        "The answer: 5.\nThe tool add returned it.",
+        "What is 2 + 3? It is 5. Let me know if you need another sum.",
+        "You asked: what is 2 + 3? The add tool says 5.",
     ],
 )
 async def test_an_answer_that_starts_like_the_continuation_streams_whole(answer: str) -> None:

@@ -90,25 +90,6 @@ async def test_the_answer_of_an_action_under_a_grammar_is_trimmed_too(action_for
     assert finish.diagnostics is not None and finish.diagnostics.rules == ("echo_filter",)
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
-        "2 + 3 is 5.",
-        "The result of add: 5. Anything else?",
-        "The request asked for 2 + 3, and the result above gives 5.",
-        "Decide the next step? None is needed: 2 + 3 is 5.",
-        "The answer: 5.\nThe tool add returned it.",
-        "What is 2 + 3? It is 5. Let me know if you need another sum.",
-        "You asked: what is 2 + 3? The add tool says 5.",
-    ],
-)
-async def test_an_answer_in_its_own_words_streams_whole(answer: str) -> None:
-    inner = ScriptedBackend([answer], capabilities=PLAIN, chunk_size=3)
-    text, finish = await run(PromptedBackend(inner), ChatRequest(AFTER_RESULT, tools=TOOLS))
-    assert text == answer
-    assert finish.diagnostics is not None and "echo_filter" not in finish.diagnostics.rules
-
-
 async def test_with_the_echo_filter_off_nothing_is_taken_out() -> None:
     reply = f"2 + 3 is 5. {LAST_LINE}"
     inner = ScriptedBackend([reply], capabilities=PLAIN, chunk_size=3)
