@@ -188,4 +188,7 @@ def record(continuation: Continuation, reply: Reply, **keys: Any) -> dict[str, A
         "retries": list(reply.retries),
         "rules": list(reply.rules),
         "seconds": round(reply.seconds, 2),
+        # How the reply ended and leaned, for later looks at this turn (since stop 28).
+        "completion_tokens": reply.completion_tokens,
+        "answer_share": reply.answer_share,
     }

@@ -41,10 +41,14 @@ VARIANTS = {
     "action_format=typed": "parlay:typed",
     "action_format=typed+unrelated_call": "parlay:typed+unrelated",
     "leaned_to_words": "parlay:typed+leaned",
+    "leaned_to_words+unrelated_call": "parlay:typed+leaned+unrelated",
 }
-# The engine a variant adds its rule to, when not the shipped one: `leaned_to_words`
+# The engine a variant adds its rules to, when not the shipped one: `leaned_to_words`
 # acts in the typed format only, and is paired with it.
-BASES = {"leaned_to_words": "parlay:typed"}
+BASES = {
+    "leaned_to_words": "parlay:typed",
+    "leaned_to_words+unrelated_call": "parlay:typed",
+}
 FORMATS = frozenset({"action_format=typed", "action_format=typed+unrelated_call"})
 UNCHANGED = {"recount_calls": ABSTAIN_CATEGORIES + RELEVANCE_CATEGORIES}
 RESULTS = Path(__file__).parents[2] / "bench" / "results"
@@ -71,7 +75,8 @@ def rule_row(rule: str, pairs: Paired) -> list[object]:
     if rule in FORMATS:
         acted = sum(not same_reply(a, b) for a, b in pairs.values())
     else:
-        acted = sum(rule in (a.get("rules") or ()) for a, _ in pairs.values())
+        names = rule.split("+")  # a variant switching several rules on: any of them
+        acted = sum(any(n in (a.get("rules") or ()) for n in names) for a, _ in pairs.values())
     return row_cells(
         rule,
         len(pairs),

@@ -53,19 +53,26 @@ COULD_ACT: dict[str, Callable[[Question, Outcome], bool]] = {
     "unrelated_call": lambda q, o: bool(o["retries"]) or unrelated_judged(q, o),
     "leaned_to_words": leaned_judged,
 }
-# Each variant: the engine it adds a rule to ("" is the shipped engine) and that rule.
-SWITCHED: dict[str, tuple[str, str]] = {
-    "unrelated": ("", "unrelated_call"),
-    "typed+unrelated": ("typed", "unrelated_call"),
-    "typed+leaned": ("typed", "leaned_to_words"),
+# Each variant: the engine it adds rules to ("" is the shipped engine) and those rules.
+SWITCHED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "unrelated": ("", ("unrelated_call",)),
+    "typed+unrelated": ("typed", ("unrelated_call",)),
+    "typed+leaned": ("typed", ("leaned_to_words",)),
+    # Both rules that answer in words where no offered tool may fit (stop 28).
+    "typed+leaned+unrelated": ("typed", ("leaned_to_words", "unrelated_call")),
 }
+
+
+def could_act(rules: Sequence[str]) -> Callable[[Question, Outcome], bool]:
+    """Whether any of `rules` could change a stored outcome."""
+    return lambda q, o: any(COULD_ACT[rule](q, o) for rule in rules)
 
 
 async def switch_on(
     model: str, setup: Setup, variant: str, questions: Sequence[Question], store: Store
 ) -> tuple[int, int, int]:
     """The variant's outcomes: (asked, derived, missing a base outcome)."""
-    base_variant, rule = SWITCHED[variant]
+    base_variant, rules = SWITCHED[variant]
     base = parlay_system(setup, base_variant, VARIANTS.get(base_variant, {}))
     system = parlay_system(setup, variant, VARIANTS[variant])
     done = store.load()
@@ -74,7 +81,7 @@ async def switch_on(
         return done.get(key(model, base, question))
 
     written = (store, done)
-    return await copy_or_ask(model, setup, system, questions, written, stored, COULD_ACT[rule])
+    return await copy_or_ask(model, setup, system, questions, written, stored, could_act(rules))
 
 
 async def run_model(args: argparse.Namespace, name: str, store: Store) -> None:

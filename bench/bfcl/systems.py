@@ -58,6 +58,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # A first call made while leaning to words is answered in words (`leaned_to_words`,
     # typed only; `bench.bfcl.switched_on`).
     "typed+leaned": {"action_format": "typed", "rules_on": ["leaned_to_words"]},
+    "typed+leaned+unrelated": {
+        "action_format": "typed",
+        "rules_on": ["leaned_to_words", "unrelated_call"],
+    },
     # The last continuation restates the request and asks for every result (a probe of
     # the turn after a tool result, `bench.bfcl.after`; run from the repository root).
     # Shipped since as `restate_request` (on, except for the embedded SmolLM2).
