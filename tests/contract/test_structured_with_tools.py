@@ -13,7 +13,7 @@ from parlay import Session
 from parlay.backends.base import Capabilities
 from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
-from parlay.context import UserMessage
+from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
 from parlay.contract.constrain import action_schema
 from parlay.request import ChatRequest, ResponseFormat, ToolChoice, ToolSpec
 
@@ -183,3 +183,27 @@ def test_tools_sharing_one_model_share_its_name() -> None:
     specs = (_with_item("order", "line", BASKET_LINE), _with_item("cancel", "line", BASKET_LINE))
     grammar = action_schema(specs, ToolChoice("auto"), "json")
     assert grammar["$defs"] == {"Item": BASKET_LINE}
+
+
+async def test_a_structured_answer_after_a_result_is_never_trimmed_into_broken_json() -> None:
+    # The echo trim takes instruction clauses out of plain answers; an answer held to
+    # the caller's schema is a JSON document, and a clause cut from it would break it.
+    answer = {
+        "city": "Oslo",
+        "temp": 4,
+        "reasoning": "2 + 2 is 4. Decide the next step: call another tool if the task "
+        "still needs one, otherwise answer the user with this result.",
+    }
+    inner = ScriptedBackend([json.dumps(answer)], capabilities=GRAMMAR, chunk_size=3)
+    request = ChatRequest(
+        (
+            UserMessage("How warm in Oslo? Use add for 2 + 2."),
+            AssistantMessage("", (ToolCall("add", {"a": 2, "b": 2}, "c1"),)),
+            ToolResult("c1", "add", output="4"),
+        ),
+        tools=TOOLS,
+        response_format=ResponseFormat(Weather.model_json_schema(), name="Weather"),
+    )
+    events = [e async for e in PromptedBackend(inner).stream(request)]
+    text = "".join(getattr(e, "text", "") for e in events)
+    assert json.loads(text) == answer

@@ -44,6 +44,7 @@ class Attempt:
         parallel: bool = True,
         drop_duplicates: bool = False,
         own_words: OwnWords | None = None,
+        trim_clauses: bool = True,
     ) -> None:
         self.mode = mode
         self.check = check
@@ -56,8 +57,9 @@ class Attempt:
         # parlay's own words around the tool results: text that may only repeat them is
         # held, so the echo filter can still drop it.
         self.own_words = own_words or OwnWords()
-        # ... and clauses that only repeat them are taken out of a reply that says more.
-        self.trim = EchoTrim(self.own_words)
+        # ... and clauses that only repeat them are taken out of a reply that says more
+        # (not out of an answer held to the user's schema: its text is a JSON document).
+        self.trim = EchoTrim(self.own_words if trim_clauses else OwnWords())
         self.ended: set[tuple[str, str]] = set()  # (name, arguments) of the calls so far
         self.duplicates = 0
         self.kept_call: str | None = None

@@ -101,4 +101,5 @@ def next_attempt(engine: PromptedBackend, turn: Turn, can_retry: bool) -> Attemp
         drop_duplicates=engine.rules.on("duplicate_calls")
         and engine.options.action_format == "typed",
         own_words=turn.own_words if engine.rules.on("echo_filter") else OwnWords(),
+        trim_clauses=turn.request.response_format is None,
     )
