@@ -75,13 +75,22 @@ async def test_a_stand_in_with_no_retry_left_is_dropped_not_shown(stand_in: str)
     assert "must not call any tool" in inner.requests[1].messages[0].content
 
 
-async def test_a_stand_in_again_after_the_words_request_leaves_no_text_and_no_loop() -> None:
+async def test_a_stand_in_again_after_the_words_request_leaves_the_results_and_no_loop() -> None:
     inner = ScriptedBackend(["your answer", "your answer"], capabilities=PLAIN)
     backend = PromptedBackend(inner, max_retries=0)
     text, finish = await run(backend, ChatRequest(AFTER_RESULT, tools=TOOLS))
-    assert text == "" and len(inner.requests) == 2
+    # No words came from the model: the answer of last resort is what the tool returned.
+    assert text == "add returned 5" and len(inner.requests) == 2
     assert finish.diagnostics is not None
-    assert finish.diagnostics.rules == ("echo_filter", "words_after_drop")
+    assert finish.diagnostics.rules == ("echo_filter", "words_after_drop", "results_as_answer")
+    assert any("the tool results are the answer" in n for n in finish.diagnostics.notes)
+
+
+async def test_with_results_as_answer_off_no_words_leave_an_empty_reply() -> None:
+    inner = ScriptedBackend(["your answer", "your answer"], capabilities=PLAIN)
+    backend = PromptedBackend(inner, max_retries=0, rules_off={"results_as_answer"})
+    text, _ = await run(backend, ChatRequest(AFTER_RESULT, tools=TOOLS))
+    assert text == "" and len(inner.requests) == 2
 
 
 async def test_words_after_drop_off_leaves_the_dropped_reply_empty() -> None:

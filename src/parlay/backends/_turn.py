@@ -75,6 +75,14 @@ class Turn:
         else:
             self.usage = finish.usage if self.usage is None else self.usage + finish.usage
 
+    def take_rules_of(self, finish: Finish) -> None:
+        """The rules that acted in a request this turn made of its own (the words asked
+        for after a dropped reply), and what they noted; each rule named once."""
+        if finish.diagnostics is None:
+            return
+        self.fired.extend(r for r in finish.diagnostics.rules if r not in self.fired)
+        self.notes.extend(finish.diagnostics.notes)
+
     def record(self, attempt: Attempt, parsed: ParseResult) -> None:
         """What an attempt noted, what it cost, and how it ended."""
         self.notes.extend(attempt.notes)

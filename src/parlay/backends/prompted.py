@@ -61,6 +61,7 @@ from parlay.contract.render import (
     DEFAULT_MAX_RESULT_CHARS,
     ContractOptions,
 )
+from parlay.contract.results_answer import results_answer
 from parlay.contract.retry import RetryPolicy
 from parlay.contract.rules import VALUE_RULES, CallRule, shipped
 from parlay.contract.state import has_tool_activity
@@ -295,21 +296,37 @@ class PromptedBackend:
             released = to_release(self, turn, attempt, parsed, can_retry)
             if released is not None:
                 for out in await calls_to_hand_on(self, turn, released):
+                    turn.yielded += 1
                     yield out
             break
+        async for out in self._closing(turn, request):
+            yield out
+        finish = turn.finish(self.options.action_format)
+        logger.debug("prompted reply: %s", finish.diagnostics)
+        yield finish
+
+    async def _closing(self, turn: Turn, request: ChatRequest) -> AsyncIterator[Event]:
+        """After the attempts, when nothing was left to show: words asked for once more,
+        and under tool_choice none, the tool results as the answer of last resort."""
         if turn.dropped and turn.choice.mode != "none" and self.rules.on("words_after_drop"):
-            # Nothing is left to show: ask once more, told to answer in words, with no
-            # retry message in sight to repeat (SmolLM2 ended a turn after a tool result
-            # with only the retry's words, and the user got an empty message).
+            # Ask once more, told to answer in words, with no retry message in sight to
+            # repeat (SmolLM2 ended a turn after a tool result with only the retry's
+            # words, and the user got an empty message).
             turn.fired.append("words_after_drop")
             async for out in self.stream(request.replace(tool_choice=NONE)):
                 if isinstance(out, Finish):
                     turn.add_usage(out)
+                    turn.take_rules_of(out)
                 else:
+                    turn.yielded += 1
                     yield out
-        finish = turn.finish(self.options.action_format)
-        logger.debug("prompted reply: %s", finish.diagnostics)
-        yield finish
+        if turn.choice.mode != "none" or turn.yielded or not self.rules.on("results_as_answer"):
+            return
+        if text := results_answer(request.messages, self.options.max_result_chars):
+            turn.fired.append("results_as_answer")
+            turn.notes.append("no answer in words came: the tool results are the answer")
+            turn.yielded += 1
+            yield TextDelta(text)
 
     async def _run(
         self, turn: Turn, attempt: Attempt, parser: ActionStreamParser

@@ -26,6 +26,12 @@ _WORD = re.compile(r"[^\W_]+")
 # own: "The result is 5." has too few, and its number is no word of the continuation.
 _MIN_WORDS = 6
 _MIN_OWN = 4
+# A copy of the continuation as written, the user's words it quotes included, this many
+# characters long (white space aside): longer than any quoted figure or name an answer
+# would repeat.
+_MIN_COPIED = 40
+# Stands for a tool result cut out of the continuation, so no copy spans one.
+_CUT = "\x00"
 _ENDINGS = ("ing", "ed", "s")
 
 
@@ -35,6 +41,10 @@ def _base(word: str) -> str:
         if word.endswith(ending) and len(word) - len(ending) >= 3:
             return word[: -len(ending)]
     return word
+
+
+def _folded(text: str) -> str:
+    return "".join(text.split()).casefold().strip(".")
 
 
 def _words(text: str) -> list[str]:
@@ -52,6 +62,9 @@ class OwnWords:
     # Held text longer than this repeats more than the continuation says: it is let go,
     # so a reply of allowed words only is not scanned again and again as it grows.
     longest: int = 0
+    # The continuation as written, folded, its tool results cut out: a reply copying a
+    # long part of it (the restated request, "The request: ...") says nothing new.
+    said: str = ""
 
     def repeated_by(self, text: str, *, cut: bool = False) -> bool:
         """Whether a plain reply only repeats the continuation: part of it as written,
@@ -61,6 +74,9 @@ class OwnWords:
         if not self.passages:
             return False
         if any(echoes(text, passage) for passage in self.passages):
+            return True
+        folded = _folded(text)
+        if len(folded) >= _MIN_COPIED and folded in self.said:
             return True
         written = _words(text)
         if cut and written and text[-1:].isalnum() and self._starts_allowed(written[-1]):
@@ -116,6 +132,7 @@ def continuation_words(
         return OwnWords()
     quoted: list[str] = []
     asked: list[str] = []
+    outputs: list[str] = []
     for message in messages:
         if isinstance(message, UserMessage):
             asked.append(message.content)
@@ -125,8 +142,16 @@ def continuation_words(
             quoted += [message.name, message.call_id, output, message.error or ""]
             asked += [message.name, message.call_id]  # names a reply may use, not results
             quoted.append(output[: options.max_result_chars])
-    passages = own_passages(rendered[-1].content, quoted)
+            outputs += [output, output[: options.max_result_chars], message.error or ""]
+    continuation = rendered[-1].content
+    passages = own_passages(continuation, quoted)
     own = frozenset(w for p in passages for w in _words(p))
     allowed = own | frozenset(w for a in asked for w in _words(a))
     longest = 2 * (sum(len(p) for p in passages) + RESTATED_CHARS)
-    return OwnWords(passages, own, allowed, longest)
+    return OwnWords(passages, own, allowed, longest, _folded(_without(continuation, outputs)))
+
+
+def _without(text: str, parts: Iterable[str]) -> str:
+    """`text` with each of `parts` (longest first) replaced by a cut mark."""
+    kept = sorted({p for p in parts if p.strip()}, key=len, reverse=True)
+    return re.sub("|".join(map(re.escape, kept)), _CUT, text) if kept else text

@@ -88,6 +88,10 @@ OTHER_RULES: dict[str, str] = {
         "when the last reply was dropped by the echo filter, one more reply is asked for "
         "under tool_choice none, with no retry message to repeat"
     ),
+    "results_as_answer": (
+        "under tool_choice none, when no try left any words after tool results, the "
+        "results the conversation ends with are the answer, one line each"
+    ),
 }
 RULES: dict[str, str] = {**VERDICT_RULES, **OTHER_RULES}
 # The rules that keep a failure from reaching the user whatever a benchmark scores: a
@@ -115,6 +119,7 @@ GUARDS = frozenset(
         "echo_filter",
         "words_only",
         "words_after_drop",
+        "results_as_answer",
         "example_value",
         "example_answer",
         "pretended_call",

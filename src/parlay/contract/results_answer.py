@@ -1,0 +1,41 @@
+"""The answer of last resort after tool results: the results themselves.
+
+Under `tool_choice="none"` a reply must have text (issue: generalisation, item 5). After
+tool results a small model can fail that on every try: Qwen, asked for words after a
+dropped reply, restated the user's request until the token limit cut it, twice, and
+the echo filter rightly dropped both (turn-after-a-result benchmark, stop 28). Rather
+than an empty message, the user then reads what the tools returned, one line each, in
+parlay's plainest words; `Diagnostics.rules` names `results_as_answer`, so a caller can
+tell this answer from the model's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from parlay._text import one_line
+from parlay.context import Message, ToolResult
+
+
+def trailing_results(messages: Sequence[Message]) -> list[ToolResult]:
+    """The tool results the conversation ends with, in order."""
+    results: list[ToolResult] = []
+    for message in reversed(messages):
+        if not isinstance(message, ToolResult):
+            break
+        results.append(message)
+    return results[::-1]
+
+
+def results_answer(messages: Sequence[Message], max_chars: int) -> str:
+    """The results the conversation ends with, as an answer ("" when it ends otherwise);
+    each output cut to `max_chars` characters."""
+    lines = []
+    for result in trailing_results(messages):
+        if result.error is not None:
+            lines.append(f"{result.name} failed: {one_line(result.error, max_chars)}")
+        elif not result.output.strip():
+            lines.append(f"{result.name} returned nothing.")
+        else:
+            lines.append(f"{result.name} returned {one_line(result.output, max_chars)}")
+    return "\n".join(lines)
