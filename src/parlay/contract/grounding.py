@@ -227,24 +227,25 @@ def copied_value(
 
 def copied_answer(text: str, example_answers: frozenset[str]) -> str:
     """The part of a plain answer that repeats a made-up result from the examples, or ""."""
-    folded = _squeezed(text)
-    return next((answer for answer in example_answers if _squeezed(answer) in folded), "")
+    folded = squeezed(text)
+    return next((answer for answer in example_answers if squeezed(answer) in folded), "")
 
 
 def echoes(text: str, source: str) -> bool:
     """Whether `text` only repeats part of `source` (a reply parroting its instruction)."""
-    folded = _squeezed(text).strip(".")
-    return len(folded) >= _MIN_ECHO and folded in _squeezed(source)
+    folded = squeezed(text).strip(".")
+    return len(folded) >= _MIN_ECHO and folded in squeezed(source)
 
 
 def may_echo(text: str, sources: Sequence[str]) -> bool:
     """Whether `text`, the start of a reply, could still turn out to only repeat part of
     one of `sources` (`echoes`)."""
-    folded = _squeezed(text).strip(".")
-    return any(folded in _squeezed(source) for source in sources)
+    folded = squeezed(text).strip(".")
+    return any(folded in squeezed(source) for source in sources)
 
 
-def _squeezed(text: str) -> str:
+def squeezed(text: str) -> str:
+    """`text` without white space, case-folded: how a copy is told from its source."""
     return "".join(text.split()).casefold()
 
 

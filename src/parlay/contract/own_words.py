@@ -18,7 +18,7 @@ from attrs import frozen
 
 from parlay._text import one_line
 from parlay.context import Message, ToolResult, UserMessage
-from parlay.contract.grounding import echoes, may_echo
+from parlay.contract.grounding import echoes, may_echo, squeezed
 from parlay.contract.pieces import RESTATED_CHARS, ContractOptions
 
 _WORD = re.compile(r"[^\W_]+")
@@ -43,10 +43,6 @@ def _base(word: str) -> str:
     return word
 
 
-def _folded(text: str) -> str:
-    return "".join(text.split()).casefold().strip(".")
-
-
 def _words(text: str) -> list[str]:
     return [_base(w) for w in _WORD.findall(text.lower())]
 
@@ -62,7 +58,7 @@ class OwnWords:
     # Held text longer than this repeats more than the continuation says: it is let go,
     # so a reply of allowed words only is not scanned again and again as it grows.
     longest: int = 0
-    # The continuation as written, folded, its tool results cut out: a reply copying a
+    # The continuation as written, squeezed, its tool results cut out: a reply copying a
     # long part of it (the restated request, "The request: ...") says nothing new.
     said: str = ""
 
@@ -75,7 +71,7 @@ class OwnWords:
             return False
         if any(echoes(text, passage) for passage in self.passages):
             return True
-        folded = _folded(text)
+        folded = squeezed(text).strip(".")
         if len(folded) >= _MIN_COPIED and folded in self.said:
             return True
         written = _words(text)
@@ -148,7 +144,7 @@ def continuation_words(
     own = frozenset(w for p in passages for w in _words(p))
     allowed = own | frozenset(w for a in asked for w in _words(a))
     longest = 2 * (sum(len(p) for p in passages) + RESTATED_CHARS)
-    return OwnWords(passages, own, allowed, longest, _folded(_without(continuation, outputs)))
+    return OwnWords(passages, own, allowed, longest, squeezed(_without(continuation, outputs)))
 
 
 def _without(text: str, parts: Iterable[str]) -> str:
