@@ -89,10 +89,14 @@ class Attempt:
             self._route(event, now)
         return now
 
+    @property
+    def cut_by_limit(self) -> bool:
+        """Whether the token limit stopped the reply (it may end inside a word)."""
+        return self.finish is not None and self.finish.reason == "length"
+
     def end_text(self) -> list[Event]:
         """The reply has ended: the clause the echo trim still holds, decided."""
-        cut = self.finish is not None and self.finish.reason == "length"
-        rest = self.trim.flush(cut=cut)
+        rest = self.trim.flush(cut=self.cut_by_limit)
         if self.trim.dropped:
             self.notes.append(
                 f"took out {len(self.trim.dropped)} clause(s) repeating the continuation's "

@@ -213,8 +213,7 @@ def own_words(
         return "a stand-in of the format instructions"
     if instruction and echoes(parsed.text, instruction):
         return "the retry message"
-    cut = attempt.finish is not None and attempt.finish.reason == "length"
-    if continuation.repeated_by(parsed.text, cut=cut) or (
+    if continuation.repeated_by(parsed.text, cut=attempt.cut_by_limit) or (
         attempt.trim.dropped and not attempt.trim.shown_any
     ):
         return "the continuation's instructions"

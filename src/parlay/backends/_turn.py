@@ -94,7 +94,7 @@ class Turn:
         if finish is None:
             return
         cut = any(problem.kind == "cut_off" for problem in parsed.problems)
-        self.cut_call = cut and finish.reason == "length"
+        self.cut_call = cut and attempt.cut_by_limit
         self.add_usage(finish)
         looped = finish.diagnostics.repetition if finish.diagnostics else None
         if looped and finish.diagnostics is not None:
