@@ -5,13 +5,12 @@ twice (turn-after-a-result benchmark, stop 28)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from typing import Any
 
 from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
 from parlay.contract.results_answer import results_answer
-from parlay.events import Event, Finish
 from parlay.request import ChatRequest, ToolChoice
 
 from .conftest import TOOLS
@@ -45,19 +44,9 @@ def test_a_conversation_not_ending_with_results_has_no_such_answer() -> None:
     assert results_answer((*AFTER_RESULT, UserMessage("thanks")), 100) == ""
 
 
-class EveryReplyCut(ScriptedBackend):
-    """Each reply ends as one the token limit cut does."""
-
-    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
-        async for event in super().stream(request):
-            if isinstance(event, Finish):
-                event = Finish("length", event.usage, model=event.model)
-            yield event
-
-
-async def test_a_restated_request_cut_twice_leaves_the_results() -> None:
-    restated = f"The request: {REQUEST}"[:91]
-    inner = EveryReplyCut([restated, restated[13:]], capabilities=PLAIN, chunk_size=3)
+async def test_a_restated_request_cut_twice_leaves_the_results(stops_short: Any) -> None:
+    restated = REQUEST[:78]  # the user's words, as the continuation quotes them, cut
+    inner = stops_short([restated[i : i + 3] for i in range(0, len(restated), 3)])
     text, finish = await run(
         PromptedBackend(inner, max_retries=0), ChatRequest(LONG_REQUEST, tools=TOOLS)
     )
