@@ -11,6 +11,9 @@ asked with the rule on. Outcomes go to the dev store as the variant's
 
     flock /tmp/parlay-model.lock nice -n 5 python -m bench.bfcl.switched_on \\
         --variants unrelated,typed+unrelated --models qwen --half tune --tag stop16
+
+`--base-tag` takes the base engine's outcomes of an earlier tag, for a rule changed since
+they were stored: the variant's outcomes go under `--tag`, the base's are read as stored.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import argparse
 import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from attrs import evolve
 
 from bench.bfcl.ablation import Outcome, copy_or_ask
 from bench.bfcl.data import Question
@@ -69,11 +74,17 @@ def could_act(rules: Sequence[str]) -> Callable[[Question, Outcome], bool]:
 
 
 async def switch_on(
-    model: str, setup: Setup, variant: str, questions: Sequence[Question], store: Store
+    model: str,
+    setups: tuple[Setup, Setup],
+    variant: str,
+    questions: Sequence[Question],
+    store: Store,
 ) -> tuple[int, int, int]:
-    """The variant's outcomes: (asked, derived, missing a base outcome)."""
+    """The variant's outcomes (`setups`: the variant's, the base's): (asked, derived,
+    missing a base outcome)."""
+    setup, base_setup = setups
     base_variant, rules = SWITCHED[variant]
-    base = parlay_system(setup, base_variant, VARIANTS.get(base_variant, {}))
+    base = parlay_system(base_setup, base_variant, VARIANTS.get(base_variant, {}))
     system = parlay_system(setup, variant, VARIANTS[variant])
     done = store.load()
 
@@ -90,11 +101,12 @@ async def run_model(args: argparse.Namespace, name: str, store: Store) -> None:
     server = shared_server(model.path, n_ctx)
     base_url = await asyncio.to_thread(server.start)
     setup = Setup(model, base_url, n_ctx, 512, args.tag)
+    setups = (setup, evolve(setup, tag=args.base_tag or args.tag))
     for half in halves(args.half):
         groups = [select(c, half, args.per_category or None) for c in categories("all")]
         questions = interleave(groups)
         for variant in args.variants.split(","):
-            asked, copied, missing = await switch_on(name, setup, variant, questions, store)
+            asked, copied, missing = await switch_on(name, setups, variant, questions, store)
             print(f"{name} {half} {variant}: asked {asked}, derived {copied}, no base {missing}")
 
 
@@ -104,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--models", default="qwen", help="comma-separated: smollm2,qwen")
     parser.add_argument("--half", default="tune", help="tune, validate or both")
     parser.add_argument("--per-category", type=int, default=40)
-    parser.add_argument("--tag", required=True, help="the base engine's tag (bench.bfcl.dev)")
+    parser.add_argument("--tag", required=True, help="the engine's tag (bench.bfcl.dev)")
+    parser.add_argument("--base-tag", default="", help="the base's, when older (default: --tag)")
     parser.add_argument("--store", default=str(STORE))
     args = parser.parse_args(argv)
     unknown = [v for v in args.variants.split(",") if v not in SWITCHED]

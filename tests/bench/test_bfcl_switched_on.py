@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from attrs import evolve
 from bench.bfcl import ablation, switched_on
 from bench.bfcl.data import Question
 from bench.bfcl.models import Model
@@ -70,7 +71,7 @@ async def test_only_where_the_rule_could_act_is_asked(
 
     monkeypatch.setattr(ablation, "answer", answer)
     variant = "typed+unrelated"
-    counts = await switched_on.switch_on("qwen", SETUP, variant, questions, store)
+    counts = await switched_on.switch_on("qwen", (SETUP, SETUP), variant, questions, store)
     assert asked == ["multiple_1", "multiple_3"]
     assert counts == (2, 2, 1)  # asked, derived, no base outcome
     mine = {
@@ -78,7 +79,13 @@ async def test_only_where_the_rule_could_act_is_asked(
     }
     assert mine["multiple_2"]["derived"] is True and mine["multiple_2"]["right"] is True
     assert mine["multiple_1"]["right"] is False and "derived" not in mine["multiple_1"]
-    assert await switched_on.switch_on("qwen", SETUP, variant, questions, store) == (0, 0, 1)
+    again = await switched_on.switch_on("qwen", (SETUP, SETUP), variant, questions, store)
+    assert again == (0, 0, 1)
+    # A later engine tag over the same base outcomes (`--base-tag`): asked and derived again.
+    later = (evolve(SETUP, tag="later"), SETUP)
+    assert await switched_on.switch_on("qwen", later, variant, questions, store) == (2, 2, 1)
+    tags = {o["tag"] for o in store.load().values() if o["system"] == "parlay:typed+unrelated"}
+    assert "later" in tags
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,8 @@ name and at least one more with its name or description was:
 
 So the retry policy asks once more, naming the tool, and the model decides; a call that
 then carries made-up values is caught by `grounding`. Requests in other languages than
-the tools' descriptions share no words with them and are never flagged.
+the tools' descriptions share no words with them: `unrelated_tools` judges only a request
+and tools that both read as English (`parlay.contract.language`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Sequence
 
 from parlay.context import Message, UserMessage
 from parlay.contract.grounding import same_word
+from parlay.contract.language import reads_as_english
 from parlay.request import ToolSpec
 
 # Words of a camelCase, snake_case or dotted name, and of prose.
@@ -60,15 +62,17 @@ def unrelated_tools(messages: Sequence[Message], tools: Iterable[ToolSpec]) -> f
 
     Only at a first decision (the last message is the user's): after a tool result the
     next call may follow from the result, not from the user's words. A request with no
-    word to compare (`"on"`) makes no tool unrelated. Words are compared in one language
-    only: a request in another language than the descriptions shares none with any tool,
-    which is why the rule that uses this (`unrelated_call`) is opt-in.
+    word to compare (`"on"`) makes no tool unrelated, and neither does a request or a set
+    of tools that does not read as English: words of two languages share nothing.
     """
+    tools = tuple(tools)
     if not at_first_decision(messages):
         return frozenset()
-    asked = frozenset().union(
-        *(_letters(m.content) for m in messages if isinstance(m, UserMessage))
-    )
+    said = [m.content for m in messages if isinstance(m, UserMessage)]
+    described = " ".join(spec.description for spec in tools)
+    if not (reads_as_english(" ".join(said)) and reads_as_english(described)):
+        return frozenset()
+    asked = frozenset().union(*(_letters(text) for text in said))
     if not asked:
         return frozenset()
     return frozenset(
