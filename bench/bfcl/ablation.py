@@ -62,9 +62,12 @@ def members(rule: str) -> set[str]:
     return set(rule.split("+"))
 
 
-def derived(default: Mapping[str, Any], system: BackendSystem, config: str) -> dict[str, Any]:
-    """The shipped engine's outcome, as the ablated engine's: the rule never acted."""
-    return {**default, "system": system.name, "config": config, "derived": True}
+def derived(
+    default: Mapping[str, Any], system: BackendSystem, config: str, tag: str
+) -> dict[str, Any]:
+    """The shipped engine's outcome, as the ablated engine's: the rule never acted. It
+    goes under the ablated engine's tag, which may be later than the outcome's."""
+    return {**default, "system": system.name, "config": config, "tag": tag, "derived": True}
 
 
 async def asked_again(
@@ -105,7 +108,7 @@ async def copy_or_ask(
             outcome = await asked_again(model, system, question, where, setup.tag)
             asked += 1
         else:
-            outcome = derived(stored, system, where[4])
+            outcome = derived(stored, system, where[4], setup.tag)
             copied += 1
         store.append(outcome)
         done[where] = outcome
