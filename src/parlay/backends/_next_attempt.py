@@ -62,22 +62,39 @@ def grammar_for(
     )
 
 
-def wants_words(engine: PromptedBackend, turn: Turn, parsed: ParseResult, attempt_no: int) -> bool:
-    """Under tool_choice="none", whether a reply left no text: only (ignored) calls, or
-    nothing at all (a reply under tool_choice="none" always has text)."""
+def wants_words(
+    engine: PromptedBackend, turn: Turn, attempt: Attempt, parsed: ParseResult, attempt_no: int
+) -> bool:
+    """Under tool_choice="none", whether a reply left no text: only (ignored) calls,
+    nothing at all, or only parlay's own words, taken out as it streamed (a reply under
+    tool_choice="none" always has text)."""
     return (
-        turn.choice.mode == "none" and not parsed.text.strip() and engine.policy.allows(attempt_no)
+        turn.choice.mode == "none"
+        and (not parsed.text.strip() or _only_echo(attempt))
+        and engine.policy.allows(attempt_no)
     )
+
+
+def _only_echo(attempt: Attempt) -> bool:
+    """Whether the echo trim took out every clause of the reply."""
+    return bool(attempt.trim.dropped) and not attempt.trim.shown_any
 
 
 def ask_for_words(
     engine: PromptedBackend, turn: Turn, attempt: Attempt, parsed: ParseResult
 ) -> None:
-    """Under tool_choice="none" a reply that is only a call, or empty, leaves the user
-    nothing: ask again for words."""
+    """Under tool_choice="none" a reply that is only a call, empty, or only parlay's words
+    leaves the user nothing: ask again for words. A reply that repeated the instruction
+    not to call is not shown it again: where a grammar is at hand the answer-only grammar
+    asks for the answer's shape instead."""
+    echo = _only_echo(attempt)
+    if echo:
+        turn.fired.append("echo_filter")
+        turn.notes.append("dropped a reply that only repeated the instruction not to call")
     turn.fired.append("words_only")
     turn.retries.append(RetryRecord("words_only", ", ".join(c.name for c in parsed.calls)))
-    if engine.grammar_available and len(turn.retries) >= engine.policy.max_retries:
+    last = len(turn.retries) >= engine.policy.max_retries
+    if engine.grammar_available and (last or echo):
         # The last attempt, after the model only called when asked for words: under the
         # answer-only grammar, so the user gets text (after a tool result SmolLM2 wrote
         # the same call three times under tool_choice none, and the answer was empty).

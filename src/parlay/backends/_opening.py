@@ -11,11 +11,13 @@ from attrs import evolve
 from parlay.backends._attempt import Attempt
 from parlay.backends._next_attempt import grammar_for
 from parlay.backends._turn import Turn
-from parlay.context import ToolCall
+from parlay.context import ToolCall, UserMessage
 from parlay.contract.checks import CheckedCall, answered_calls, check_call
 from parlay.contract.own_words import OwnWords, continuation_words
+from parlay.contract.pieces import render_template
 from parlay.contract.relevance import unrelated_tools
 from parlay.contract.render import render_contract
+from parlay.contract.retry_message import retry_instruction
 from parlay.request import ChatRequest
 
 if TYPE_CHECKING:
@@ -52,6 +54,10 @@ def begin_turn(engine: PromptedBackend, request: ChatRequest) -> Turn:
         contract.state.value,
         constrained,
     )
+    own_words = continuation_words(request.messages, contract.messages, engine.options)
+    if request.tool_choice.mode == "none":
+        asked = [m.content for m in request.messages if isinstance(m, UserMessage)]
+        own_words = own_words.with_instructions(not_to_call(engine, request), asked)
     answered = answered_calls(request.messages)
     unrelated = frozenset[str]()
     if auto and engine.rules.on("unrelated_call"):
@@ -66,8 +72,18 @@ def begin_turn(engine: PromptedBackend, request: ChatRequest) -> Turn:
         options,
         answered,
         unrelated,
-        own_words=continuation_words(request.messages, contract.messages, engine.options),
+        own_words=own_words,
     )
+
+
+def not_to_call(engine: PromptedBackend, request: ChatRequest) -> tuple[str, ...]:
+    """parlay's words telling the model not to call, under tool_choice="none": the rule of
+    the system prompt and the retry message. Qwen answered with them ("No tool can be
+    called in this turn."), which is no answer (issue: generalisation, item 5)."""
+    options, choice = engine.options, request.tool_choice
+    rule = render_template(options, "contract/choice_rule.j2", choice=choice)
+    retry = retry_instruction("words_only", "", 1, request.tools, choice, options)
+    return rule.strip().removeprefix("- "), retry
 
 
 def next_attempt(engine: PromptedBackend, turn: Turn, can_retry: bool) -> Attempt:

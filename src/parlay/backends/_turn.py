@@ -57,6 +57,7 @@ class Turn:
     last_finish: Finish | None = None
     repetition: str | None = None  # what a looping attempt repeated
     dropped: bool = False  # the last reply only repeated parlay's own words
+    withheld: str = ""  # the last reply the echo trim took out whole, as written
     answer_share: float | None = None  # the first reply's lean to words (`leaning`)
     cut_call: bool = False  # the last attempt stopped at its limit inside a call
 
@@ -89,6 +90,8 @@ class Turn:
         if attempt.trim.dropped and attempt.trim.shown_any:
             # (A reply with nothing else is dropped whole, and named so, by the judging.)
             self.fired.append("echo_filter")
+        elif attempt.trim.dropped:
+            self.withheld = "".join(attempt.trim.dropped).strip()
         self.notes.extend(f"{p.kind}: {p.detail}" for p in parsed.problems)
         finish = attempt.finish
         if finish is None:

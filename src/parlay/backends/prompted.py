@@ -286,7 +286,7 @@ class PromptedBackend:
             turn.record(attempt, parsed)
             if attempt_no == 0:
                 turn.answer_share = answer_share(attempt.tokens, self.options.action_format)
-            if wants_words(self, turn, parsed, attempt_no):
+            if wants_words(self, turn, attempt, parsed, attempt_no):
                 ask_for_words(self, turn, attempt, parsed)
                 continue
             verdict = verdict_on(self, turn, attempt, parsed, can_retry)
@@ -307,7 +307,8 @@ class PromptedBackend:
 
     async def _closing(self, turn: Turn, request: ChatRequest) -> AsyncIterator[Event]:
         """After the attempts, when nothing was left to show: words asked for once more,
-        and under tool_choice none, the tool results as the answer of last resort."""
+        and under tool_choice none, the tool results as the answer of last resort, or the
+        last reply the echo filter held back (the user gets text, whatever came)."""
         if turn.dropped and turn.choice.mode != "none" and self.rules.on("words_after_drop"):
             # Ask once more, told to answer in words, with no retry message in sight to
             # repeat (SmolLM2 ended a turn after a tool result with only the retry's
@@ -320,13 +321,20 @@ class PromptedBackend:
                 else:
                     turn.yielded += 1
                     yield out
-        if turn.choice.mode != "none" or turn.yielded or not self.rules.on("results_as_answer"):
+        if turn.choice.mode != "none" or turn.yielded:
             return
-        if text := results_answer(request.messages, self.options.max_result_chars):
+        results = results_answer(request.messages, self.options.max_result_chars)
+        if results and self.rules.on("results_as_answer"):
             turn.fired.append("results_as_answer")
             turn.notes.append("no answer in words came: the tool results are the answer")
             turn.yielded += 1
-            yield TextDelta(text)
+            yield TextDelta(results)
+        elif turn.withheld:
+            # Only parlay's words came back, every try, and no result can answer: the
+            # model's last words stand rather than an empty message.
+            turn.notes.append("no other words came: the last reply stands, though it echoes")
+            turn.yielded += 1
+            yield TextDelta(turn.withheld)
 
     async def _run(
         self, turn: Turn, attempt: Attempt, parser: ActionStreamParser

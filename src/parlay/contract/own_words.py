@@ -84,6 +84,19 @@ class OwnWords:
             and len(words & self.own) >= _MIN_OWN
         )
 
+    def with_instructions(self, texts: Iterable[str], asked: Iterable[str]) -> OwnWords:
+        """These words and those of parlay's `texts`, instructions about this turn that
+        quote nothing ("Right now you must not call any tool"), with the words of what the
+        user `asked` allowed beside them."""
+        added = tuple(text.strip() for text in texts if text.strip())
+        if not added:
+            return self
+        passages = (*self.passages, *added)
+        own = self.own | frozenset(w for text in added for w in _words(text))
+        allowed = self.allowed | own | frozenset(w for text in asked for w in _words(text))
+        longest = self.longest + 2 * sum(len(text) for text in added)
+        return OwnWords(passages, own, allowed, longest, self.said)
+
     def _starts_allowed(self, fragment: str) -> bool:
         """Whether `fragment` begins an allowed word, or one with a common ending
         ("tryi" of "trying", kept as "try")."""

@@ -33,8 +33,8 @@ VERDICT_RULES: dict[str, str] = {
         "(typed format; `parlay.contract.leaning`)"
     ),
     "unrelated_call": (
-        "under auto, every call goes to a tool sharing no word with the user's request "
-        "(opt-in: a request in another language shares none either)"
+        "under auto, every call goes to a tool sharing no word with the user's request, "
+        "both in English (opt-in: a request in other words shares none either)"
     ),
     "wrong_tool": "a named tool_choice answered with a call to another tool",
     "example_value": "an argument copies a value only the few-shot examples show",
@@ -55,17 +55,19 @@ OTHER_RULES: dict[str, str] = {
     ),
     "kept_insisted_value": "a call whose questioned value the model gave again stands",
     "echo_filter": (
-        "a plain reply that only repeats a retry message, a stand-in or the words the "
-        "continuation wraps tool results in is dropped (an answer held back for a "
-        "missed_tool retry stands instead); from a reply that says more, the clauses "
-        "that only repeat the continuation are taken out (`parlay.contract.echo_trim`)"
+        "a plain reply that only repeats a retry message, a stand-in, the words the "
+        "continuation wraps tool results in or, under tool_choice none, the instruction "
+        "not to call is dropped (an answer held back for a missed_tool retry stands "
+        "instead); from a reply that says more, the clauses that only repeat them are "
+        "taken out (`parlay.contract.echo_trim`)"
     ),
     "first_answer_stands": (
         "with no retry left, a call the grammar forced after a missed_tool nudge gives "
         "way to the plain answer the nudge held back"
     ),
     "words_only": (
-        "under tool_choice none, a reply that is only a call, or empty, is asked again in words"
+        "under tool_choice none, a reply that is only a call, empty, or only the "
+        "instruction not to call is asked again in words"
     ),
     "duplicate_calls": (
         "in the typed format, whose grammar holds its plural form to two calls or more, a "
@@ -142,8 +144,10 @@ HEURISTICS_OPT_IN = frozenset(
 # `recount_calls` costs one more generation for every single call it looks at
 # (`parlay.backends._recount`), so it is asked for, whatever it gains. `unrelated_call`
 # gained on both halves for Qwen, but it reads words only: a right tool asked for in
-# other words or another language is taken away too (19 of the 990 BFCL call questions
-# of the development categories), a loss a stronger model would pay; so it is asked for.
+# other words is taken away too ("Is it raining in Rome?" shares no word with "Get the
+# current weather for a city"; 18 of the 990 BFCL call questions of the development
+# categories), a loss any model would pay; so it is asked for. Requests in another
+# language than the tools' are never judged (`parlay.contract.language`).
 # `leaned_to_words` gained the same on both halves for Qwen, +3.0 points, within its
 # interval on each (`parlay.contract.measured`).
 OPT_IN: frozenset[str] = HEURISTICS_OPT_IN | {"recount_calls", "unrelated_call", "leaned_to_words"}
