@@ -7,12 +7,19 @@ continuation its system answered (the restated request on, as shipped, for all b
 embedded SmolLM2's engine): how many replies it changes, whether a right answer keeps
 every result, and how many replies parroting an instruction clause still do.
 
-    python -m bench.bfcl.probes.echo_trim
+    python -m bench.bfcl.probes.echo_trim          # as the replies were asked
+    python -m bench.bfcl.probes.echo_trim --none   # as if under tool_choice none
+
+With `--none`, the words of the instruction not to call are added to parlay's own, as
+under tool_choice none (`parlay.backends._opening.not_to_call`), and each reply is
+compared with its trim without them: what those words alone would take out of the
+stored replies, whatever `tool_choice` they were asked under.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,11 +28,15 @@ from typing import Any
 from bench.bfcl.after import STORE
 from bench.bfcl.after_result import Continuation, carries, continuations, parrots
 from bench.bfcl.split import HALVES
+from parlay.backends._opening import not_to_call
+from parlay.backends.prompted import PromptedBackend
+from parlay.backends.scripted import ScriptedBackend
+from parlay.context import UserMessage
 from parlay.contract.echo_trim import EchoTrim
 from parlay.contract.own_words import continuation_words
 from parlay.contract.pieces import ContractOptions
 from parlay.contract.render import render_contract
-from parlay.request import ChatRequest
+from parlay.request import NONE, ChatRequest
 
 
 def stored(path: Path = STORE) -> Iterator[dict[str, Any]]:
@@ -36,16 +47,22 @@ def stored(path: Path = STORE) -> Iterator[dict[str, Any]]:
                 yield outcome
 
 
-def trim(continuation: Continuation, text: str, restate: bool) -> str:
+def trim(continuation: Continuation, text: str, restate: bool, none: bool = False) -> str:
     options = ContractOptions(restate_request=restate)
     question = continuation.question
     request = ChatRequest(question.messages, tools=question.offered_tools)
     rendered = render_contract(request, options).messages
-    trimmer = EchoTrim(continuation_words(request.messages, rendered, options))
+    own = continuation_words(request.messages, rendered, options)
+    if none:
+        asked = [m.content for m in request.messages if isinstance(m, UserMessage)]
+        engine = PromptedBackend(ScriptedBackend([]), restate_request=restate)
+        own = own.with_instructions(not_to_call(engine, request.replace(tool_choice=NONE)), asked)
+    trimmer = EchoTrim(own)
     return trimmer.feed(text) + trimmer.flush()
 
 
 def main() -> None:
+    none = sys.argv[1:] == ["--none"]
     by_id = {c.id: c for half in HALVES for c in continuations(half, None)}
     counts: Counter[str] = Counter()
     changed: list[tuple[str, str, str]] = []
@@ -55,7 +72,9 @@ def main() -> None:
             continue
         restate = not (outcome["model"] == "smollm2" and outcome["system"] == "parlay")
         text = outcome["text"]
-        after = trim(continuation, text, restate)
+        if none:  # the none words alone: against the trim without them
+            text = trim(continuation, text, restate)
+        after = trim(continuation, text, restate, none)
         counts["replies"] += 1
         counts["parroted before"] += parrots(text)
         counts["parroted after"] += parrots(after)

@@ -20,6 +20,7 @@ from parlay._text import one_line
 from parlay.context import Message, ToolResult, UserMessage
 from parlay.contract.grounding import echoes, may_echo, squeezed
 from parlay.contract.pieces import RESTATED_CHARS, ContractOptions
+from parlay.contract.relevance import content_words
 
 _WORD = re.compile(r"[^\W_]+")
 # A reworded repeat has at least this many words, this many of them the continuation's
@@ -87,13 +88,16 @@ class OwnWords:
     def with_instructions(self, texts: Iterable[str], asked: Iterable[str]) -> OwnWords:
         """These words and those of parlay's `texts`, instructions about this turn that
         quote nothing ("Right now you must not call any tool"), with the words of what the
-        user `asked` allowed beside them."""
+        user `asked` allowed beside them. Only their content words count as parlay's own:
+        "you", "the" and "from" in a clause of the user's words make no repeat of them."""
         added = tuple(text.strip() for text in texts if text.strip())
         if not added:
             return self
         passages = (*self.passages, *added)
-        own = self.own | frozenset(w for text in added for w in _words(text))
-        allowed = self.allowed | own | frozenset(w for text in asked for w in _words(text))
+        said = [w for text in added for w in _words(text)]
+        own = self.own | frozenset(_base(w) for text in added for w in content_words(text))
+        allowed = self.allowed | own | frozenset(said)
+        allowed |= frozenset(w for text in asked for w in _words(text))
         longest = self.longest + 2 * sum(len(text) for text in added)
         return OwnWords(passages, own, allowed, longest, self.said)
 
