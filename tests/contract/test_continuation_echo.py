@@ -14,7 +14,7 @@ from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
 from parlay.contract.own_words import continuation_words, own_passages
 from parlay.contract.pieces import ContractOptions
 from parlay.contract.render import render_contract
-from parlay.request import ChatRequest
+from parlay.request import ChatRequest, ToolChoice
 
 from .conftest import TOOLS
 from .test_own_words import run
@@ -91,12 +91,19 @@ async def test_an_echo_of_the_continuation_is_dropped_and_an_answer_asked_for(
         "The answer: 5.\nThe tool add returned it.",
         "What is 2 + 3? It is 5. Let me know if you need another sum.",
         "You asked: what is 2 + 3? The add tool says 5.",
+        # In words like the instruction not to call (`tool_choice="none"`).
+        "No tool is needed: 2 + 3 is 5.",
+        "I cannot call a tool now, but 2 + 3 is 5.",
     ],
 )
-async def test_an_answer_that_starts_like_the_continuation_streams_whole(answer: str) -> None:
+@pytest.mark.parametrize("choice", ["auto", "none"])
+async def test_an_answer_that_starts_like_the_continuation_streams_whole(
+    answer: str, choice: str
+) -> None:
     inner = ScriptedBackend([answer], capabilities=PLAIN, chunk_size=3)
     backend = PromptedBackend(inner, max_retries=0)
-    text, finish = await run(backend, ChatRequest(AFTER_RESULT, tools=TOOLS))
+    request = ChatRequest(AFTER_RESULT, tools=TOOLS, tool_choice=ToolChoice(choice))
+    text, finish = await run(backend, request)
     assert text == answer
     assert finish.diagnostics is not None and "echo_filter" not in finish.diagnostics.rules
 

@@ -63,21 +63,6 @@ async def test_an_answer_followed_by_the_instruction_keeps_the_answer(chunk: int
     assert finish.diagnostics is not None and finish.diagnostics.rules == ("echo_filter",)
 
 
-@pytest.mark.parametrize(
-    "reply",
-    [
-        "No tool is needed: 2 + 3 is 5.",
-        "I cannot call a tool now, but 2 + 3 is 5.",
-        "Answer: 5.",
-    ],
-)
-async def test_an_answer_in_words_like_the_instructions_streams_whole(reply: str) -> None:
-    inner = ScriptedBackend([reply], capabilities=PLAIN, chunk_size=2)
-    text, finish = await run(PromptedBackend(inner), ChatRequest(FRESH, TOOLS, NONE))
-    assert text == reply and len(inner.requests) == 1
-    assert finish.diagnostics is not None and finish.diagnostics.rules == ()
-
-
 @pytest.mark.parametrize("caps", [PLAIN, GRAMMAR], ids=["plain", "grammar"])
 async def test_with_no_other_words_the_last_reply_stands_rather_than_nothing(
     caps: Capabilities,
