@@ -51,6 +51,13 @@ def test_repair_decodes_strings_and_keeps_ints_for_numbers() -> None:
     assert repaired.call.arguments == {"items": [1, 2], "label": "7", "ratio": 3, "flag": True}
 
 
+def test_repair_keeps_the_order_the_model_wrote_the_arguments_in() -> None:
+    # Coerced through a model whose fields are in the schema's order, they came back
+    # sorted by name: a caller printing the call saw keys the model never wrote so.
+    call = ToolCall("tag", {"ratio": "3", "label": 7, "items": "[1]"})
+    assert list(repair_call(call, LISTS).call.arguments) == ["ratio", "label", "items"]
+
+
 def test_repair_reports_what_still_fails() -> None:
     assert "missing required argument 'b'" in repair_call(ToolCall("add", {"a": 1}), ADD).error
     error = repair_call(ToolCall("tag", {"items": [1], "colour": "red"}), LISTS).error

@@ -143,7 +143,10 @@ def repair_call(call: ToolCall, spec: ToolSpec) -> Repaired:
         return Repaired(
             ToolCall(call.name, arguments, call.id), tuple(notes), describe_validation_error(exc)
         )
-    coerced = validated.model_dump(exclude_unset=True)
+    dumped = validated.model_dump(exclude_unset=True)
+    # In the order the model wrote them (the model's fields are in the schema's order).
+    coerced = {key: dumped[key] for key in arguments if key in dumped}
+    coerced |= {key: value for key, value in dumped.items() if key not in coerced}
     if coerced != arguments:
         notes.append("coerced arguments to the schema")
     return Repaired(ToolCall(call.name, coerced, call.id), tuple(notes))
