@@ -23,7 +23,7 @@ WEATHER = ToolSpec(
         "What's the weather in Los Angeles?",  # "los" is outnumbered by English words
         "Flights to Rio de Janeiro",
         "play me cha cha cha by käärijä",  # a name with letters English does not use
-        "See promotions",  # no sign either way: judged
+        "Open settings",  # no sign either way: judged
         "Schedule my next gym session",
         "",
     ],

@@ -107,8 +107,9 @@ MEASURED: dict[str, tuple[Gain, ...]] = {
     # within its interval on balance: +11.9 points on the 59 questions asking for several
     # calls, -3.4 on the 149 single ones (bench/results/bfcl-opt-in.md).
     "recount_calls": (Gain("qwen", "validate", 255, 45, 0.7, -0.7, 2.2),),
-    # Opt-in for what it costs a stronger model (`rules.OPT_IN`), not for its score: asked
-    # with it on where it could act (bench/bfcl/switched_on.py), the same gain on each half.
+    # Opt-in for what it costs any model (`rules.OPT_IN`), not for its score: asked with it
+    # on where it could act (bench/bfcl/switched_on.py), the same gain on each half. With
+    # the language gate (stop 29) the pair with leaned_to_words gained the same again.
     "unrelated_call": (
         Gain("qwen", "tune", 251, 9, 3.7, 0.0, 8.7),
         Gain("qwen", "validate", 255, 9, 3.7, 0.0, 8.7),
