@@ -46,6 +46,13 @@ def test_a_tool_is_unrelated_when_it_shares_no_word_with_the_request(
     assert unrelated_tools([UserMessage(request_text)], (BMI,)) == unrelated
 
 
+def test_a_request_in_other_words_is_judged_unrelated_which_keeps_the_rule_opt_in() -> None:
+    # The cost named in `rules.OPT_IN` and the docs: a right call any model would make.
+    weather = ToolSpec("get_weather", "Get the current weather for a city.")
+    assert unrelated_tools([UserMessage("Is it raining in Rome?")], (weather,)) == {"get_weather"}
+    assert "unrelated_call" in OPT_IN
+
+
 def test_numbers_the_request_and_a_tool_share_do_not_relate_them() -> None:
     # calculate_sum(37.8651, 119.5383) for a forecast at those coordinates.
     total = ToolSpec("calculate_sum", "Add 2 numbers.", {"type": "object", "properties": {}})
