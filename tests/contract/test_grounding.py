@@ -193,7 +193,7 @@ async def test_one_text_in_every_argument_under_auto_is_retried() -> None:
     assert calls_of(events) == [] and text_of(events) == "That query is out of scope."
     assert [r.reason for r in finish.diagnostics.retries] == ["same_value"]
     message = inner.requests[1].messages[-1].content
-    assert "one value in balance, faq and 2 more" in message
+    assert "one value in balance, transfer and 2 more" in message  # as the model wrote them
     assert "each argument takes its own value" in message
 
 
