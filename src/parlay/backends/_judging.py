@@ -213,9 +213,7 @@ def own_words(
         return "a stand-in of the format instructions"
     if instruction and echoes(parsed.text, instruction):
         return "the retry message"
-    if continuation.repeated_by(parsed.text, cut=attempt.cut_by_limit) or (
-        attempt.trim.dropped and not attempt.trim.shown_any
-    ):
+    if continuation.repeated_by(parsed.text, cut=attempt.cut_by_limit) or attempt.trim.took_all:
         return "the continuation's instructions"
     return ""
 

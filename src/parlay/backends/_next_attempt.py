@@ -70,14 +70,9 @@ def wants_words(
     tool_choice="none" always has text)."""
     return (
         turn.choice.mode == "none"
-        and (not parsed.text.strip() or _only_echo(attempt))
+        and (not parsed.text.strip() or attempt.trim.took_all)
         and engine.policy.allows(attempt_no)
     )
-
-
-def _only_echo(attempt: Attempt) -> bool:
-    """Whether the echo trim took out every clause of the reply."""
-    return bool(attempt.trim.dropped) and not attempt.trim.shown_any
 
 
 def ask_for_words(
@@ -87,7 +82,7 @@ def ask_for_words(
     leaves the user nothing: ask again for words. A reply that repeated the instruction
     not to call is not shown it again: where a grammar is at hand the answer-only grammar
     asks for the answer's shape instead."""
-    echo = _only_echo(attempt)
+    echo = attempt.trim.took_all
     if echo:
         turn.fired.append("echo_filter")
         turn.notes.append("dropped a reply that only repeated the instruction not to call")

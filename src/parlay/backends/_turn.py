@@ -90,7 +90,7 @@ class Turn:
         if attempt.trim.dropped and attempt.trim.shown_any:
             # (A reply with nothing else is dropped whole, and named so, by the judging.)
             self.fired.append("echo_filter")
-        elif attempt.trim.dropped:
+        elif attempt.trim.took_all:
             self.withheld = "".join(attempt.trim.dropped).strip()
         self.notes.extend(f"{p.kind}: {p.detail}" for p in parsed.problems)
         finish = attempt.finish

@@ -45,6 +45,11 @@ class EchoTrim:
     def active(self) -> bool:
         return bool(self.own.passages)
 
+    @property
+    def took_all(self) -> bool:
+        """Whether every clause it took out left nothing shown: the reply was only parlay's."""
+        return bool(self.dropped) and not self.shown_any
+
     def feed(self, text: str) -> str:
         """Read the next chunk; returns the text that may be shown now."""
         if not self.active or not text:
