@@ -125,3 +125,8 @@ class MCPServerError(ParlayError):
 
 class UndescribedToolWarning(UserWarning):
     """A tool was made from a function without a docstring: the model sees no description."""
+
+
+class MCPToolSkippedWarning(UserWarning):
+    """An MCP server listed a tool parlay cannot offer (say, an invalid input schema): that
+    tool is left out, the server's other tools load."""

@@ -19,7 +19,7 @@ from parlay.request import GenerationOptions, ResponseFormat, ToolChoice
 from parlay.thunk import ModelOutputThunk, RoundDone
 from parlay.tool_loop import ToolLoop, settle
 from parlay.tool_protocol import SessionToolCallingProtocol, as_tool_result
-from parlay.tools import Tool, Toolbox
+from parlay.tools import DEFAULT_TOOL_TIMEOUT, Tool, Toolbox, timeout_problem
 
 if TYPE_CHECKING:
     from parlay.store import Store, TurnRecorder
@@ -40,7 +40,8 @@ class Session(ToolLoop):
     When the model asks for several calls in one round, `query` and `transform` run them
     at once (`parallel_tools=False`: one after another) and record the results in the
     order of the calls. `tool_timeout` bounds each call of a tool without a timeout of
-    its own; a call that runs over is an error result the model sees. `close()` (or
+    its own (default `DEFAULT_TOOL_TIMEOUT`, 120 s; None: no bound); a call that runs over
+    is an error result the model sees. `close()` (or
     `with session:`) stops the MCP servers whose tools the session holds.
     """
 
@@ -69,7 +70,7 @@ class Session(ToolLoop):
         log: bool | Store | TurnRecorder = False,
         observers: Sequence[TurnObserver] = (),
         parallel_tools: bool = True,
-        tool_timeout: float | None = None,
+        tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
     ) -> None:
         if positional:
             # `Session(backend, [add])` once took the list as the context and failed later,
@@ -80,8 +81,8 @@ class Session(ToolLoop):
             )
         if chain_limit < 1:
             raise InvalidRequestError(f"chain_limit must be at least 1, got {chain_limit}")
-        if tool_timeout is not None and tool_timeout <= 0:
-            raise InvalidRequestError(f"tool_timeout must be positive seconds, got {tool_timeout}")
+        if (problem := timeout_problem(tool_timeout)) is not None:
+            raise InvalidRequestError(f"tool_timeout {problem}")
         self.backend = backend
         self.tools = tools if isinstance(tools, Toolbox) else Toolbox(tools or ())
         self.parallel_tools = parallel_tools

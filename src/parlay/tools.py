@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 import re
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from parlay.calls import in_thread
 from parlay.context import ToolCall, ToolResult
+from parlay.contract.pieces import DEFAULT_MAX_RESULT_CHARS
 from parlay.errors import ToolDefinitionError, UndescribedToolWarning
 from parlay.request import ToolSpec
 from parlay.signature import arguments_model, describe, schema_of
@@ -32,9 +34,59 @@ from parlay.tool_text import describe_schema_errors, describe_validation_error, 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+# How long one call may run when neither the tool nor the session says otherwise: long
+# enough for a slow web fetch or a short build, short enough that a tool which never
+# returns is told to the model within two minutes instead of holding the session forever.
+# `timeout=None` on the session (or the tool) is how to ask for no bound at all.
+DEFAULT_TOOL_TIMEOUT = 120.0
+
+
+def timeout_problem(value: float | None) -> str | None:
+    """What is wrong with `value` as a timeout in seconds (None: nothing, or no timeout).
+
+    NaN slips through `value <= 0` (every comparison with it is false) and then every
+    call "timed out after nan s"; infinity is refused too, so no timeout is said one way:
+    None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"must be seconds (a number), got {value!r}"
+    if math.isnan(value) or value <= 0:
+        return f"must be positive seconds, got {value!r}"
+    if math.isinf(value):
+        return "must be finite seconds; pass None for no timeout"
+    return None
+
+
+def _validate_result_chars(_: Any, __: Any, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ToolDefinitionError(f"max_result_chars must be a positive integer, got {value!r}")
+
+
+def cut_result(result: ToolResult, limit: int | None) -> ToolResult:
+    """`result` with its output (or error) cut to `limit` characters, a note at the end
+    telling the model how much is missing; the note counts within the limit, so the
+    prompted engine (whose cut has the same default and words) does not cut it again.
+    The Python `value` is left whole: it never goes to the model."""
+    if limit is None:
+        return result
+    field_name = "error" if result.error is not None else "output"
+    text: str = getattr(result, field_name)
+    if len(text) <= limit:
+        return result
+    kept = limit
+    while True:  # the note's digits depend on how much is cut: settle in a step or two
+        note = f"\n[... {len(text) - kept} more characters cut ...]"
+        if kept + len(note) <= limit or kept == 0:
+            break
+        kept = max(0, limit - len(note))
+    return evolve(result, **{field_name: text[:kept] + note if kept else text[:limit]})
+
+
 def _validate_timeout(_: Any, __: Any, value: float | None) -> None:
-    if value is not None and value <= 0:
-        raise ToolDefinitionError(f"tool timeout must be positive seconds, got {value!r}")
+    problem = timeout_problem(value)
+    if problem is not None:
+        raise ToolDefinitionError(f"tool timeout {problem}")
 
 
 # The names chat APIs accept for functions (OpenAI: 1-64 of these characters).
@@ -59,7 +111,9 @@ def _schema_validator(name: str, schema: dict[str, Any]) -> Any:
 class Tool:
     """A function the model can call, with its JSON schema and its validator.
 
-    `timeout` bounds one call (None: the session's `tool_timeout`, if any). `parallel=False`
+    `timeout` bounds one call (None: the session's `tool_timeout`). `max_result_chars`
+    bounds what the model reads of a result, on every backend: longer output is cut with
+    a note saying how much is missing (None: never cut). `parallel=False`
     keeps the tool's calls from overlapping any other call of the same round. `source`
     is what provides the tool (an MCP server's `MCPTools`), closed with the toolbox.
     """
@@ -71,6 +125,9 @@ class Tool:
     arguments_model: type[BaseModel] | None = field(default=None, repr=False)
     timeout: float | None = field(default=None, validator=_validate_timeout)
     parallel: bool = True
+    max_result_chars: int | None = field(
+        default=DEFAULT_MAX_RESULT_CHARS, validator=_validate_result_chars, kw_only=True
+    )
     source: Any = field(default=None, eq=False, repr=False)
     _schema_validator: Any = field(default=None, eq=False, repr=False)
 
@@ -83,6 +140,7 @@ class Tool:
         description: str | None = None,
         timeout: float | None = None,
         parallel: bool = True,
+        max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
     ) -> Tool:
         if isinstance(fn, Tool):
             return fn
@@ -106,6 +164,7 @@ class Tool:
             arguments_model=model,
             timeout=timeout,
             parallel=parallel,
+            max_result_chars=max_result_chars,
         )
 
     @classmethod
@@ -119,6 +178,7 @@ class Tool:
         timeout: float | None = None,
         parallel: bool = True,
         source: Any = None,
+        max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
     ) -> Tool:
         """A tool whose JSON schema is given: arguments are checked against it as they are
         (no coercion) and passed to `function` as keywords."""
@@ -140,6 +200,7 @@ class Tool:
             timeout=timeout,
             parallel=parallel,
             source=source,
+            max_result_chars=max_result_chars,
             schema_validator=_schema_validator(name, schema),
         )
 
@@ -199,8 +260,10 @@ class Tool:
         except SystemExit as exc:  # argparse does this on bad arguments: not the caller's exit
             return ToolResult(call.id, self.name, error=f"the tool exited (code {exc.code})")
         if isinstance(value, ToolResult):
-            return evolve(value, call_id=call.id, name=self.name)
-        return ToolResult(call.id, self.name, output=render_output(value), value=value)
+            result = evolve(value, call_id=call.id, name=self.name)
+        else:
+            result = ToolResult(call.id, self.name, output=render_output(value), value=value)
+        return cut_result(result, self.max_result_chars)
 
     def invoke(self, call: ToolCall, *, timeout: float | None = None) -> ToolResult:
         from parlay._sync import run_sync
@@ -220,6 +283,7 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     parallel: bool = True,
+    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
 ) -> Callable[[F], Tool]: ...
 def tool(
     fn: Any = None,
@@ -229,18 +293,25 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     parallel: bool = True,
+    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
 ) -> Any:
     """Make a `Tool` of a typed function: `@tool` or `@tool(name=..., timeout=...)`.
 
     `parallel=False` for a tool whose calls must not overlap others (say, one that
-    writes a file another call reads).
+    writes a file another call reads). `max_result_chars`: what the model reads of a
+    result at most (None: all of it).
     """
     if fn is not None:
         return Tool.from_function(fn)
 
     def decorate(f: F) -> Tool:
         return Tool.from_function(
-            f, name=name, description=description, timeout=timeout, parallel=parallel
+            f,
+            name=name,
+            description=description,
+            timeout=timeout,
+            parallel=parallel,
+            max_result_chars=max_result_chars,
         )
 
     return decorate
@@ -326,6 +397,7 @@ class Toolbox:
 
 
 __all__ = [
+    "DEFAULT_TOOL_TIMEOUT",
     "Tool",
     "Toolbox",
     "describe_schema_errors",

@@ -3,7 +3,8 @@
 `python server_app.py` serves over stdio; `python server_app.py http PORT` over
 streamable HTTP on 127.0.0.1:PORT/mcp. Each tool stands for one case the client must
 handle: a plain value, structured content, a tool that raises, a slow one, one that
-never answers, one that kills the server, a name chat APIs refuse.
+never answers, one that kills the server, a name chat APIs refuse, a huge result
+(and, with $PARLAY_TEST_BROKEN_SCHEMA set, a tool whose input schema is invalid).
 """
 
 from __future__ import annotations
@@ -93,6 +94,20 @@ def pid() -> int:
 def shout(text: str) -> str:
     """Upper-case the text."""
     return text.upper()
+
+
+@app.tool()
+def big(chars: int) -> str:
+    """A text of `chars` characters (a result far larger than a model should read)."""
+    return "x" * chars
+
+
+if os.environ.get("PARLAY_TEST_BROKEN_SCHEMA"):
+    # One tool listed with an input schema that is not valid JSON Schema, as a buggy
+    # server would list it (the SDK builds valid ones, so it is broken after the fact).
+    broken = app._tool_manager.get_tool("pid")
+    assert broken is not None
+    broken.parameters = {"type": "object", "properties": {"x": {"type": "no-such-type"}}}
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from mcp_harness import GUARD, SERVER, HttpServer, free_port, within
 
 from parlay import ScriptedBackend, Session, ToolCall, ToolResult
 from parlay.backends.scripted import calls
-from parlay.errors import MCPServerError
+from parlay.errors import MCPServerError, MCPToolSkippedWarning
 from parlay.mcp import MCPTools
 
 Make = Callable[..., MCPTools]
@@ -122,3 +122,41 @@ def test_an_http_server_that_dies_mid_session_gives_error_results():
         assert all(r.error and r.error.startswith("MCP server 'remote'") for r in results)
     finally:
         within(GUARD, tools.close)
+
+
+def test_a_tool_with_an_invalid_input_schema_is_skipped_by_name_and_the_rest_load():
+    env = {"PARLAY_TEST_BROKEN_SCHEMA": "1"}
+    with pytest.warns(MCPToolSkippedWarning, match=r"'broken': skipped tool 'pid': .*no-such-type"):
+        tools = start(MCPTools.stdio(SERVER, env=env, name="broken"))
+    try:
+        assert "pid" not in tools.toolbox
+        assert {"add", "forecast", "big"} <= set(tools.toolbox.names)
+        added = within(
+            GUARD, lambda: tools.toolbox.get("add").invoke(ToolCall("add", {"a": 1, "b": 2}))
+        )
+        assert added.output == "3"
+    finally:
+        within(GUARD, tools.close)
+    # Asked for by name, the broken tool is an error, not a silent gap.
+    with pytest.raises(MCPServerError, match=r"'broken': tool 'pid'.*not valid JSON Schema"):
+        start(MCPTools.stdio(SERVER, env=env, name="broken", include=["pid"]))
+
+
+def test_a_huge_mcp_result_is_cut_with_a_note_the_model_reads(transport: Make):
+    backend = ScriptedBackend([calls(("big", {"chars": 2_000_000})), "ok"])
+    session = Session(backend, tools=transport())
+    within(GUARD, lambda: session.query("x", "go").value)
+    shown = next(m for m in backend.requests[1].messages if isinstance(m, ToolResult))
+    assert len(shown.output) == 4000
+    assert shown.output.startswith("xxx")
+    assert shown.output.endswith("more characters cut ...]")
+    cut = int(shown.output.rsplit("[... ", 1)[1].split()[0])
+    assert cut + shown.output.count("x") == 2_000_000  # the note counts what is missing
+
+
+def test_max_result_chars_none_hands_over_an_mcp_result_whole(transport: Make):
+    tools = transport(max_result_chars=None, include=["big"])
+    result = within(
+        GUARD, lambda: tools.toolbox.get("big").invoke(ToolCall("big", {"chars": 10_000}))
+    )
+    assert result.output == "x" * 10_000

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -21,6 +21,12 @@ logs_app = typer.Typer(
 
 def _store() -> Store:
     return Store()
+
+
+def _fail(message: str) -> NoReturn:
+    # One line, not wrapped at the terminal's width: a path in it stays whole.
+    Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {escape(message)}")
+    raise typer.Exit(1)
 
 
 def _model_name(model: str) -> str:
@@ -58,8 +64,7 @@ def list_logs(
     try:
         rows = _store().responses(limit=count, tool=tool, session_id=session, query=query)
     except StoreError as exc:
-        Console(stderr=True).print(f"[red]error:[/] {exc}")
-        raise typer.Exit(1) from None
+        _fail(str(exc))
     if json_output:
         for row in rows:
             typer.echo(json.dumps(row.as_dict(), ensure_ascii=False))
@@ -86,11 +91,9 @@ def show(
     try:
         row = _store().response(response_id)
     except StoreError as exc:
-        Console(stderr=True).print(f"[red]error:[/] {exc}")
-        raise typer.Exit(1) from None
+        _fail(str(exc))
     if row is None:
-        Console(stderr=True).print(f"[red]error:[/] no response {response_id} in the log")
-        raise typer.Exit(1)
+        _fail(f"no response {response_id} in the log")
     if json_output:
         typer.echo(json.dumps(row.as_dict(), ensure_ascii=False, indent=2))
         return

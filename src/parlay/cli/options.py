@@ -20,7 +20,7 @@ from parlay.cli.toolfiles import collect_tools
 from parlay.request import GenerationOptions, ToolChoice, unknown_choice
 from parlay.start import greedy
 from parlay.store import Store, TurnRecorder
-from parlay.tools import Tool
+from parlay.tools import DEFAULT_TOOL_TIMEOUT, Tool, timeout_problem
 
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help=MODEL_HELP)]
 SystemOpt = Annotated[str | None, typer.Option("--system", "-s", help="A system prompt.")]
@@ -50,10 +50,29 @@ McpUrlOpt = Annotated[
         "'NAME=URL' prefixes its tool names with NAME_).",
     ),
 ]
+
+
+def _tool_timeout(value: str) -> float | None:
+    """`--tool-timeout`: seconds, or `none` for no bound at all (asked for by name)."""
+    if value.strip().lower() == "none":
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not seconds; a number, or 'none'") from None
+    if (problem := timeout_problem(seconds)) is not None:
+        raise typer.BadParameter(f"{problem.replace('None', 'none')}")
+    return seconds
+
+
 ToolTimeoutOpt = Annotated[
     float | None,
     typer.Option(
-        "--tool-timeout", min=0.001, help="Seconds a tool call may take; then the model is told."
+        "--tool-timeout",
+        parser=_tool_timeout,
+        metavar="SECONDS",
+        help=f"Seconds a tool call may take; then the model is told. Default "
+        f"{DEFAULT_TOOL_TIMEOUT:g}; 'none': no bound.",
     ),
 ]
 ToolChoiceOpt = Annotated[
@@ -143,7 +162,7 @@ class RunOptions:
     functions: tuple[str, ...] = ()
     mcp: tuple[str, ...] = ()
     mcp_url: tuple[str, ...] = ()
-    tool_timeout: float | None = None
+    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT
     tool_choice: str | None = None
     chain_limit: int = 5
     tools_debug: bool = False
@@ -169,7 +188,7 @@ def run_options(
     functions: FunctionsOpt = None,
     mcp: McpOpt = None,
     mcp_url: McpUrlOpt = None,
-    tool_timeout: ToolTimeoutOpt = None,
+    tool_timeout: ToolTimeoutOpt = DEFAULT_TOOL_TIMEOUT,
     tool_choice: ToolChoiceOpt = None,
     chain_limit: ChainLimitOpt = 5,
     tools_debug: DebugOpt = False,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import warnings
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -27,7 +28,14 @@ from mcp.client.streamable_http import streamable_http_client
 
 from parlay._sync import run_sync
 from parlay.context import ToolResult
-from parlay.errors import InvalidRequestError, MCPServerError, ParlayError
+from parlay.contract.pieces import DEFAULT_MAX_RESULT_CHARS
+from parlay.errors import (
+    InvalidRequestError,
+    MCPServerError,
+    MCPToolSkippedWarning,
+    ParlayError,
+    ToolDefinitionError,
+)
 from parlay.mcp._link import Link, Opener, StderrTail, on_portal, stop_soon
 from parlay.tools import Tool, Toolbox
 
@@ -90,7 +98,12 @@ class MCPTools:
     `prefix` tells apart tools of several servers: `prefix="fs"` names `read_file`
     `fs_read_file`. `include` keeps only the named tools (the server's names).
     `timeout` bounds each call (default: the session's `tool_timeout`); `parallel=False`
-    keeps this server's calls from overlapping others.
+    keeps this server's calls from overlapping others; `max_result_chars` bounds what the
+    model reads of a result (longer text is cut with a note; None: never cut).
+
+    A tool the server lists with an unusable input schema or name is skipped with an
+    `MCPToolSkippedWarning` naming it, and the others load; asked for by `include`, it
+    is an error.
     """
 
     def __init__(
@@ -102,6 +115,7 @@ class MCPTools:
         timeout: float | None = None,
         parallel: bool = True,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
         if prefix is not None and not re.fullmatch(r"[A-Za-z0-9_-]+", prefix):
             raise InvalidRequestError(f"prefix {prefix!r}: letters, digits, '_' and '-' only")
@@ -113,6 +127,7 @@ class MCPTools:
         self.timeout = timeout
         self.parallel = parallel
         self.startup_timeout = startup_timeout
+        self.max_result_chars = max_result_chars
         self._toolbox: Toolbox | None = None
         # Unreferenced (its session gone too): the server stops; at exit, _link stops it.
         self._finalizer = weakref.finalize(self, stop_soon, link)
@@ -237,7 +252,19 @@ class MCPTools:
                     f"its tools: {', '.join(offered) or 'none'}"
                 )
             listing = [offered[n] for n in self.include]
-        tools = [self._tool(t) for t in listing]
+        tools = []
+        for listed in listing:
+            try:
+                tools.append(self._tool(listed))
+            except ToolDefinitionError as exc:
+                if self.include is not None:  # asked for by name: not to be dropped quietly
+                    raise MCPServerError(f"{self.label}: {exc}") from exc
+                # One broken tool of a server must not cost the user all the others.
+                warnings.warn(
+                    f"{self.label}: skipped tool {listed.name!r}: {exc}",
+                    MCPToolSkippedWarning,
+                    stacklevel=2,
+                )
         return Toolbox(tools)
 
     def _tool(self, listed: types.Tool) -> Tool:
@@ -254,6 +281,7 @@ class MCPTools:
             timeout=self.timeout,
             parallel=self.parallel,
             source=self,
+            max_result_chars=self.max_result_chars,
         )
 
 

@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -122,11 +122,23 @@ class Store:
             conn = self._connections[key] = self._open()
         try:
             yield conn
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as exc:
             # A broken connection is dropped; the next operation opens a fresh one.
             self._connections.pop(key, None)
             conn.close()
-            raise
+            raise StoreError(self._explain(exc)) from exc
+
+    def _explain(self, exc: sqlite3.DatabaseError) -> str:
+        """What went wrong with the log, and what to do about it, in one line."""
+        where = f"the log {str(self.path)!r}"
+        if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
+            return f"cannot write to {where}: {exc}; free some space or set ${ENV_VAR}"
+        if "malformed" in str(exc) or "not a database" in str(exc):
+            return (
+                f"{where} is damaged ({exc}): move it aside to start a new log, or set "
+                f"${ENV_VAR} to another file"
+            )
+        return f"{where} is not usable: {exc}"
 
     def close(self) -> None:
         """Close this process's connections (they are also closed when the store is freed)."""
@@ -147,7 +159,10 @@ class Store:
                 yield conn
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                # SQLite may already have rolled back (it does on a full disk); a failing
+                # ROLLBACK ("no transaction is active") must not hide that real cause.
+                with suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
                 raise
 
     @property
