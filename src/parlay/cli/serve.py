@@ -9,6 +9,7 @@ import typer
 from parlay.cli.serve_options import (
     ActionFormatOpt,
     ClientKeyOpt,
+    HeaderTimeoutOpt,
     HostOpt,
     LogLevelOpt,
     MaxBodyBytesOpt,
@@ -51,6 +52,7 @@ def serve(
     rule_off: RuleOffOpt = None,
     workers: WorkersOpt = None,
     max_body_bytes: MaxBodyBytesOpt = None,
+    header_timeout: HeaderTimeoutOpt = None,
     threads: ThreadsOpt = None,
     log_level: LogLevelOpt = "info",
 ) -> None:
@@ -80,6 +82,7 @@ def serve(
             rules_off=tuple(rule_off or ()),
             workers=workers,
             max_body_bytes=max_body_bytes,
+            header_timeout=header_timeout,
             threads=threads,
         )
     except ConfigurationError as exc:

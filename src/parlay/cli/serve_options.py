@@ -124,6 +124,14 @@ MaxBodyBytesOpt = Annotated[
     ),
 ]
 
+HeaderTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="Seconds a client has to send a request's line and headers; then the "
+        "connection is closed (default 10) (env PARLAY_SERVE_HEADER_TIMEOUT)"
+    ),
+]
+
 ThreadsOpt = Annotated[
     int | None,
     typer.Option(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
@@ -13,6 +14,7 @@ from parlay.backends.base import Backend, Capabilities
 from parlay.backends.prompted import behind_engine
 from parlay.contract.rules import RULES, unknown_rules
 from parlay.errors import ConfigurationError
+from parlay.server.slow_clients import DEFAULT_HEADER_TIMEOUT
 
 if TYPE_CHECKING:
     from parlay.backends.anthropic import AnthropicBackend
@@ -68,6 +70,8 @@ class ServerConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     # The embedded model's llama.cpp threads (None: $PARLAY_THREADS, else the cores free).
     threads: int | None = None
+    # Seconds a client has to send a request's line and headers (`server.slow_clients`).
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
 
     def __attrs_post_init__(self) -> None:
         if self.upstream_kind not in ("openai", "anthropic"):
@@ -113,6 +117,15 @@ class ServerConfig:
             raise ConfigurationError(
                 f"--max-body-bytes must be at least 1024, got {self.max_body_bytes}"
             )
+        if not math.isfinite(self.header_timeout) or self.header_timeout <= 0:
+            raise ConfigurationError(
+                f"--header-timeout must be positive seconds, got {self.header_timeout}"
+            )
+        if any(not key.strip() for key in self.client_keys):
+            raise ConfigurationError(
+                "--client-key is empty: no client could present it, so every request "
+                "would be refused; pass a non-empty key, or none to serve 127.0.0.1 openly"
+            )
         if not self.client_keys and not is_loopback(self.host):
             raise ConfigurationError(
                 f"refusing to serve on {self.host} without a client key: anyone who can reach "
@@ -155,6 +168,7 @@ class ServerConfig:
             ("min_offered_share", "MIN_OFFERED_SHARE", float),
             ("workers", "WORKERS", int),
             ("max_body_bytes", "MAX_BODY_BYTES", int),
+            ("header_timeout", "HEADER_TIMEOUT", float),
         ):
             if env.get(ENV_PREFIX + key):
                 try:

@@ -17,6 +17,7 @@ from starlette.applications import Starlette
 
 from parlay.server.app import create_app
 from parlay.server.config import ServerConfig, build_backend
+from parlay.server.slow_clients import HeaderTimeoutProtocol
 from parlay.wire.validate import Limits
 
 # The settings of `parlay serve --workers N`, for the worker processes it starts.
@@ -54,15 +55,25 @@ def serve(config: ServerConfig, *, log_level: str = "warning") -> None:
         "log_level": log_level,
         "timeout_keep_alive": 30,
         "timeout_graceful_shutdown": GRACE,
+        # h11 (uvicorn's default without httptools), with a bound on reading a request's
+        # head that uvicorn lacks: see `slow_clients`.
+        "http": HeaderTimeoutProtocol,
     }
     if config.workers > 1:
         # Spawned workers inherit the environment (which, unlike a command line, only
         # the same user can read: the keys in it stay as private as they were).
         os.environ[CONFIG_ENV] = json.dumps(attrs.asdict(config))
         target = "parlay.server.run:worker_app"
-        _serve_workers(uvicorn.Config(target, factory=True, workers=config.workers, **common))
+        workers = uvicorn.Config(target, factory=True, workers=config.workers, **common)
+        workers.header_timeout = config.header_timeout  # type: ignore[attr-defined]
+        _serve_workers(workers)
         return
-    uvicorn.run(app_from_config(config, hard_exit_after=HARD_EXIT), **common)
+    single = uvicorn.Config(app_from_config(config, hard_exit_after=HARD_EXIT), **common)
+    single.header_timeout = config.header_timeout  # type: ignore[attr-defined]
+    server = uvicorn.Server(single)
+    server.run()
+    if not server.started:  # the port was taken, say: uvicorn has logged why
+        raise SystemExit(3)
 
 
 def _serve_workers(config: Any) -> None:
