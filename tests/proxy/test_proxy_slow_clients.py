@@ -59,27 +59,31 @@ def test_twenty_clients_sending_headers_a_byte_at_a_time_are_cut_off() -> None:
 
 
 def test_a_connection_that_sends_nothing_is_closed_too() -> None:
-    with parlay_serve("--upstream-url", "http://127.0.0.1:9/v1", "--header-timeout", "1") as srv:
-        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
-            started = time.monotonic()
-            assert sock.recv(1024) == b""  # the server hung up (a timeout would raise)
-            assert time.monotonic() - started < 5
+    with (
+        parlay_serve("--upstream-url", "http://127.0.0.1:9/v1", "--header-timeout", "1") as srv,
+        socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock,
+    ):
+        started = time.monotonic()
+        assert sock.recv(1024) == b""  # the server hung up (a timeout would raise)
+        assert time.monotonic() - started < 5
 
 
 def test_a_kept_alive_connection_gets_the_same_bound_for_its_next_request() -> None:
-    with parlay_serve("--upstream-url", "http://127.0.0.1:9/v1", "--header-timeout", "1") as srv:
-        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
-            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-            answer = b""
-            for _ in range(20):  # the head and the body may come in separate reads
-                answer += sock.recv(4096)
-                if answer.endswith(b'{"status":"ok"}'):
-                    break
-            assert answer.startswith(b"HTTP/1.1 200"), answer
-            sock.sendall(b"GET /hea")  # then nothing more
-            started = time.monotonic()
-            assert sock.recv(1024) == b""
-            assert time.monotonic() - started < 5
+    with (
+        parlay_serve("--upstream-url", "http://127.0.0.1:9/v1", "--header-timeout", "1") as srv,
+        socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock,
+    ):
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = b""
+        for _ in range(20):  # the head and the body may come in separate reads
+            answer += sock.recv(4096)
+            if answer.endswith(b'{"status":"ok"}'):
+                break
+        assert answer.startswith(b"HTTP/1.1 200"), answer
+        sock.sendall(b"GET /hea")  # then nothing more
+        started = time.monotonic()
+        assert sock.recv(1024) == b""
+        assert time.monotonic() - started < 5
 
 
 def test_an_empty_client_key_is_refused_at_start() -> None:
