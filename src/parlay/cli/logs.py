@@ -69,12 +69,13 @@ def list_logs(
         for row in rows:
             typer.echo(json.dumps(row.as_dict(), ensure_ascii=False))
         return
-    table = Table("id", "time", "model", "prompt", "answer", "tools")
+    table = Table("id", "time", "model", "engine", "prompt", "answer", "tools")
     for row in rows:
         table.add_row(
             str(row.id),
             row.created_at[:19].replace("T", " "),
-            escape(_model_name(row.model or row.backend or "")),
+            escape(_model_name(row.model_name or "")),
+            row.engine or "",
             escape(one_line(row.prompt, 40)),
             escape(one_line(_answer(row), 40)),
             escape(", ".join(c.name for c in row.calls)),
@@ -108,7 +109,10 @@ def path() -> None:
 
 def _print_response(out: Console, row: LoggedResponse) -> None:
     out.print(f"[bold]response {row.id}[/]  session {row.session_id[:12]}  {row.created_at}")
-    out.print(f"model: {escape(row.model or '?')}  backend: {escape(row.backend or '?')}")
+    out.print(
+        f"model: {escape(_model_name(row.model_name or '?'))}  engine: {row.engine or '?'}  "
+        f"backend: {escape(row.backend or '?')}"
+    )
     out.print(
         f"usage: {row.prompt_tokens} prompt + {row.completion_tokens} completion tokens; "
         f"first event {row.first_event_ms} ms, total {row.duration_ms} ms; "

@@ -52,8 +52,10 @@ McpUrlOpt = Annotated[
 ]
 
 
-def _tool_timeout(value: str) -> float | None:
+def _tool_timeout(value: str | float | None) -> float | None:
     """`--tool-timeout`: seconds, or `none` for no bound at all (asked for by name)."""
+    if not isinstance(value, str):  # typer passes the default through the parser too
+        return value
     if value.strip().lower() == "none":
         return None
     try:

@@ -21,6 +21,7 @@ import attrs
 from parlay.context import AssistantMessage, Context, Item, ToolCall, ToolResult
 from parlay.errors import TurnCancelledError
 from parlay.observers import CompletedTurn, elapsed_ms
+from parlay.store.records import model_of
 from parlay.store.store import LoggedCall, LoggedResponse, LoggedResult, LoggedSession, Store
 
 
@@ -147,7 +148,7 @@ class TurnRecorder:
         return attrs.evolve(
             row,
             text=thunk.value,
-            model=thunk.model,
+            model=thunk.model or model_of(self.session.backend),
             finish_reason=thunk.finish_reason,
             prompt_tokens=usage.prompt_tokens if usage else None,
             completion_tokens=usage.completion_tokens if usage else None,

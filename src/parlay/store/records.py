@@ -3,13 +3,35 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from attrs import field, frozen
+
+# How the model made its tool calls: its own API's (native), or parlay's prompt-contract
+# engine (`PromptedBackend`, whose backend names start "prompted:").
+Engine = Literal["prompted", "native"]
 
 
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def engine_of(backend: str | None) -> Engine | None:
+    if backend is None:
+        return None
+    return "prompted" if backend.startswith("prompted:") else "native"
+
+
+def model_of(backend: str | None) -> str | None:
+    """The model a backend's name names: "prompted:local:SmolLM2.gguf" -> "SmolLM2.gguf",
+    "openai:gpt-4o@https://..." -> "gpt-4o", "scripted" -> "scripted"."""
+    if backend is None:
+        return None
+    name = backend
+    while name.startswith("prompted:"):
+        name = name.removeprefix("prompted:")
+    kind, colon, rest = name.partition(":")
+    return (rest if colon else kind).split("@", 1)[0] or None
 
 
 @frozen
@@ -48,6 +70,16 @@ class LoggedResponse:
     created_at: str = field(factory=utc_now)
     id: int | None = None
 
+    @property
+    def model_name(self) -> str | None:
+        """The model, as the backend reported it or else as its name says (a turn that
+        failed, or an answer in the engine's own words, reports none)."""
+        return self.model or model_of(self.backend)
+
+    @property
+    def engine(self) -> Engine | None:
+        return engine_of(self.backend)
+
     def as_dict(self) -> dict[str, Any]:
         out = {
             name: getattr(self, name)
@@ -67,6 +99,8 @@ class LoggedResponse:
                 "diagnostics",
             )
         }
+        out["model"] = self.model_name
+        out["engine"] = self.engine
         out["tool_calls"] = [
             {"call_id": c.call_id, "name": c.name, "arguments": c.arguments, "round": c.round}
             for c in self.calls

@@ -278,10 +278,16 @@ class Store:
                 for c in response.calls
             ],
         )
+        # One result per call: a conversation continued from the log (`parlay prompt -c`)
+        # shows the model its earlier results again, and they are logged already.
         conn.executemany(
             "INSERT INTO tool_results (response_id, call_id, name, output, error) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [(response_id, r.call_id, r.name, r.output, r.error) for r in response.results],
+            "SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS "
+            "(SELECT 1 FROM tool_results WHERE call_id = ?)",
+            [
+                (response_id, r.call_id, r.name, r.output, r.error, r.call_id)
+                for r in response.results
+            ],
         )
 
     # -- reading -----------------------------------------------------------------------
@@ -360,9 +366,12 @@ class Store:
             LoggedResult(r["call_id"], r["name"], r["output"], r["error"])
             # A result is written with the turn that showed it to the model (often the next
             # one); it belongs to the call that asked for it, so join on the call id.
+            # The first result of each call: logs written before results were kept once
+            # per call may hold a call's result twice.
             for r in conn.execute(
-                "SELECT * FROM tool_results WHERE call_id IN "
-                "(SELECT call_id FROM tool_calls WHERE response_id = ?) ORDER BY id",
+                "SELECT * FROM tool_results WHERE id IN (SELECT MIN(id) FROM tool_results "
+                "WHERE call_id IN (SELECT call_id FROM tool_calls WHERE response_id = ?) "
+                "GROUP BY call_id) ORDER BY id",
                 (row["id"],),
             )
         )
