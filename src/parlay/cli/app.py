@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated
@@ -12,6 +13,7 @@ import typer
 from rich.console import Console
 
 from parlay.cli import help_format  # noqa: F401  (flags show no <bool> in --help)
+from parlay.cli.default_command import PromptByDefault
 from parlay.cli.line_input import chat_lines
 from parlay.cli.logs import logs_app
 from parlay.cli.mcp_cmd import mcp_app
@@ -33,7 +35,9 @@ from parlay.errors import (
 
 app = typer.Typer(
     name="parlay",
-    help="Chat with models, with tool calling that works on every model.",
+    cls=PromptByDefault,
+    help="Chat with models, with tool calling that works on every model. "
+    '`parlay "a prompt"` is `parlay prompt "a prompt"`.',
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -166,8 +170,14 @@ def _root(
     """Chat with models, with tool calling that works on every model."""
 
 
+def _warning_line(message: Warning | str, *_: object, **__: object) -> str:
+    # A user of the command is told what to do, not which line of parlay warned.
+    return f"warning: {message}\n"
+
+
 def main() -> None:
     """Entry point of the `parlay` console script."""
+    warnings.formatwarning = _warning_line
     app()
 
 

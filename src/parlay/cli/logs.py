@@ -70,6 +70,8 @@ def list_logs(
             typer.echo(json.dumps(row.as_dict(), ensure_ascii=False))
         return
     table = Table("id", "time", "model", "engine", "prompt", "answer", "tools")
+    for column in table.columns[4:6]:  # what was said keeps room beside the engine column
+        column.min_width = 14
     for row in rows:
         table.add_row(
             str(row.id),

@@ -70,7 +70,13 @@ def models(
         for form in forms:
             typer.echo(json.dumps(asdict(form)))
         return
-    table = Table("-m", "example", "what", "here")
+    # The examples are meant to be copied: never cut nor wrapped, whatever the width
+    # (on 80 columns a four-column table cut them to "-m http://127.0.0.1:…"); the form
+    # joins the description, which wraps.
+    table = Table("example", "what", "here")
+    table.columns[0].no_wrap = True
+    table.columns[0].min_width = max(len(form.example) for form in forms)
     for form in forms:
-        table.add_row(*(escape(v) for v in (form.form, form.example, form.what, form.ready)))
+        what = f"{form.what} [dim]({escape(form.form)})[/]"
+        table.add_row(escape(form.example), what, escape(form.ready))
     Console(highlight=False).print(table)

@@ -39,16 +39,38 @@ def _module_tools(module: types.ModuleType, origin: str) -> list[Tool]:
     return found
 
 
-def _import_failure(origin: str, exc: BaseException) -> ToolFileError:
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = ""
-    if isinstance(exc, SyntaxError) and exc.lineno:
-        where = f" (line {exc.lineno})"
-    elif frames:
-        where = f" (line {frames[-1].lineno})"
-    return ToolFileError(
-        f"{origin} does not import{where}: {type(exc).__name__}: {exc}; fix the file and try again"
-    )
+def _import_failure(origin: str, exc: BaseException, source: str | None = None) -> ToolFileError:
+    """What failed where: the line number, the line itself (from `source` when the code
+    has no file), a caret under a syntax error, and the error."""
+    lineno: int | None = None
+    offset: int | None = None
+    if isinstance(exc, SyntaxError):
+        lineno, offset = exc.lineno, exc.offset
+        what = f"{type(exc).__name__}: {exc.msg}"
+    else:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.lineno]
+        lineno = frames[-1].lineno if frames else None
+        what = f"{type(exc).__name__}: {exc}"
+    text = _line(exc, source, lineno)
+    where = f" (line {lineno})" if lineno else ""
+    shown = ""
+    if text is not None:
+        shown = f"\n    {text.rstrip()}"
+        if offset is not None and offset >= 1:
+            indent = len(text) - len(text.lstrip())
+            shown += "\n    " + " " * max(0, offset - 1 - indent) + "^"
+    verb = "does not run" if source is not None else "does not import"
+    return ToolFileError(f"{origin} {verb}{where}: {what}{shown}")
+
+
+def _line(exc: BaseException, source: str | None, lineno: int | None) -> str | None:
+    if isinstance(exc, SyntaxError) and exc.text:
+        return exc.text.strip("\n").lstrip() if source is None else exc.text.strip("\n")
+    if source is not None and lineno is not None:
+        lines = source.splitlines()
+        if 1 <= lineno <= len(lines):
+            return lines[lineno - 1]
+    return None
 
 
 def load_tool_file(path: str | Path) -> list[Tool]:
@@ -81,17 +103,41 @@ def load_functions(code: str) -> list[Tool]:
         exec(compile(code, "<--functions>", "exec"), module.__dict__)
     except Exception as exc:
         sys.modules.pop(module_name, None)
-        raise _import_failure("--functions code", exc) from exc
+        raise _import_failure("--functions code", exc, code) from exc
     return _module_tools(module, "--functions code")
+
+
+def _not_a_file(given: str, known: list[str]) -> ToolFileError:
+    """-T takes a file; a bare name (`-T add`, as llm's -T names a tool) gets told how."""
+    if Path(given).suffix or "/" in given or not given.isidentifier():
+        return ToolFileError(f"tool file {given!r} does not exist")
+    known_note = (
+        f" The tools given are {', '.join(known)}; the model sees them all (--tool-choice "
+        f"NAME makes it call one)."
+        if known
+        else ""
+    )
+    return ToolFileError(
+        f"-T {given}: there is no file {given!r}. -T takes a Python file whose public "
+        f"functions become tools (-T tools.py); a function can also be written on the "
+        f"command line: --functions 'def {given}(a: int, b: int) -> int: return a + b'."
+        + known_note
+    )
 
 
 def collect_tools(paths: Iterable[str | Path], functions: Iterable[str]) -> list[Tool]:
     """Tools from every file and snippet; two tools with one name is an error."""
     tools: list[Tool] = []
+    missing: list[str] = []
     for path in paths:
-        tools.extend(load_tool_file(path))
+        if Path(path).expanduser().is_file():
+            tools.extend(load_tool_file(path))
+        else:
+            missing.append(str(path))
     for code in functions:
         tools.extend(load_functions(code))
+    if missing:
+        raise _not_a_file(missing[0], [t.name for t in tools])
     seen: dict[str, Any] = {}
     for item in tools:
         if item.name in seen:
