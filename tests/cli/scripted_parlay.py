@@ -8,20 +8,24 @@ a real process with real standard streams, answering at once. `-m` picks the scr
 - `json`: a reply matching `PERSON_SCHEMA` when the request asks for structured output;
 - `tool`: a call of `add` {"a": 2, "b": 3} until a result is in the history, then "The sum is 5.";
 - `stall`: for the prompt "go", a call of `add`, then of `stall` (a tool of the test's
-  that never returns); for any other prompt, `echo`.
+  that never returns); for any other prompt, `echo`;
+- `slow`: `echo`, after $SCRIPTED_DELAY seconds (default 3) without a token.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from parlay.backends.scripted import ScriptedBackend, calls
 from parlay.context import ToolResult
+from parlay.events import Event
 from parlay.request import ChatRequest
 
 HERE = Path(__file__).resolve()
@@ -58,7 +62,18 @@ def _stall(request: ChatRequest) -> Any:
 SCRIPTS = {"json": _json, "tool": _tool, "loop": _loop, "stall": _stall}
 
 
+class SlowBackend(ScriptedBackend):
+    """A model that thinks a while before its first token (as a small one on a CPU does)."""
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        await asyncio.sleep(float(os.environ.get("SCRIPTED_DELAY", "3")))
+        async for event in super().stream(request):
+            yield event
+
+
 def backend(spec: str | None, **_flags: Any) -> ScriptedBackend:
+    if spec == "slow":
+        return SlowBackend(_echo)
     return ScriptedBackend(SCRIPTS.get(spec or "", _echo))
 
 

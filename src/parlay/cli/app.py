@@ -19,6 +19,7 @@ from parlay.cli.logs import logs_app
 from parlay.cli.mcp_cmd import mcp_app
 from parlay.cli.models_cmd import models
 from parlay.cli.options import RunOptions, build_session, with_run_options
+from parlay.cli.progress import WaitStatus
 from parlay.cli.prompt_input import read_prompt
 from parlay.cli.protocol import CliSession
 from parlay.cli.run import run_turn
@@ -78,8 +79,11 @@ def _out(text: str) -> None:
     sys.stdout.flush()
 
 
-def _answer(session: CliSession, text: str, opts: RunOptions) -> None:
+def _answer(session: CliSession, text: str, opts: RunOptions, stderr: Console) -> None:
     schema = load_schema(opts.schema) if opts.schema else None
+    # Not over a question on stderr (--tools-approve), nor for a program (--json).
+    quiet = opts.json or opts.tools_approve
+    status = WaitStatus(stderr, session.backend, enabled=not quiet)
     # An answer held to --schema is printed once it is checked, never streamed.
     stream = None if (opts.no_stream or opts.json or schema) else _out
     outcome = run_turn(
@@ -89,6 +93,7 @@ def _answer(session: CliSession, text: str, opts: RunOptions) -> None:
         chain_limit=opts.chain_limit,
         write=stream,
         format=schema.format if schema else None,
+        status=status,
     )
     if schema is not None:
         outcome.text = schema.check(outcome.text)
@@ -116,7 +121,7 @@ def prompt(
     text = read_prompt(text, sys.stdin, stdin_is_for_answers=opts.tools_approve)
     # Leaving the session's `with` stops the --mcp servers it started.
     with friendly_errors(stderr), build_session(opts, stderr) as session:
-        _answer(session, text, opts)
+        _answer(session, text, opts, stderr)
 
 
 @app.command()
@@ -134,7 +139,7 @@ def chat(*, opts: RunOptions) -> None:
                 if not line.strip():
                     continue
                 try:
-                    _answer(session, line, opts)
+                    _answer(session, line, opts, stderr)
                 except (ToolLoopError, BackendError) as exc:
                     # One bad turn does not end the chat; the context is as it was before.
                     stderr.print(f"[red]error:[/] {exc}")

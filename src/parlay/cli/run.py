@@ -13,12 +13,14 @@ from typing import Any
 
 from attrs import define, field
 from pydantic import BaseModel
+from rich.console import Console
 
 from parlay._sync import iterate_sync
+from parlay.cli.progress import WaitStatus
 from parlay.cli.protocol import CliSession
 from parlay.context import AssistantMessage, ToolCall, ToolResult
 from parlay.errors import ToolCallTruncatedError, ToolChainLimitError
-from parlay.events import Finish, TextDelta, Usage
+from parlay.events import Finish, TextDelta, ToolCallStart, Usage
 from parlay.request import ToolChoice
 from parlay.thunk import ModelOutputThunk
 
@@ -68,8 +70,11 @@ def run_turn(
     chain_limit: int,
     write: Callable[[str], None] | None,
     format: type[BaseModel] | None = None,
+    status: WaitStatus | None = None,
 ) -> TurnOutcome:
-    """Send `text`, streaming text to `write` (None: do not stream), running tool rounds."""
+    """Send `text`, streaming text to `write` (None: do not stream), running tool rounds;
+    `status` is shown while nothing has arrived yet."""
+    status = status or WaitStatus(Console(stderr=True), None, enabled=False)
     thunk: ModelOutputThunk[Any] = session.chat(
         text,
         tool_choice=ToolChoice.coerce(tool_choice),
@@ -78,8 +83,9 @@ def run_turn(
         chain_limit=chain_limit,
     )
     try:
+        status.start()
         if write is not None:
-            _stream(thunk, write)
+            _stream(thunk, write, status)
         thunk.value  # noqa: B018 - waits for the turn (and its log row) when not streaming
     except ToolChainLimitError as exc:
         raise ToolChainLimitError(
@@ -99,20 +105,30 @@ def run_turn(
         # unwind: its finished rounds (tools that ran) reach the log as "cancelled".
         thunk.cancel(wait=CANCEL_WAIT_SECONDS)
         raise
+    finally:
+        status.stop()
     return _outcome(thunk, session)
 
 
-def _stream(thunk: ModelOutputThunk[Any], write: Callable[[str], None]) -> None:
-    """Each round's text as it comes, a line break after any round that wrote some."""
+def _stream(
+    thunk: ModelOutputThunk[Any], write: Callable[[str], None], status: WaitStatus
+) -> None:
+    """Each round's text as it comes, a line break after any round that wrote some; the
+    status line while a round has sent nothing yet."""
     wrote = False
     for event in iterate_sync(thunk.events()):
         if isinstance(event, TextDelta):
+            if event.text:
+                status.stop()
             write(event.text)
             wrote = wrote or bool(event.text)
+        elif isinstance(event, ToolCallStart):
+            status.stop()  # the tools' own lines (--tools-debug) follow
         elif isinstance(event, Finish):
             if wrote:
                 write("\n")
             wrote = False
+            status.start()  # the next round, if any, is a wait of its own
 
 
 def _outcome(thunk: ModelOutputThunk[Any], session: CliSession) -> TurnOutcome:
