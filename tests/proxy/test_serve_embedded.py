@@ -4,6 +4,8 @@ as `start_session()` builds it (a real subprocess; the model loads on the first 
 from __future__ import annotations
 
 import json
+import select
+import time
 from typing import Any
 
 import httpx
@@ -33,6 +35,24 @@ def test_no_upstream_serves_the_embedded_model_and_says_so() -> None:
     assert "SmolLM2-135M-Instruct" in first
     assert "prompt-contract engine" in first
     assert "1 thread" in first
+
+
+@pytest.mark.model
+def test_serve_loads_the_embedded_model_at_start_and_says_when_it_is_ready() -> None:
+    with parlay_serve("--threads", "1") as server:
+        assert server.proc.stderr is not None
+        said: list[str] = []
+        deadline = time.monotonic() + 120
+        while not any(line.endswith("; ready") for line in said):
+            left = deadline - time.monotonic()
+            readable, _, _ = select.select([server.proc.stderr], [], [], max(0.0, left))
+            assert readable, f"never said it was ready: {said}"
+            line = server.proc.stderr.readline().decode()
+            assert line, f"parlay serve ended: {said}"
+            said.append(line.rstrip("\n"))
+    assert "loading now" in said[0]
+    ready = said[-1]
+    assert ready.startswith("parlay serve: SmolLM2-135M-Instruct") and " loaded in " in ready
 
 
 def test_embedded_backend_is_default_backend_greedy() -> None:

