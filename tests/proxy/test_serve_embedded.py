@@ -4,7 +4,8 @@ as `start_session()` builds it (a real subprocess; the model loads on the first 
 from __future__ import annotations
 
 import json
-import select
+import queue
+import threading
 import time
 from typing import Any
 
@@ -39,17 +40,21 @@ def test_no_upstream_serves_the_embedded_model_and_says_so() -> None:
 
 @pytest.mark.model
 def test_serve_loads_the_embedded_model_at_start_and_says_when_it_is_ready() -> None:
+    lines: queue.Queue[str] = queue.Queue()
     with parlay_serve("--threads", "1") as server:
-        assert server.proc.stderr is not None
+        stderr = server.proc.stderr
+        assert stderr is not None
+        # A thread reads: a wait on the queue is bounded, a readline on the pipe is not.
+        threading.Thread(
+            target=lambda: [lines.put(b.decode()) for b in stderr], daemon=True
+        ).start()
         said: list[str] = []
         deadline = time.monotonic() + 120
         while not any(line.endswith("; ready") for line in said):
-            left = deadline - time.monotonic()
-            readable, _, _ = select.select([server.proc.stderr], [], [], max(0.0, left))
-            assert readable, f"never said it was ready: {said}"
-            line = server.proc.stderr.readline().decode()
-            assert line, f"parlay serve ended: {said}"
-            said.append(line.rstrip("\n"))
+            try:
+                said.append(lines.get(timeout=max(0.1, deadline - time.monotonic())).rstrip())
+            except queue.Empty:
+                pytest.fail(f"never said it was ready: {said}")
     assert "loading now" in said[0]
     ready = said[-1]
     assert ready.startswith("parlay serve: SmolLM2-135M-Instruct") and " loaded in " in ready
