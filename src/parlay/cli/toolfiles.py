@@ -52,6 +52,8 @@ def _import_failure(origin: str, exc: BaseException, source: str | None = None) 
         lineno = frames[-1].lineno if frames else None
         what = f"{type(exc).__name__}: {exc}"
     text = _line(exc, source, lineno)
+    if text is None and not isinstance(exc, SyntaxError) and frames:
+        text = frames[-1].line  # a file's line, read back by traceback
     where = f" (line {lineno})" if lineno else ""
     shown = ""
     if text is not None:
