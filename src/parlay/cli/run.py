@@ -110,9 +110,7 @@ def run_turn(
     return _outcome(thunk, session)
 
 
-def _stream(
-    thunk: ModelOutputThunk[Any], write: Callable[[str], None], status: WaitStatus
-) -> None:
+def _stream(thunk: ModelOutputThunk[Any], write: Callable[[str], None], status: WaitStatus) -> None:
     """Each round's text as it comes, a line break after any round that wrote some; the
     status line while a round has sent nothing yet."""
     wrote = False
