@@ -26,6 +26,7 @@ from parlay.backends.bounds import (
 )
 from parlay.backends.openai import OpenAIBackend
 from parlay.backends.threads import pick_threads
+from parlay.backends.tokens import TokenCount
 from parlay.errors import ConfigurationError
 from parlay.events import Event
 from parlay.request import ChatRequest
@@ -231,6 +232,11 @@ class LocalBackend:
                     stream=self._stream,
                 )
             return self._backend
+
+    async def count_tokens(self, request: ChatRequest) -> TokenCount:
+        """With the model's own chat template and tokenizer (loading it if need be)."""
+        backend = self._backend or await asyncio.to_thread(self._ensure)
+        return await backend.count_tokens(request)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         backend = self._backend

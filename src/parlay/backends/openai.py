@@ -14,7 +14,8 @@ import httpx
 
 from parlay.backends._http import DEFAULT_TIMEOUT, HttpTransport
 from parlay.backends.base import Capabilities, checked_base_url
-from parlay.errors import BackendProtocolError
+from parlay.backends.tokens import CountMethod, TokenCount, estimate
+from parlay.errors import BackendProtocolError, BackendStatusError
 from parlay.events import Event
 from parlay.request import ChatRequest
 from parlay.wire import openai_client as codec
@@ -54,6 +55,7 @@ class OpenAIBackend:
         self._capabilities = capabilities
         self.streaming = stream
         self.http = HttpTransport(self.base_url, all_headers, timeout, transport)
+        self._has_tokenizer = True  # until the server shows it has no /tokenize
 
     @property
     def name(self) -> str:
@@ -104,5 +106,31 @@ class OpenAIBackend:
         for event in decoder.finish():
             yield event
 
+    async def count_tokens(self, request: ChatRequest) -> TokenCount:
+        """With llama.cpp's server: its own chat template and tokenizer over the prompt the
+        model would see (`/apply-template`, then `/tokenize`); a server without them
+        (OpenAI's, vLLM's) gets the estimate, and is not asked again."""
+        if not self._has_tokenizer:
+            return estimate(request)
+        body = codec.encode_request(request, model=self.model, stream=False)
+        template = {key: body[key] for key in ("messages", "tools") if key in body}
+        root = server_root(self.base_url)
+        try:
+            applied = await self.http.post_json(f"{root}/apply-template", template)
+            tokenized = await self.http.post_json(
+                f"{root}/tokenize", {"content": applied["prompt"], "add_special": True}
+            )
+            return TokenCount(len(tokenized["tokens"]), CountMethod.TOKENIZER)
+        except (BackendStatusError, BackendProtocolError, KeyError, TypeError):
+            self._has_tokenizer = False
+            return estimate(request)
+
     async def aclose(self) -> None:
         await self.http.aclose()
+
+
+def server_root(base_url: str) -> str:
+    """The server's own address under an OpenAI-style `/v1` base URL (llama.cpp keeps its
+    tokenizer endpoints there)."""
+    root = base_url.rstrip("/")
+    return root.removesuffix("/v1")

@@ -25,17 +25,21 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from parlay.backends.base import Backend
+from parlay.backends.tokens import count_tokens
 from parlay.request import ChatRequest
 from parlay.server.errors import SHUTTING_DOWN, Failure, ProxyError, classify, log_failure
 from parlay.server.shutdown import drain_on_signals, mark_exited
 from parlay.server.streaming import DRAIN, EventStream, Pump, cancel_on_disconnect, frames
 from parlay.server.wires import ANTHROPIC, OPENAI, Wire, json_response, wire_for
+from parlay.wire import anthropic_server as anthropic_codec
 from parlay.wire.reply import ReplyBuilder
 from parlay.wire.validate import DEFAULT_LIMITS, Limits, load_json
 
 # Bodies above this size are parsed and checked in a worker thread, so that one large
 # request cannot hold the event loop (and every other client) for its whole check.
 THREAD_DECODE_BYTES = 256 * 1024
+# How a token count was made: tokenizer, upstream or estimate.
+COUNT_HEADER = "x-parlay-token-count"
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -202,6 +206,26 @@ class Proxy:
     async def anthropic_messages(self, request: Request) -> Response:
         return await self._serve(ANTHROPIC, request)
 
+    async def anthropic_count_tokens(self, request: Request) -> Response:
+        """`/v1/messages/count_tokens`: the input tokens of a Messages request, as the model
+        behind the proxy would see it (the rendered contract in prompted mode), counted by
+        its tokenizer or the upstream where they can, else estimated; the header
+        `x-parlay-token-count` says which."""
+        if self.draining:
+            return ANTHROPIC.error(SHUTTING_DOWN)
+        try:
+            self._check_key(request)
+            raw = await read_body(request, self.limits.max_body_bytes)
+            body = load_json(raw, self.limits)
+            decoded = anthropic_codec.decode_request(body, self.limits, counting=True)
+            self._check_model(decoded.model)
+            count = await count_tokens(self.backend, decoded.chat.replace(model=None))
+        except Exception as exc:
+            return ANTHROPIC.error(log_failure(exc, "counting tokens"))
+        return json_response(
+            {"input_tokens": count.tokens}, headers={COUNT_HEADER: count.method.value}
+        )
+
     async def list_models(self, request: Request) -> Response:
         anthropic_shape = "anthropic-version" in request.headers
         try:
@@ -234,7 +258,10 @@ class Proxy:
         return json_response(body)
 
 
-_ROUTE_HINT = "POST /v1/chat/completions, POST /v1/messages, GET /v1/models or GET /health"
+_ROUTE_HINT = (
+    "POST /v1/chat/completions, POST /v1/messages, POST /v1/messages/count_tokens, "
+    "GET /v1/models or GET /health"
+)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -308,6 +335,7 @@ def create_app(
         Route("/v1/chat/completions", proxy.openai_chat, methods=["POST"]),
         Route("/chat/completions", proxy.openai_chat, methods=["POST"]),
         Route("/v1/messages", proxy.anthropic_messages, methods=["POST"]),
+        Route("/v1/messages/count_tokens", proxy.anthropic_count_tokens, methods=["POST"]),
         Route("/v1/models", proxy.list_models, methods=["GET"]),
         Route("/models", proxy.list_models, methods=["GET"]),
         Route("/health", proxy.health, methods=["GET"]),
