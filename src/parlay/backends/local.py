@@ -235,7 +235,9 @@ class LocalBackend:
 
     async def count_tokens(self, request: ChatRequest) -> TokenCount:
         """With the model's own chat template and tokenizer (loading it if need be)."""
-        backend = self._backend or await asyncio.to_thread(self._ensure)
+        backend = self._backend
+        if backend is None:
+            backend = await asyncio.to_thread(self._ensure)
         return await backend.count_tokens(request)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:

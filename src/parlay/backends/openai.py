@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 
@@ -113,7 +114,7 @@ class OpenAIBackend:
         if not self._has_tokenizer:
             return estimate(request)
         body = codec.encode_request(request, model=self.model, stream=False)
-        template = {key: body[key] for key in ("messages", "tools") if key in body}
+        template: dict[str, Any] = {k: body[k] for k in ("messages", "tools") if k in body}
         root = server_root(self.base_url)
         try:
             applied = await self.http.post_json(f"{root}/apply-template", template)
