@@ -16,7 +16,7 @@ import httpx
 from parlay.backends._http import DEFAULT_TIMEOUT, HttpTransport
 from parlay.backends.base import Capabilities, checked_base_url
 from parlay.backends.tokens import CountMethod, TokenCount, estimate
-from parlay.errors import BackendProtocolError, BackendStatusError
+from parlay.errors import BackendProtocolError, BackendStatusError, ConfigurationError
 from parlay.events import Event
 from parlay.request import ChatRequest
 from parlay.wire import openai_client as codec
@@ -57,6 +57,7 @@ class OpenAIBackend:
         self.streaming = stream
         self.http = HttpTransport(self.base_url, all_headers, timeout, transport)
         self._has_tokenizer = True  # until the server shows it has no /tokenize
+        self._listed: list[str] | None = None  # the server's models, once asked
 
     @property
     def name(self) -> str:
@@ -66,7 +67,35 @@ class OpenAIBackend:
     def capabilities(self) -> Capabilities:
         return self._capabilities
 
+    async def served_model(self) -> str | None:
+        """The model to name: the one given, else the one the server lists at `/models`
+        (asked once). A server that lists several is an error naming them; one that lists
+        none, or has no listing, gets requests without a model, as before."""
+        if self.model is not None:
+            return self.model
+        if self._listed is None:
+            self._listed = await self._list_models()
+        if len(self._listed) > 1:
+            names = ", ".join(self._listed[:20]) + (", ..." if len(self._listed) > 20 else "")
+            raise ConfigurationError(
+                f"{self.base_url} serves {len(self._listed)} models ({names}): name one, "
+                f"as MODEL@{self.base_url} with -m, $PARLAY_MODEL, or OpenAIBackend(model=...)"
+            )
+        return self._listed[0] if self._listed else None
+
+    async def _list_models(self) -> list[str]:
+        try:
+            listing = await self.http.get_json("/models")
+        except (BackendStatusError, BackendProtocolError):
+            return []
+        data = listing.get("data") if isinstance(listing, dict) else None
+        if not isinstance(data, list):
+            return []
+        return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
+
     async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        if request.model is None and self.model is None:
+            request = request.replace(model=await self.served_model())
         if not self.streaming:
             body = codec.encode_request(request, model=self.model, stream=False)
             data = await self.http.post_json("/chat/completions", body)
