@@ -139,7 +139,7 @@ class Proxy:
         except Exception as exc:
             return wire.error(log_failure(exc, "decoding a request"))
         if stream:
-            return await self._stream(wire, chat, model, body)
+            return await self._stream(wire, request, chat, model, body)
         return await self._whole_reply(wire, request, chat, model)
 
     async def _whole_reply(
@@ -168,7 +168,9 @@ class Proxy:
             self._whole.discard(task)
         return json_response(wire.response(builder, model, chat))
 
-    async def _stream(self, wire: Wire, chat: ChatRequest, model: str, body: Any) -> Response:
+    async def _stream(
+        self, wire: Wire, request: Request, chat: ChatRequest, model: str, body: Any
+    ) -> Response:
         pump = Pump(self.backend.stream(chat))
         self._pumps.add(pump)
 
@@ -179,9 +181,18 @@ class Proxy:
         # Wait a little for the first event before answering, so an upstream that is down
         # or refuses gets its real status instead of a 200 stream holding an error. A
         # backend that is merely slow (a long prompt, an engine holding a reply to judge
-        # it) gets the stream started anyway, kept open by heartbeats.
+        # it) gets the stream started anyway, kept open by heartbeats. The connection is
+        # watched meanwhile: a client gone while the engine holds its first output ends
+        # the upstream request now, not at the first write.
+        watch = None
         try:
-            first = await pump.next(self.first_event_wait)
+            async with cancel_on_disconnect(request.receive) as watch:
+                first = await pump.next(self.first_event_wait)
+        except asyncio.CancelledError:
+            await cleanup()
+            if watch is None or not watch.gone:
+                raise
+            return Response(status_code=499)  # nobody is listening any more
         except Exception as exc:
             await cleanup()
             return wire.error(log_failure(exc, "a streamed request"))
