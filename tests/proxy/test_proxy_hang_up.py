@@ -6,6 +6,7 @@ request was dropped."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import threading
@@ -82,10 +83,8 @@ def hang_up_after(port: int, body: dict[str, Any], *, seconds: float) -> tuple[f
         deadline = time.monotonic() + seconds
         received = b""
         while time.monotonic() < deadline:
-            try:
+            with contextlib.suppress(TimeoutError):
                 received += sock.recv(65536)
-            except TimeoutError:
-                pass
         return time.monotonic(), received
 
 
