@@ -12,8 +12,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from client_harness import Proxy, check_mode, node_client
 from client_upstream import Script, Step, Upstream
-from conftest import Proxy, check_mode, node_client
 
 FIRST = "printf 'done-%s\\n' alpha > alpha.txt && cat alpha.txt"
 SECOND = "mkdir -p archive && mv alpha.txt archive/ && printf 'done-%s-archived\\n' alpha"

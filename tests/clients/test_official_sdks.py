@@ -9,8 +9,8 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+from client_harness import Proxy
 from client_task import PROMPT, NoteTask, anthropic_tools, openai_tools
-from conftest import Proxy
 
 ROUNDS = 5  # more than the task needs: a client stuck in a loop fails, not hangs
 
