@@ -17,7 +17,7 @@ import pytest
 from client_upstream import Upstream
 
 NODE_DIR = Path(__file__).parent / "node"
-CLIENT_KEY = "sk-parlay-client-suite"
+CLIENT_KEY = "sk-parlay"  # the key docs/clients.md shows
 MODES = ("native", "prompted")
 
 

@@ -50,7 +50,7 @@ class Upstream:
     requests: list[dict[str, Any]] = field(factory=list)
     _lock: threading.Lock = field(factory=threading.Lock)
 
-    def play(self, script: Script) -> None:
+    def play(self, script: Script | None) -> None:
         with self._lock:
             self.script = script
             self.requests.clear()
