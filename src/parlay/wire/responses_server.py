@@ -184,7 +184,10 @@ def encode_response(
     rid = id or new_response_id()
     created = int(time.time()) if created is None else created
     status, _ = ENDINGS[reply.finish.reason]
-    item_status = "incomplete" if status == "incomplete" else "completed"
+    # The text was cut only when nothing came after it (as the stream closes a message
+    # the moment a call begins).
+    cut = status == "incomplete" and not reply.calls
+    item_status = "incomplete" if cut else "completed"
     output: list[dict[str, Any]] = []
     if reply.text or not reply.calls:
         parts = [text_part(reply.text)]

@@ -103,17 +103,20 @@ class StreamEncoder:
         return []
 
     # -- the message item --------------------------------------------------------------
+    def _open_message(self) -> list[Frame]:
+        index, item_id = self._count, item_id_for(self.id, "msg", self._count)
+        self._count += 1
+        self._message = (index, item_id)
+        self._text = []
+        item = message_item(item_id, "in_progress", [])
+        return [
+            self._event("response.output_item.added", output_index=index, item=item),
+            self._part_event("response.content_part.added", text_part("")),
+        ]
+
     def _text_delta(self, text: str) -> list[Frame]:
-        out: list[Frame] = []
-        if self._message is None:
-            index, item_id = self._count, item_id_for(self.id, "msg", self._count)
-            self._count += 1
-            self._message = (index, item_id)
-            self._text = []
-            item = message_item(item_id, "in_progress", [])
-            out.append(self._event("response.output_item.added", output_index=index, item=item))
-            out.append(self._part_event("response.content_part.added", text_part("")))
-        index, item_id = self._message
+        out = self._open_message() if self._message is None else []
+        index, item_id = self._message or (0, "")
         self._text.append(text)
         out.append(
             self._event(
@@ -206,7 +209,9 @@ class StreamEncoder:
     def _finish(self, finish: Finish) -> list[Frame]:
         status, _ = ENDINGS[finish.reason]
         item_status = "incomplete" if status == "incomplete" else "completed"
-        out = [*self._close_message(item_status), *self._abandon_calls()]
+        # A reply of nothing still holds a message, as the whole reply does.
+        opened = self._open_message() if self._count == 0 else []
+        out = [*opened, *self._close_message(item_status), *self._abandon_calls()]
         self._ended = True
         response = finish_response(self._snapshot("in_progress"), finish)
         return [*out, self._event(f"response.{status}", response=response)]
