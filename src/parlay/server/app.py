@@ -1,4 +1,5 @@
-"""The proxy: OpenAI chat completions and Anthropic messages in front of any `Backend`.
+"""The proxy: OpenAI chat completions and Responses, and Anthropic messages, in front of
+any `Backend`.
 
 Each request is read (bounded), checked and decoded into a `ChatRequest` before anything
 goes upstream, run through the backend, and its events encoded back in the client's
@@ -30,7 +31,7 @@ from parlay.request import ChatRequest
 from parlay.server.errors import SHUTTING_DOWN, Failure, ProxyError, classify, log_failure
 from parlay.server.shutdown import drain_on_signals, mark_exited
 from parlay.server.streaming import DRAIN, EventStream, Pump, cancel_on_disconnect, frames
-from parlay.server.wires import ANTHROPIC, OPENAI, Wire, json_response, wire_for
+from parlay.server.wires import ANTHROPIC, OPENAI, RESPONSES, Wire, json_response, wire_for
 from parlay.wire import anthropic_server as anthropic_codec
 from parlay.wire.reply import ReplyBuilder
 from parlay.wire.validate import DEFAULT_LIMITS, Limits, load_json
@@ -139,11 +140,14 @@ class Proxy:
         except Exception as exc:
             return wire.error(log_failure(exc, "decoding a request"))
         if stream:
-            return await self._stream(wire, request, chat, model, body)
-        return await self._whole_reply(wire, request, chat, model)
+            reply = await self._stream(wire, request, chat, model, body)
+        else:
+            reply = await self._whole_reply(wire, request, chat, model, body)
+        reply.headers.update(wire.headers(body))
+        return reply
 
     async def _whole_reply(
-        self, wire: Wire, request: Request, chat: ChatRequest, model: str
+        self, wire: Wire, request: Request, chat: ChatRequest, model: str, body: Any
     ) -> Response:
         builder = ReplyBuilder()
         task = asyncio.current_task()
@@ -166,7 +170,7 @@ class Proxy:
                     return wire.error(log_failure(exc, "a request"))
         finally:
             self._whole.discard(task)
-        return json_response(wire.response(builder, model, chat))
+        return json_response(wire.response(builder, model, chat, body))
 
     async def _stream(
         self, wire: Wire, request: Request, chat: ChatRequest, model: str, body: Any
@@ -213,6 +217,9 @@ class Proxy:
 
     async def openai_chat(self, request: Request) -> Response:
         return await self._serve(OPENAI, request)
+
+    async def openai_responses(self, request: Request) -> Response:
+        return await self._serve(RESPONSES, request)
 
     async def anthropic_messages(self, request: Request) -> Response:
         return await self._serve(ANTHROPIC, request)
@@ -270,8 +277,8 @@ class Proxy:
 
 
 _ROUTE_HINT = (
-    "POST /v1/chat/completions, POST /v1/messages, POST /v1/messages/count_tokens, "
-    "GET /v1/models or GET /health"
+    "POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, "
+    "POST /v1/messages/count_tokens, GET /v1/models or GET /health"
 )
 
 
@@ -345,6 +352,8 @@ def create_app(
     routes = [
         Route("/v1/chat/completions", proxy.openai_chat, methods=["POST"]),
         Route("/chat/completions", proxy.openai_chat, methods=["POST"]),
+        Route("/v1/responses", proxy.openai_responses, methods=["POST"]),
+        Route("/responses", proxy.openai_responses, methods=["POST"]),
         Route("/v1/messages", proxy.anthropic_messages, methods=["POST"]),
         Route("/v1/messages/count_tokens", proxy.anthropic_count_tokens, methods=["POST"]),
         Route("/v1/models", proxy.list_models, methods=["GET"]),
