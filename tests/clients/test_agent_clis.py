@@ -118,3 +118,33 @@ def test_simonw_llm(proxy: Proxy, task: NoteTask, work: Path, stream: bool) -> N
     assert "done-alpha-archived" in done.stdout
     assert (work / "archive" / "alpha.txt").read_text() == "alpha"
     assert not (work / "alpha.txt").exists()
+
+
+CODEX_CONFIG = """
+model = "parlay"
+model_provider = "parlay"
+
+[model_providers.parlay]
+name = "parlay"
+base_url = "{url}/v1"
+env_key = "PARLAY_API_KEY"
+wire_api = "responses"
+"""
+
+
+def test_codex_cli(proxy: Proxy, upstream: Upstream, work: Path) -> None:
+    codex = node_client("codex")
+    upstream.play(shell_script("exec_command", "cmd"))
+    home = work.parent / "home"
+    (home / ".codex").mkdir()
+    (home / ".codex" / "config.toml").write_text(CODEX_CONFIG.format(url=proxy.url))
+    env = {**clean_env(home), "PARLAY_API_KEY": proxy.key}
+    done = subprocess.run(
+        [str(codex), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+         PROMPT],
+        cwd=work, env=env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "done-alpha-archived" in done.stdout
+    check_ran(work)
+    check_mode(upstream, proxy)

@@ -72,6 +72,18 @@ def test_openai_agents_chat_completions_model(proxy: Proxy, task: NoteTask, stre
     task.check(run_openai_agent(model, task, stream))
 
 
+@STREAM
+def test_openai_agents_default_model(proxy: Proxy, task: NoteTask, stream: bool) -> None:
+    """The SDK's default model (a model name, the default client) speaks the Responses
+    API."""
+    import agents
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=proxy.url + "/v1", api_key=proxy.key, max_retries=0)
+    agents.set_default_openai_client(client, use_for_tracing=False)
+    task.check(run_openai_agent("parlay", task, stream))
+
+
 # -- pydantic-ai -----------------------------------------------------------------------
 
 
@@ -131,6 +143,16 @@ def test_langchain_chat_openai(proxy: Proxy, task: NoteTask, stream: bool) -> No
     from langchain_openai import ChatOpenAI
 
     chat = ChatOpenAI(model="parlay", base_url=proxy.url + "/v1", api_key=proxy.key)
+    task.check(run_langchain(chat, task, openai_tools(), stream))
+
+
+@STREAM
+def test_langchain_chat_openai_responses(proxy: Proxy, task: NoteTask, stream: bool) -> None:
+    from langchain_openai import ChatOpenAI
+
+    chat = ChatOpenAI(
+        model="parlay", base_url=proxy.url + "/v1", api_key=proxy.key, use_responses_api=True
+    )
     task.check(run_langchain(chat, task, openai_tools(), stream))
 
 

@@ -63,3 +63,32 @@ def test_anthropic_messages(proxy: Proxy, task: NoteTask, stream: bool) -> None:
         ]
         messages.append({"role": "user", "content": results})
     task.check("".join(block.text for block in reply.content if block.type == "text"))
+
+
+def responses_tools() -> list[dict[str, Any]]:
+    """The flat Responses shape of the task's tools."""
+    return [{"type": "function", **t["function"]} for t in openai_tools()]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_openai_responses(proxy: Proxy, task: NoteTask, stream: bool) -> None:
+    client = openai.OpenAI(base_url=proxy.url + "/v1", api_key=proxy.key, max_retries=0)
+    items: list[Any] = [{"role": "user", "content": PROMPT}]
+    for _ in range(ROUNDS):
+        kwargs: dict[str, Any] = {"model": "parlay", "input": items, "tools": responses_tools()}
+        if stream:
+            with client.responses.stream(**kwargs) as events:
+                response = events.get_final_response()
+        else:
+            response = client.responses.create(**kwargs)
+        calls = [item for item in response.output if item.type == "function_call"]
+        if not calls:
+            break
+        items.extend(item.model_dump(exclude_none=True) for item in response.output)
+        for call in calls:
+            output = task.run(call.name, json.loads(call.arguments))
+            items.append(
+                {"type": "function_call_output", "call_id": call.call_id, "output": output}
+            )
+    assert response.status == "completed"
+    task.check(response.output_text)
