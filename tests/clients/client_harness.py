@@ -35,13 +35,14 @@ class Proxy:
         self.key = CLIENT_KEY
 
 
-def serve(upstream_url: str, mode: str) -> tuple[subprocess.Popen[bytes], Proxy]:
+def serve(upstream_url: str | None, mode: str) -> tuple[subprocess.Popen[bytes], Proxy]:
+    """`parlay serve` in `mode` in front of `upstream_url` (None: the embedded model)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PARLAY_")}
+    upstream = ["--upstream-url", upstream_url, "--tools", mode] if upstream_url else []
     command = [
-        sys.executable, "-c", "from parlay.cli.app import main; main()", "serve",
-        "--upstream-url", upstream_url, "--tools", mode, "--port", str(port),
-        "--client-key", CLIENT_KEY, "--log-level", "warning",
+        sys.executable, "-c", "from parlay.cli.app import main; main()", "serve", *upstream,
+        "--port", str(port), "--client-key", CLIENT_KEY, "--log-level", "warning",
     ]  # fmt: skip
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     proxy = Proxy(port, mode)
@@ -80,3 +81,10 @@ def node_client(name: str) -> Path:
             cwd=NODE_DIR, check=True, capture_output=True, timeout=600,
         )  # fmt: skip
     return binary
+
+
+def clean_env(home: Path) -> dict[str, str]:
+    """The machine's environment without the keys and endpoints of whoever runs the
+    tests, with a home of its own (no user config)."""
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
+    return {**keep, "HOME": str(home)}

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
+from client_runs import ToolKit
 from client_upstream import Script, Step
 
 PROMPT = "Save a note titled alpha, then archive it, and tell me what happened."
@@ -38,8 +38,9 @@ SCRIPT = Script(
 )
 
 
-class NoteTask:
+class NoteTask(ToolKit):
     def __init__(self, folder: Path) -> None:
+        super().__init__([self.save_note, self.archive_note], [SAVE, ARCHIVE])
         self.folder = folder
         self.ran: list[str] = []
 
@@ -64,24 +65,9 @@ class NoteTask:
         shutil.move(self.folder / f"{title}.txt", self.folder / "archive" / f"{title}.txt")
         return f"archived done-{title}-archived"
 
-    def run(self, name: str, arguments: dict[str, Any]) -> str:
-        tool = {"save_note": self.save_note, "archive_note": self.archive_note}[name]
-        return tool(**arguments)
-
     def check(self, answer: str) -> None:
         """Both tools ran, in order, and the answer that reached the client says so."""
         assert self.ran == ["save_note", "archive_note"], self.ran
         assert (self.folder / "archive" / "alpha.txt").exists()
         assert not (self.folder / "alpha.txt").exists()
         assert "done-alpha-archived" in answer, answer
-
-
-def openai_tools() -> list[dict[str, Any]]:
-    return [{"type": "function", "function": tool} for tool in (SAVE, ARCHIVE)]
-
-
-def anthropic_tools() -> list[dict[str, Any]]:
-    return [
-        {"name": t["name"], "description": t["description"], "input_schema": t["parameters"]}
-        for t in (SAVE, ARCHIVE)
-    ]

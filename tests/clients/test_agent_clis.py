@@ -8,13 +8,12 @@ Each must really run the tools (they write files) and print the answer.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from client_harness import Proxy, check_mode, node_client
+from client_harness import Proxy, check_mode, clean_env, node_client
 from client_task import PROMPT as PROMPT_NOTES
 from client_task import NoteTask
 from client_upstream import Script, Step, Upstream
@@ -45,13 +44,6 @@ def work(tmp_path: Path) -> Path:
     (tmp_path / "home").mkdir()
     (tmp_path / "work").mkdir()
     return tmp_path / "work"
-
-
-def clean_env(home: Path) -> dict[str, str]:
-    """The machine's environment without the keys and endpoints of whoever runs the
-    tests, with a home of its own (no user config)."""
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
-    return {**keep, "HOME": str(home)}
 
 
 def test_claude_code(proxy: Proxy, upstream: Upstream, work: Path) -> None:
