@@ -69,12 +69,14 @@ def words() -> Iterator[CountingUpstream]:
     yield CountingUpstream("word word word ")
 
 
-def hang_up_after(port: int, body: dict[str, Any], *, seconds: float) -> tuple[float, bytes]:
+def hang_up_after(
+    port: int, body: dict[str, Any], *, seconds: float, path: str = "/v1/chat/completions"
+) -> tuple[float, bytes]:
     """POST `body` on a raw socket, read for `seconds`, then close: when it closed, and
     what it had received."""
     data = json.dumps(body).encode()
     head = (
-        f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(data)}\r\n\r\n"
     ).encode()
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
@@ -131,4 +133,38 @@ def test_hang_up_ends_the_upstream_request_within_a_second(
     assert words.dropped_at - gone < 1.0
     assert words.sent < CHUNKS
     if stream and after > 2:  # midway: the client had seen the reply's first words
+        assert b"word word" in received
+
+
+TELL = "Tell me a long story."
+OTHER_WIRES = {
+    "/v1/responses": {
+        "model": "m", "stream": True, "input": TELL,
+        "tools": [{"type": "function", **TOOLS[0]["function"]}],
+    },
+    "/v1/messages": {
+        "model": "m", "stream": True, "max_tokens": 1024,
+        "messages": [{"role": "user", "content": TELL}],
+        "tools": [{"name": "get_weather", "input_schema": TOOLS[0]["function"]["parameters"]}],
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("path", list(OTHER_WIRES))
+@pytest.mark.parametrize("after", [0.5, 2.5], ids=["while-held", "midway"])
+def test_hang_up_ends_the_upstream_request_in_every_protocol(
+    words: CountingUpstream, path: str, after: float
+) -> None:
+    """The Responses and Anthropic streams, in prompted mode where output is held."""
+    with (
+        running(words.app()) as upstream,
+        running(proxy_for(upstream.url + "/v1", "prompted")) as proxy,
+    ):
+        gone, received = hang_up_after(proxy.port, OTHER_WIRES[path], seconds=after, path=path)
+        deadline = time.monotonic() + 5
+        while words.dropped_at is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+    assert words.dropped_at is not None, f"the upstream sent all {words.sent} chunks"
+    assert words.dropped_at - gone < 1.0
+    if after > 2:
         assert b"word word" in received
