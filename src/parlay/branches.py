@@ -90,12 +90,16 @@ class BranchTree:
         return {b.name: b.session.ctx for b in self if b.session is not None}
 
     def forked_at(self, branch: Branch) -> int | None:
-        """The turn `branch` left its parent at (None for the root or a parent gone)."""
+        """The turn `branch` left its parent at: the turns of the newest context both
+        went through (None for the root, or a parent gone)."""
+        from parlay.turns import common_ancestor
+
         parent = branch.parent.session if branch.parent is not None else None
         session = branch.session
         if parent is None or session is None:
             return None
-        return len(parent.ctx.diff(session.ctx).trunk.turns)
+        shared = common_ancestor(parent.ctx, session.ctx)
+        return len(shared.turns) if shared is not None else 0
 
     def lines(self) -> list[tuple[int, Branch, str]]:
         out = []

@@ -1,8 +1,8 @@
 """`Context.to_json` / `Context.from_json`: a context as a versioned JSON document.
 
-The document is described by pydantic models (validated on load, JSON Schema from
-`document_schema()`, committed as `parlay/schemas/context-v1.schema.json` and checked by a
-test), so it is never parsed by hand. Every item keeps what it is:
+The document is described by pydantic models (`parlay.context_schema`: validated on
+load, its JSON Schema committed and checked by a test), so it is never parsed by hand.
+Every item keeps what it is:
 
 - messages, loose tool calls and tool results (a result's Python `value` is kept as its
   JSON form: a dict, list, str, number, bool or null; a pydantic model comes back as its
@@ -20,16 +20,12 @@ Version 1; a later version reads every earlier one.
 
 from __future__ import annotations
 
-import functools
-import operator
 import os
 import tempfile
-import types
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any
 
 import attrs
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, create_model
 from pydantic_core import to_jsonable_python
 
 from parlay.components import Instruction
@@ -43,169 +39,30 @@ from parlay.context import (
     ToolResult,
     UserMessage,
 )
-from parlay.diagnostics import Diagnostics
+from parlay.context_schema import (
+    DOCUMENT,
+    AssistantJSON,
+    CallJSON,
+    ComponentJSON,
+    ContextDocument,
+    DiagnosticsJSON,
+    InstructionJSON,
+    ModelOutputJSON,
+    SystemJSON,
+    ToolCallJSON,
+    ToolResultJSON,
+    UsageJSON,
+    UserJSON,
+    back,
+    document_schema,
+    to_attrs,
+)
 from parlay.errors import InvalidRequestError, ThunkError
-from parlay.events import Event, Finish, FinishReason, TextDelta, ToolCallEnd, Usage
+from parlay.events import Event, Finish, TextDelta, ToolCallEnd, Usage
 from parlay.thunk import ModelOutputThunk
 
 if TYPE_CHECKING:
     from parlay.session import Session
-
-FORMAT = "parlay.context"
-VERSION = 1
-
-_MIRRORS: dict[type[Any], type[BaseModel]] = {}
-
-
-def _mirrored(annotation: Any) -> Any:
-    """`annotation` with every attrs class in it replaced by its pydantic mirror."""
-    if attrs.has(annotation):
-        return _mirror(annotation)
-    origin, args = get_origin(annotation), get_args(annotation)
-    if origin is tuple:
-        return tuple[tuple(_mirrored(a) for a in args)]  # type: ignore[misc]
-    if origin in (Union, types.UnionType):
-        return functools.reduce(operator.or_, (_mirrored(a) for a in args))
-    return annotation
-
-
-def _mirror(cls: type[Any]) -> type[BaseModel]:
-    """A pydantic model with the fields of the attrs class `cls`: a field the class gains
-    is in the document (and its schema, whose committed copy a test then flags)."""
-    if cls not in _MIRRORS:
-        attrs.resolve_types(cls)
-        fields: dict[str, Any] = {}
-        for f in attrs.fields(cls):
-            factory = getattr(f.default, "factory", None)  # an attrs.Factory
-            default = factory() if callable(factory) else f.default
-            fields[f.name] = (_mirrored(f.type), default)
-        config = ConfigDict(extra="forbid", frozen=True)
-        _MIRRORS[cls] = create_model(cls.__name__, __config__=config, **fields)
-    return _MIRRORS[cls]
-
-
-def _to_attrs(cls: type[Any], model: BaseModel) -> Any:
-    return cls(**{f.name: _back(getattr(model, f.name)) for f in attrs.fields(cls)})
-
-
-def _back(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        (cls,) = [c for c, m in _MIRRORS.items() if isinstance(value, m)]
-        return _to_attrs(cls, value)
-    if isinstance(value, (tuple, list)):
-        return tuple(_back(v) for v in value)
-    return value
-
-
-UsageJSON = _mirror(Usage)
-DiagnosticsJSON = _mirror(Diagnostics)
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class CallJSON(_Strict):
-    name: str
-    arguments: dict[str, JsonValue]
-    id: str
-
-
-class SystemJSON(_Strict):
-    kind: Literal["system"] = "system"
-    content: str
-
-
-class UserJSON(_Strict):
-    kind: Literal["user"] = "user"
-    content: str
-
-
-class AssistantJSON(_Strict):
-    kind: Literal["assistant"] = "assistant"
-    content: str = ""
-    tool_calls: tuple[CallJSON, ...] = ()
-
-
-class ToolCallJSON(CallJSON):
-    kind: Literal["tool_call"] = "tool_call"
-
-
-class ToolResultJSON(_Strict):
-    kind: Literal["tool_result"] = "tool_result"
-    call_id: str
-    name: str
-    output: str = ""
-    error: str | None = None
-    value: JsonValue = None
-    value_type: str | None = Field(default=None, description="The Python type of a value not kept.")
-
-
-MessageJSON = Annotated[
-    SystemJSON | UserJSON | AssistantJSON | ToolResultJSON, Field(discriminator="kind")
-]
-
-
-class InstructionJSON(_Strict):
-    kind: Literal["instruction"] = "instruction"
-    template: str
-    variables: dict[str, JsonValue] = {}
-    template_dir: str | None = None
-
-
-class ModelOutputJSON(_Strict):
-    """A turn's output: its final round (text, calls) and the rounds before it."""
-
-    kind: Literal["model_output"] = "model_output"
-    text: str = ""
-    calls: tuple[CallJSON, ...] = ()
-    steps: tuple[MessageJSON, ...] = ()
-    finish_reason: FinishReason | None = None
-    usage: UsageJSON | None = None  # type: ignore[valid-type]
-    model: str | None = None
-    diagnostics: DiagnosticsJSON | None = None  # type: ignore[valid-type]
-    duration_ms: float | None = None
-    first_event_ms: float | None = None
-    error: str | None = Field(default=None, description="What the turn failed with, if it failed.")
-
-
-class ComponentJSON(_Strict):
-    """A component of the user's own, as the messages it rendered to."""
-
-    kind: Literal["component"] = "component"
-    type: str
-    messages: tuple[MessageJSON, ...]
-
-
-ItemJSON = Annotated[
-    SystemJSON
-    | UserJSON
-    | AssistantJSON
-    | ToolCallJSON
-    | ToolResultJSON
-    | InstructionJSON
-    | ModelOutputJSON
-    | ComponentJSON,
-    Field(discriminator="kind"),
-]
-
-
-class ContextDocument(_Strict):
-    """A context, oldest item first. `meta` is free for the caller (`Session.save` keeps
-    the backend's name and the tool names there)."""
-
-    format: Literal["parlay.context"] = "parlay.context"
-    version: Literal[1] = 1
-    items: tuple[ItemJSON, ...] = ()
-    meta: dict[str, JsonValue] = {}
-
-
-_DOCUMENT = TypeAdapter(ContextDocument)
-
-
-def document_schema() -> dict[str, Any]:
-    """The JSON Schema of the document `Context.to_json` writes."""
-    return _DOCUMENT.json_schema()
 
 
 @attrs.frozen
@@ -274,7 +131,7 @@ def _output(thunk: ModelOutputThunk[Any]) -> ModelOutputJSON:
         usage=UsageJSON(**attrs.asdict(usage)) if usage is not None else None,
         model=thunk.model,
         diagnostics=(
-            DiagnosticsJSON(**attrs.asdict(diagnostics, retain_collection_types=True))
+            DiagnosticsJSON(**attrs.asdict(diagnostics))
             if diagnostics is not None
             else None
         ),
@@ -315,7 +172,7 @@ def read_document(text: str | bytes) -> ContextDocument:
     """The document in `text`, validated; a document of another kind or version is an
     `InvalidRequestError` saying which."""
     try:
-        return _DOCUMENT.validate_json(text)
+        return DOCUMENT.validate_json(text)
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         raise InvalidRequestError(f"not a parlay context document (version 1): {exc}") from exc
 
@@ -340,8 +197,8 @@ def _loaded_output(output: ModelOutputJSON) -> ModelOutputThunk[Any]:
     else:
         events: list[Event] = [TextDelta(output.text)] if output.text else []
         events.extend(ToolCallEnd(_tool_call(c)) for c in output.calls)
-        usage = _to_attrs(Usage, output.usage) if output.usage is not None else None
-        diagnostics = _back(output.diagnostics)
+        usage = to_attrs(Usage, output.usage) if output.usage is not None else None
+        diagnostics = back(output.diagnostics)
         if output.finish_reason is not None:  # a thunk has usage, model... only from one
             events.append(
                 Finish(output.finish_reason, usage, diagnostics=diagnostics, model=output.model)

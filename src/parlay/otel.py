@@ -67,7 +67,9 @@ def request_model(backend: Any) -> str:
     if isinstance(model, str) and model:
         return model
     name = str(getattr(inner, "name", ""))
-    return name.split(":", 1)[1] if ":" in name else name or "unknown"
+    # "openai:default@https://host/v1": the model, never the URL (it may hold a password)
+    model_part = name.split(":", 1)[1] if ":" in name else name
+    return model_part.split("@", 1)[0] or "unknown"
 
 
 def _server(backend: Any) -> dict[str, Any]:

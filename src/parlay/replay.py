@@ -204,9 +204,10 @@ def replay_all(
 
 class _Progress:
     def __init__(self, total: int) -> None:
+        from rich.console import Console
         from rich.progress import Progress
 
-        self._bar = Progress(transient=False)
+        self._bar = Progress(console=Console(stderr=True), transient=False)
         self._task = self._bar.add_task("replaying", total=total)
         self._bar.start()
 

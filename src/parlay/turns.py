@@ -131,6 +131,15 @@ def common_length(a: Context, b: Context) -> int:
     return shared
 
 
+def common_ancestor(a: Context, b: Context) -> Context | None:
+    """The newest node both `a` and `b` pass through (by identity: nothing compared)."""
+    x: Context | None = ancestor(a, len(b))
+    y: Context | None = ancestor(b, len(a))
+    while x is not None and y is not None and x is not y:
+        x, y = x.parent, y.parent
+    return x if x is y else None
+
+
 def ancestor(ctx: Context, length: int) -> Context:
     """The node of `ctx` that holds its first `length` items."""
     node = ctx
@@ -206,4 +215,12 @@ def _preamble(ctx: Context, shared: int) -> int:
     return min(shared, len(at_turn(ctx, 0)))
 
 
-__all__ = ["ContextDiff", "Turn", "at_turn", "diff", "starts_turn", "turns_of"]
+__all__ = [
+    "ContextDiff",
+    "Turn",
+    "at_turn",
+    "common_ancestor",
+    "diff",
+    "starts_turn",
+    "turns_of",
+]
