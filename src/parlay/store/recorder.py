@@ -83,7 +83,7 @@ class TurnRecorder:
         # response its context shares (`forked`). Held while the recorder lives, as the
         # session's context holds them anyway.
         self._rows: dict[int, tuple[object, int, str]] = {}
-        # Forks of a session share its recorder, and their turns may complete at once.
+        # Turns of one session may complete at once (async verbs run side by side).
         self._lock = threading.Lock()
 
     @property
