@@ -215,3 +215,21 @@ def test_instrumenting_twice_traces_once_and_forks_are_traced(
     session.chat("one").value  # noqa: B018
     session.fork().chat("two").value  # noqa: B018
     assert [s.name for s in exporter.get_finished_spans()] == ["chat scripted"] * 2
+
+
+def test_a_replay_of_a_traced_session_is_traced_and_reused_results_are_not_tool_runs(
+    exporter: InMemorySpanExporter,
+) -> None:
+    def model(request: ChatRequest) -> Any:
+        return calls(("add", {"a": 2, "b": 3})) if request.messages[-1].role == "user" else "five"
+
+    session = instrument(Session(ScriptedBackend(model), tools=[add]), provider(exporter))
+    session.chat("2 + 3?", run_tools=True).value  # noqa: B018
+    exporter.clear()
+    session.replay(ScriptedBackend(model))  # another backend, traced as the session is
+    assert [s.name for s in exporter.get_finished_spans()] == [
+        "chat scripted", "execute_tool add", "chat scripted",
+    ]  # fmt: skip
+    exporter.clear()
+    session.replay(results="recorded")
+    assert [s.name for s in exporter.get_finished_spans()] == ["chat scripted"] * 2

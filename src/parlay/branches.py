@@ -9,6 +9,7 @@ dropped.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Iterator
 from html import escape
@@ -18,6 +19,10 @@ if TYPE_CHECKING:
     from parlay.compare import Comparison
     from parlay.context import Context
     from parlay.session import Session
+
+
+# Forks may be made from several threads at once; a tree changes rarely, so one lock.
+_growing = threading.Lock()
 
 
 class Branch:
@@ -44,10 +49,11 @@ class Branch:
 
     def child(self, session: Session, name: str | None = None) -> Branch:
         """Record `session` as a branch of this one (named `<this>.<n>` by default)."""
-        self.children = [c for c in self.children if c.session is not None or c.children]
-        self._made += 1
-        made = Branch(name or f"{self.name}.{self._made}", session, self)
-        self.children.append(made)
+        with _growing:
+            self.children = [c for c in self.children if c.session is not None or c.children]
+            self._made += 1
+            made = Branch(name or f"{self.name}.{self._made}", session, self)
+            self.children.append(made)
         return made
 
     def walk(self, depth: int = 0) -> Iterator[tuple[int, Branch]]:

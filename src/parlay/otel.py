@@ -192,6 +192,16 @@ class TracedBackend:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.traced, name)
 
+    def same_tracing(self, backend: Any, tools: Toolbox) -> tuple[Any, Toolbox]:
+        """`backend` and `tools` traced by this backend's observer (a replay of a traced
+        session is traced too)."""
+        observer = self.observer
+        if not isinstance(backend, TracedBackend):
+            backend = TracedBackend(backend, observer)
+        if not isinstance(tools, TracedToolbox):
+            tools = TracedToolbox(tools, observer)
+        return backend, tools
+
     async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         span = self.observer.chat_span(self.traced, request)
         started, first = time.monotonic(), None

@@ -50,17 +50,19 @@ def recorded_results(ctx: Context) -> dict[tuple[str, str], ToolResult]:
 
 
 class RecordedResults(Toolbox):
-    """The tools of `tools`, answering a call made before from its recorded result."""
+    """The tools of `tools`, answering a call made before from its recorded result; any
+    other call goes to `tools` (which may be traced, say)."""
 
     def __init__(self, tools: Toolbox, recorded: dict[tuple[str, str], ToolResult]) -> None:
         super().__init__(list(tools))
+        self.inner = tools
         self.recorded = recorded
         self.reused = 0
 
     async def arun(self, call: ToolCall, *, timeout: float | None = None) -> ToolResult:
         kept = self.recorded.get(_key(call))
         if kept is None:
-            return await super().arun(call, timeout=timeout)
+            return await self.inner.arun(call, timeout=timeout)
         self.reused += 1
         return ToolResult(call.id, call.name, kept.output, kept.error, kept.value)
 
@@ -126,11 +128,14 @@ async def replay_session(
         raise ValueError(f"results= is 'run' or 'recorded', not {results!r}")
     old = ctx if ctx is not None else source.ctx
     toolbox = _toolbox(tools, source.tools)
+    backend = backend or source.backend
+    # A traced session's replay is traced the same way (`parlay.otel`).
+    same_tracing = getattr(source.backend, "same_tracing", None)
+    if same_tracing is not None:
+        backend, toolbox = same_tracing(backend, toolbox)
     if results == "recorded":
         toolbox = RecordedResults(toolbox, recorded_results(old))
-    target = _branch(
-        source, backend or source.backend, toolbox, session_class, options, name, old.at_turn(0)
-    )
+    target = _branch(source, backend, toolbox, session_class, options, name, old.at_turn(0))
     # Calls run when there is something to answer them: tools, or recorded results.
     answers = bool(target.tools) or (
         isinstance(toolbox, RecordedResults) and bool(toolbox.recorded)
