@@ -15,6 +15,7 @@ from parlay.request import GenerationOptions
 from parlay.session import Session
 from parlay.store import Store
 from parlay.store.records import LoggedResponse
+from parlay.thunk import ModelOutputThunk
 from parlay.tools import Tool
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ def resume_into(
     conversation = find(store, key)
     recorder = session.log
 
-    def noted(answer: object, row: LoggedResponse) -> None:
+    def noted(answer: ModelOutputThunk[Any], row: LoggedResponse) -> None:
         if recorder is not None and row.id is not None:
             recorder.remember(answer, row.id, row.session_id)
 

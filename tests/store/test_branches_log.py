@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from parlay import ConfigurationError, ScriptedBackend, Session, Store, start_session
+from parlay.backends.scripted import calls
 from parlay.cli.app import app
 from parlay.cli.resume import find_conversation, rebuild_context
 from parlay.store.migrations import MIGRATIONS, SCHEMA_VERSION
@@ -169,3 +170,37 @@ def test_logs_tree_shows_each_fork_under_its_parent(
         (0, session.log.session_id),
         (1, fork.log.session_id),
     ]
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def test_a_resumed_conversation_logs_only_its_new_tool_results(tmp_path: Path) -> None:
+    store = Store(tmp_path / "log.db")
+
+    def model(request: object) -> object:
+        last = request.messages[-1]  # type: ignore[attr-defined]
+        if last.role == "user" and "add" in last.content:
+            return calls(("add", {"a": 2, "b": 3}))
+        return "ok"
+
+    first = Session(ScriptedBackend(model), tools=[add], log=store)
+    first.chat("please add", run_tools=True).value  # noqa: B018
+    resumed = start_session(ScriptedBackend(model), tools=[add], resume=True, log=store)
+    resumed.chat("thanks").value  # noqa: B018
+    assert store.count("tool_results") == 1
+    (logged,) = store.responses(query="please add")
+    assert [r.output for r in logged.results] == ["5"]
+
+
+def test_a_logged_answer_comes_back_with_its_figures(tmp_path: Path) -> None:
+    store = Store(tmp_path / "log.db")
+    session = logged(store)
+    answer = store.context(session.log.session_id)[-1]
+    live = session.ctx[-1]
+    assert (answer.value, answer.usage, answer.model, answer.finish_reason) == (
+        live.value, live.usage, live.model, live.finish_reason,
+    )  # fmt: skip
+    assert answer.duration_ms == pytest.approx(live.duration_ms, abs=0.01)

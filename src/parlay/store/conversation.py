@@ -7,25 +7,36 @@ assistant turn followed by their results, and the answer. A failed or cancelled 
 row ends in "error" or "cancelled") is left out: the session went on from the context
 before it. A fork's log session names its parent and the last response of it that it
 shares; its conversation is that trunk, then its own rows.
+
+Each row's answer comes back as a computed `ModelOutputThunk` (its rounds as `steps`,
+its usage, model, finish reason, diagnostics and timings from the row), which renders to
+the same messages as the row: so a comparison shows the logged figures, and a session
+going on from it logs only its new turns' tool results, not the old ones again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, get_args
 
 from attrs import frozen
 
 from parlay.context import (
     AssistantMessage,
     Context,
+    Message,
     SystemMessage,
     ToolCall,
     ToolResult,
     UserMessage,
 )
+from parlay.context_schema import DiagnosticsJSON, back
+from parlay.diagnostics import Diagnostics
 from parlay.errors import ConfigurationError
+from parlay.events import Event, Finish, FinishReason, TextDelta, Usage
 from parlay.store.records import LoggedResponse, LoggedSession
 from parlay.store.store import Store
+from parlay.thunk import ModelOutputThunk
 
 # A chain of forks deeper than this is a damaged log (a session naming itself, say).
 MAX_FORK_DEPTH = 1000
@@ -95,7 +106,7 @@ UNFINISHED = frozenset({"error", "cancelled"})
 def rebuild_context(
     conversation: Conversation,
     system: str | None = None,
-    on_row: Callable[[AssistantMessage, LoggedResponse], None] | None = None,
+    on_row: Callable[[ModelOutputThunk[Any], LoggedResponse], None] | None = None,
 ) -> Context:
     """What the model was shown over `conversation`; `system` (-s) replaces the logged one.
     `on_row` is told each row's answer as it goes in (a recorder notes whose it is)."""
@@ -111,26 +122,55 @@ def rebuild_context(
             continue  # a failed or cancelled turn left the session's context as it was
         if row.prompt is not None:
             ctx = ctx.insert(UserMessage(row.prompt))
-        ctx = _insert_rounds(ctx, row)
-        answer = AssistantMessage(row.text)
+        answer = logged_answer(row)
         ctx = ctx.insert(answer)
         if on_row is not None:
             on_row(answer, row)
     return ctx
 
 
-def _insert_rounds(ctx: Context, row: LoggedResponse) -> Context:
+def _rounds(row: LoggedResponse) -> list[Message]:
+    """Each round's calls as an assistant turn, followed by their logged results."""
     results = {r.call_id: r for r in row.results}
+    out: list[Message] = []
     for number in sorted({c.round for c in row.calls}):
         calls = tuple(
             ToolCall(c.name, c.arguments, id=c.call_id) for c in row.calls if c.round == number
         )
-        ctx = ctx.insert(AssistantMessage("", tool_calls=calls))
+        out.append(AssistantMessage("", tool_calls=calls))
         for call in calls:
             logged = results.get(call.id)
             if logged is not None:
-                ctx = ctx.insert(ToolResult(call.id, call.name, logged.output, logged.error))
-    return ctx
+                out.append(ToolResult(call.id, call.name, logged.output, logged.error))
+    return out
+
+
+def logged_answer(row: LoggedResponse) -> ModelOutputThunk[Any]:
+    """The row's answer as a computed thunk: its rounds, its text and its figures."""
+    events: list[Event] = [TextDelta(row.text)] if row.text else []
+    if row.finish_reason in FINISH_REASONS:
+        usage = None
+        if row.prompt_tokens is not None or row.completion_tokens is not None:
+            usage = Usage(row.prompt_tokens or 0, row.completion_tokens or 0)
+        reason: Any = row.finish_reason
+        diagnostics = _diagnostics(row.diagnostics)
+        events.append(Finish(reason, usage, diagnostics=diagnostics, model=row.model))
+    thunk = ModelOutputThunk.restored(events, _rounds(row))
+    thunk.duration_ms, thunk.first_event_ms = row.duration_ms, row.first_event_ms
+    return thunk
+
+
+FINISH_REASONS = frozenset(get_args(FinishReason))
+
+
+def _diagnostics(logged: dict[str, Any] | None) -> Diagnostics | None:
+    """The logged diagnostics, or None when they are not this parlay's (a newer one's)."""
+    if not logged:
+        return None
+    try:
+        return back(DiagnosticsJSON.model_validate(logged))
+    except ValueError:
+        return None
 
 
 def find(store: Store, key: str | int | None) -> Conversation:
