@@ -131,9 +131,7 @@ def _output(thunk: ModelOutputThunk[Any]) -> ModelOutputJSON:
         usage=UsageJSON(**attrs.asdict(usage)) if usage is not None else None,
         model=thunk.model,
         diagnostics=(
-            DiagnosticsJSON(**attrs.asdict(diagnostics))
-            if diagnostics is not None
-            else None
+            DiagnosticsJSON(**attrs.asdict(diagnostics)) if diagnostics is not None else None
         ),
         duration_ms=duration,
         first_event_ms=first,
