@@ -190,6 +190,8 @@ class TracedBackend:
         return self.traced.capabilities
 
     def __getattr__(self, name: str) -> Any:
+        if name == "traced":  # not set yet (a copy being made): no recursion
+            raise AttributeError(name)
         return getattr(self.traced, name)
 
     def same_tracing(self, backend: Any, tools: Toolbox) -> tuple[Any, Toolbox]:
