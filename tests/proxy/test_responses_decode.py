@@ -432,3 +432,109 @@ async def test_the_bare_path_is_served_and_an_unknown_one_names_the_responses_ro
     r = await post(scripted(), {"model": "m", "input": "hi"}, path="/v1/respond")
     assert r.status_code == 404
     assert "POST /v1/responses" in r.json()["error"]["message"]
+
+
+# -- the requests the clients sent (shared/clients.md), which got a 404 --------------
+
+EXEC = {
+    "type": "function",
+    "name": "exec_command",
+    "description": "Runs a command.",
+    "strict": False,
+    "parameters": {
+        "type": "object",
+        "properties": {"cmd": {"type": "string"}},
+        "required": ["cmd"],
+        "additionalProperties": False,
+    },
+}
+CODEX_BODY: dict[str, Any] = {
+    "model": "gpt-5-codex",
+    "instructions": "You are Codex.",
+    "input": [
+        {
+            "type": "message",
+            "role": "developer",
+            "content": [{"type": "input_text", "text": "sandbox rules"}],
+        },
+        {
+            "type": "message",
+            "role": "developer",
+            "content": [{"type": "input_text", "text": "more rules"}],
+        },
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "<environment_context/>"}],
+        },
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "run echo hi"}],
+        },
+    ],
+    "tools": [
+        EXEC,
+        {**EXEC, "name": "write_stdin"},
+        {**EXEC, "name": "view_image"},
+        {
+            "type": "namespace",
+            "name": "multi_agent_v1",
+            "description": "agents",
+            "tools": [{**EXEC, "name": "spawn_agent"}],
+        },
+        {"type": "web_search", "external_web_access": False},
+    ],
+    "tool_choice": "auto",
+    "parallel_tool_calls": False,
+    "reasoning": {"summary": "auto"},
+    "store": False,
+    "stream": True,
+    "include": ["reasoning.encrypted_content"],
+    "prompt_cache_key": "0199-thread",
+    "client_metadata": {"originator": "codex_exec"},
+}
+
+
+async def test_codex_cli_request_is_served_not_404() -> None:
+    backend = ScriptedBackend(
+        lambda request: ToolCall("exec_command", {"cmd": "echo hi"}, "call_1")
+    )
+    r = await post(backend, CODEX_BODY)
+    assert r.status_code == 200, r.text[:300]
+    assert r.headers["content-type"].startswith("text/event-stream")
+    assert r.headers["x-parlay-tools-not-offered"] == "web_search"
+    events = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")]
+    assert events[-1]["type"] == "response.completed"
+    (call,) = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+    assert (call["name"], json.loads(call["arguments"])) == ("exec_command", {"cmd": "echo hi"})
+    seen = backend.requests[0]
+    assert [type(m).__name__ for m in seen.messages] == [
+        "SystemMessage",
+        "SystemMessage",
+        "SystemMessage",
+        "UserMessage",
+        "UserMessage",
+    ]
+    assert seen.parallel_tool_calls is False
+    assert [s.name for s in seen.tools] == [
+        "exec_command",
+        "write_stdin",
+        "view_image",
+        "spawn_agent",
+    ]
+
+
+async def test_openai_agents_default_model_request_is_served_not_404() -> None:
+    body = {
+        "model": "m",
+        "instructions": "You are helpful.",
+        "input": [{"role": "user", "content": "hi"}],
+        "tools": [{**EXEC, "strict": True}],
+        "include": [],
+        "reasoning": {"effort": "low"},
+        "text": {"verbosity": "low"},
+    }
+    r = await post(scripted(), body)
+    assert r.status_code == 200, r.text[:300]
+    assert r.json()["output"][0]["content"][0]["text"] == "Fine."

@@ -24,7 +24,7 @@ from parlay.events import (
 )
 from parlay.wire import responses_server as server
 from parlay.wire.reply import gather
-from parlay.wire.responses_stream import StreamEncoder
+from parlay.wire.responses_stream import FrameWriter, StreamEncoder
 
 TEXT_REPLY = "The weather is sunny."
 CALLS_REPLY = AssistantMessage(
@@ -230,6 +230,7 @@ def test_nothing_follows_the_terminal_event() -> None:
     encoder.start()
     encoder.feed(Finish("stop"))
     assert encoder.feed(TextDelta("late")) == []
+    assert encoder.error(502, "late") == []
 
 
 def test_a_reply_of_nothing_still_has_a_message_whole_and_streamed() -> None:
@@ -280,3 +281,14 @@ def test_the_stream_ends_with_what_the_whole_reply_holds(
                 if n == "response.function_call_arguments.delta" and d["item_id"] == data["item_id"]
             )
             assert json.loads(streamed) == json.loads(data["arguments"])
+
+
+def test_the_frame_writer_splices_the_echo_into_exactly_the_frames_json() -> None:
+    encoder = StreamEncoder(model="m", echo=ECHO)
+    frames = [*encoder.start(), *encoder.feed(TextDelta("Hi")), *encoder.feed(Finish("stop"))]
+    written = FrameWriter(ECHO).write(frames).decode()
+    events = [block.split("\n") for block in written.strip().split("\n\n")]
+    assert len(events) == len(frames)
+    for (name, data), (event_line, data_line) in zip(frames, events, strict=True):
+        assert event_line == f"event: {name}"
+        assert json.loads(data_line.removeprefix("data: ")) == data
