@@ -238,6 +238,11 @@ def test_hosted_tools_are_not_offered_and_are_named() -> None:
     assert "mcp:deepwiki" in decoded.layout.not_offered
 
 
+def test_a_custom_tool_inside_a_namespace_is_named_with_its_namespace() -> None:
+    space = {**AGENTS, "tools": [*AGENTS["tools"], {"type": "custom", "name": "patch"}]}
+    assert decode(tools=[space]).layout.not_offered == ("multi_agent_v1.custom:patch",)
+
+
 # -- options -------------------------------------------------------------------------------
 
 
