@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from parlay import AssistantMessage, ScriptedBackend, ToolCall
 from parlay.context import SystemMessage, ToolResult, UserMessage
@@ -543,3 +545,54 @@ async def test_openai_agents_default_model_request_is_served_not_404() -> None:
     r = await post(scripted(), body)
     assert r.status_code == 200, r.text[:300]
     assert r.json()["output"][0]["content"][0]["text"] == "Fine."
+
+
+# -- anything a client sends: a 400 or a request, never another exception -------------------
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+ITEM_TYPES = st.sampled_from(
+    ["message", "function_call", "function_call_output", "reasoning", "item_reference", "x"]
+)
+ITEMS = st.fixed_dictionaries(
+    {"type": ITEM_TYPES},
+    optional={
+        "role": st.sampled_from(["user", "assistant", "developer", "system", "tool"]),
+        "content": JSON_VALUES,
+        "call_id": st.sampled_from(["c1", "c2"]) | JSON_VALUES,
+        "name": st.sampled_from(["get_weather", "spawn_agent"]) | JSON_VALUES,
+        "namespace": st.sampled_from(["multi_agent_v1"]) | JSON_VALUES,
+        "arguments": st.sampled_from(['{"city": "x"}', "{", ""]) | JSON_VALUES,
+        "output": JSON_VALUES,
+    },
+)
+TOOLS = st.sampled_from([WEATHER, AGENTS, *HOSTED]) | JSON_VALUES
+
+
+@given(
+    input=st.lists(ITEMS, max_size=6) | JSON_VALUES,
+    tools=st.lists(TOOLS, max_size=4) | JSON_VALUES,
+    tool_choice=st.sampled_from(["auto", "required", {"type": "function", "name": "get_weather"}])
+    | JSON_VALUES,
+    text=JSON_VALUES,
+    extra=st.dictionaries(
+        st.sampled_from(["store", "instructions", "temperature", "max_output_tokens", "stream"]),
+        JSON_VALUES,
+        max_size=3,
+    ),
+)
+def test_any_body_decodes_or_is_a_400_never_another_exception(
+    input: Any, tools: Any, tool_choice: Any, text: Any, extra: dict[str, Any]
+) -> None:
+    body = {"model": "m", "input": input, "tools": tools, "tool_choice": tool_choice, "text": text}
+    try:
+        decoded = decode_request({**body, **extra})
+    except InvalidRequestError:
+        return
+    assert decoded.chat.messages
+    assert all(spec.name for spec in decoded.chat.tools)

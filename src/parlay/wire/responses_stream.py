@@ -69,6 +69,9 @@ class StreamEncoder:
         self._message: tuple[int, str] | None = None  # (index, item id) of the open message
         self._text: list[str] = []
         self._calls: dict[str, _OpenCall] = {}
+        # Calls already closed: a second start or end of one is not a second call (the
+        # SDK refuses two items of one call id).
+        self._closed_calls: set[str] = set()
 
     def _event(self, kind: str, **data: Any) -> Frame:
         frame = (kind, {"type": kind, **data, "sequence_number": self._sequence})
@@ -159,7 +162,7 @@ class StreamEncoder:
 
     # -- function call items -----------------------------------------------------------
     def _open_call(self, call_id: str, name: str) -> list[Frame]:
-        if call_id in self._calls:
+        if call_id in self._calls or call_id in self._closed_calls:
             return []
         index = self._count
         self._count += 1
@@ -176,10 +179,13 @@ class StreamEncoder:
         )
 
     def _end_call(self, tool_call: ToolCall) -> list[Frame]:
+        if tool_call.id in self._closed_calls:
+            return []
         out = self._close_message()
         if tool_call.id not in self._calls:  # an end without a start: the whole call at once
             out.extend(self._open_call(tool_call.id, tool_call.name))
         call = self._calls.pop(tool_call.id)
+        self._closed_calls.add(tool_call.id)
         arguments = tool_call.arguments_json
         if not call.streamed:
             out.append(self._args_delta(call, arguments))
@@ -203,6 +209,7 @@ class StreamEncoder:
         out: list[Frame] = []
         layout = self.echo.layout
         for call_id, call in self._calls.items():
+            self._closed_calls.add(call_id)
             item = call_item(call.item_id, call_id, call.name, "", "incomplete", layout)
             out.append(self._event("response.output_item.done", output_index=call.index, item=item))
         self._calls.clear()
