@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from parlay import AssistantMessage, ScriptedBackend, ToolCall
 from parlay.context import SystemMessage, ToolResult, UserMessage
@@ -238,6 +240,11 @@ def test_hosted_tools_are_not_offered_and_are_named() -> None:
     assert "mcp:deepwiki" in decoded.layout.not_offered
 
 
+def test_a_custom_tool_inside_a_namespace_is_named_with_its_namespace() -> None:
+    space = {**AGENTS, "tools": [*AGENTS["tools"], {"type": "custom", "name": "patch"}]}
+    assert decode(tools=[space]).layout.not_offered == ("multi_agent_v1.custom:patch",)
+
+
 # -- options -------------------------------------------------------------------------------
 
 
@@ -432,3 +439,160 @@ async def test_the_bare_path_is_served_and_an_unknown_one_names_the_responses_ro
     r = await post(scripted(), {"model": "m", "input": "hi"}, path="/v1/respond")
     assert r.status_code == 404
     assert "POST /v1/responses" in r.json()["error"]["message"]
+
+
+# -- the requests the clients sent (shared/clients.md), which got a 404 --------------
+
+EXEC = {
+    "type": "function",
+    "name": "exec_command",
+    "description": "Runs a command.",
+    "strict": False,
+    "parameters": {
+        "type": "object",
+        "properties": {"cmd": {"type": "string"}},
+        "required": ["cmd"],
+        "additionalProperties": False,
+    },
+}
+CODEX_BODY: dict[str, Any] = {
+    "model": "gpt-5-codex",
+    "instructions": "You are Codex.",
+    "input": [
+        {
+            "type": "message",
+            "role": "developer",
+            "content": [{"type": "input_text", "text": "sandbox rules"}],
+        },
+        {
+            "type": "message",
+            "role": "developer",
+            "content": [{"type": "input_text", "text": "more rules"}],
+        },
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "<environment_context/>"}],
+        },
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "run echo hi"}],
+        },
+    ],
+    "tools": [
+        EXEC,
+        {**EXEC, "name": "write_stdin"},
+        {**EXEC, "name": "view_image"},
+        {
+            "type": "namespace",
+            "name": "multi_agent_v1",
+            "description": "agents",
+            "tools": [{**EXEC, "name": "spawn_agent"}],
+        },
+        {"type": "web_search", "external_web_access": False},
+    ],
+    "tool_choice": "auto",
+    "parallel_tool_calls": False,
+    "reasoning": {"summary": "auto"},
+    "store": False,
+    "stream": True,
+    "include": ["reasoning.encrypted_content"],
+    "prompt_cache_key": "0199-thread",
+    "client_metadata": {"originator": "codex_exec"},
+}
+
+
+async def test_codex_cli_request_is_served_not_404() -> None:
+    backend = ScriptedBackend(
+        lambda request: ToolCall("exec_command", {"cmd": "echo hi"}, "call_1")
+    )
+    r = await post(backend, CODEX_BODY)
+    assert r.status_code == 200, r.text[:300]
+    assert r.headers["content-type"].startswith("text/event-stream")
+    assert r.headers["x-parlay-tools-not-offered"] == "web_search"
+    events = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")]
+    assert events[-1]["type"] == "response.completed"
+    (call,) = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+    assert (call["name"], json.loads(call["arguments"])) == ("exec_command", {"cmd": "echo hi"})
+    seen = backend.requests[0]
+    assert [type(m).__name__ for m in seen.messages] == [
+        "SystemMessage",
+        "SystemMessage",
+        "SystemMessage",
+        "UserMessage",
+        "UserMessage",
+    ]
+    assert seen.parallel_tool_calls is False
+    assert [s.name for s in seen.tools] == [
+        "exec_command",
+        "write_stdin",
+        "view_image",
+        "spawn_agent",
+    ]
+
+
+async def test_openai_agents_default_model_request_is_served_not_404() -> None:
+    body = {
+        "model": "m",
+        "instructions": "You are helpful.",
+        "input": [{"role": "user", "content": "hi"}],
+        "tools": [{**EXEC, "strict": True}],
+        "include": [],
+        "reasoning": {"effort": "low"},
+        "text": {"verbosity": "low"},
+    }
+    r = await post(scripted(), body)
+    assert r.status_code == 200, r.text[:300]
+    assert r.json()["output"][0]["content"][0]["text"] == "Fine."
+
+
+# -- anything a client sends: a 400 or a request, never another exception -------------------
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+ITEM_TYPES = st.sampled_from(
+    ["message", "function_call", "function_call_output", "reasoning", "item_reference", "x"]
+)
+ITEMS = st.fixed_dictionaries(
+    {"type": ITEM_TYPES},
+    optional={
+        "role": st.sampled_from(["user", "assistant", "developer", "system", "tool"]),
+        "content": JSON_VALUES,
+        "call_id": st.sampled_from(["c1", "c2"]) | JSON_VALUES,
+        "name": st.sampled_from(["get_weather", "spawn_agent"]) | JSON_VALUES,
+        "namespace": st.sampled_from(["multi_agent_v1"]) | JSON_VALUES,
+        "arguments": st.sampled_from(['{"city": "x"}', "{", ""]) | JSON_VALUES,
+        "output": JSON_VALUES,
+    },
+)
+TOOLS = st.sampled_from([WEATHER, AGENTS, *HOSTED]) | JSON_VALUES
+
+
+@given(
+    input=st.lists(ITEMS, max_size=6) | JSON_VALUES,
+    tools=st.lists(TOOLS, max_size=4) | JSON_VALUES,
+    tool_choice=st.sampled_from(["auto", "required", {"type": "function", "name": "get_weather"}])
+    | JSON_VALUES,
+    text=JSON_VALUES,
+    extra=st.dictionaries(
+        st.sampled_from(["store", "instructions", "temperature", "max_output_tokens", "stream"]),
+        JSON_VALUES,
+        max_size=3,
+    ),
+)
+def test_any_body_decodes_or_is_a_400_never_another_exception(
+    input: Any, tools: Any, tool_choice: Any, text: Any, extra: dict[str, Any]
+) -> None:
+    body = {"model": "m", "input": input, "tools": tools, "tool_choice": tool_choice, "text": text}
+    try:
+        decoded = decode_request({**body, **extra})
+    except InvalidRequestError:
+        return
+    assert decoded.chat.messages
+    assert all(spec.name for spec in decoded.chat.tools)

@@ -24,7 +24,7 @@ from parlay.events import (
 )
 from parlay.wire import responses_server as server
 from parlay.wire.reply import gather
-from parlay.wire.responses_stream import StreamEncoder
+from parlay.wire.responses_stream import FrameWriter, StreamEncoder
 
 TEXT_REPLY = "The weather is sunny."
 CALLS_REPLY = AssistantMessage(
@@ -230,6 +230,7 @@ def test_nothing_follows_the_terminal_event() -> None:
     encoder.start()
     encoder.feed(Finish("stop"))
     assert encoder.feed(TextDelta("late")) == []
+    assert encoder.error(502, "late") == []
 
 
 def test_a_reply_of_nothing_still_has_a_message_whole_and_streamed() -> None:
@@ -280,3 +281,54 @@ def test_the_stream_ends_with_what_the_whole_reply_holds(
                 if n == "response.function_call_arguments.delta" and d["item_id"] == data["item_id"]
             )
             assert json.loads(streamed) == json.loads(data["arguments"])
+
+
+def test_the_frame_writer_splices_the_echo_into_exactly_the_frames_json() -> None:
+    encoder = StreamEncoder(model="m", echo=ECHO)
+    frames = [*encoder.start(), *encoder.feed(TextDelta("Hi")), *encoder.feed(Finish("stop"))]
+    written = FrameWriter(ECHO).write(frames).decode()
+    events = [block.split("\n") for block in written.strip().split("\n\n")]
+    assert len(events) == len(frames)
+    for (name, data), (event_line, data_line) in zip(frames, events, strict=True):
+        assert event_line == f"event: {name}"
+        assert json.loads(data_line.removeprefix("data: ")) == data
+
+
+CALL_IDS = st.sampled_from(["c1", "c2", "c3"])
+ANY_EVENT = st.one_of(
+    st.builds(TextDelta, st.text(max_size=4)),
+    st.builds(ToolCallStart, CALL_IDS, st.just("get_weather"), st.integers(0, 2)),
+    st.builds(ToolCallArgsDelta, CALL_IDS, st.text(max_size=4)),
+    st.builds(lambda i: ToolCallEnd(ToolCall("get_weather", {"n": 1}, i)), CALL_IDS),
+)
+
+
+@given(
+    events=st.lists(ANY_EVENT, max_size=12),
+    ending=st.sampled_from(["stop", "length", "content_filter", "error", None]),
+)
+def test_any_order_of_events_keeps_the_lifecycle(
+    events: list[Event], ending: FinishReason | None
+) -> None:
+    """Upstreams and the engine can send a delta for a call never started, a call twice,
+    text after calls: the stream stays one the SDK can accumulate."""
+    encoder = StreamEncoder(model="m", echo=ECHO)
+    frames = encoder.start()
+    for event in events:
+        frames.extend(encoder.feed(event))
+    if ending is None:
+        frames.extend(encoder.error(502, "cut"))
+    else:
+        frames.extend(encoder.feed(Finish(ending)))
+    names = [name for name, _ in frames]
+    if ending is None:  # an error leaves items open; the rest of the order still holds
+        assert names[-2:] == ["error", "response.failed"]
+        assert [d["sequence_number"] for _, d in frames] == list(range(len(frames)))
+        return
+    check_lifecycle(frames)
+    output = frames[-1][1]["response"]["output"]
+    ids = [item["id"] for item in output]
+    call_ids = [item["call_id"] for item in output if item["type"] == "function_call"]
+    assert len(ids) == len(set(ids)) and len(call_ids) == len(set(call_ids))
+    closed = [d["item"].get("call_id") for n, d in frames if n == "response.output_item.done"]
+    assert len([c for c in closed if c]) == len({c for c in closed if c})

@@ -143,7 +143,9 @@ class Proxy:
             reply = await self._stream(wire, request, chat, model, body)
         else:
             reply = await self._whole_reply(wire, request, chat, model, body)
-        reply.headers.update(wire.headers(body))
+        extra = wire.headers(body)
+        if extra:
+            reply.headers.update(extra)
         return reply
 
     async def _whole_reply(

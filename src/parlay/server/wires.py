@@ -170,10 +170,7 @@ _UNPRINTABLE = re.compile(r"[^\x20-\x7e]")
 class _ResponsesStream(StreamWire):
     def __init__(self, model: str, echo: responses.Echo) -> None:
         self.encoder = responses_stream.StreamEncoder(model=model, echo=echo)
-
-    @staticmethod
-    def _frames(frames: list[responses_stream.Frame]) -> bytes:
-        return b"".join(encode_event(data, name) for name, data in frames)
+        self._frames = responses_stream.FrameWriter(echo).write
 
     def start(self) -> bytes:
         return self._frames(self.encoder.start())

@@ -132,7 +132,8 @@ def tool_layout(raw_tools: Any) -> ToolLayout:
         for inner in inner_tools if isinstance(inner_tools, list) else ():
             name = inner.get("name") if isinstance(inner, Mapping) else None
             if not isinstance(name, str) or inner.get("type", "function") != "function":
-                not_offered.append(f"{space}.{_label(inner, 'tool')}"[:140])
+                kind = inner.get("type", "tool") if isinstance(inner, Mapping) else "tool"
+                not_offered.append(f"{space}.{_label(inner, str(kind))}"[:140])
                 continue
             # A name another tool already has is offered qualified by its namespace.
             offered = name if name not in taken else f"{space}.{name}"

@@ -31,6 +31,7 @@ from parlay.wire.responses_request import (
 )
 
 __all__ = [
+    "ECHOED",
     "Echo",
     "ResponsesRequest",
     "decode_request",

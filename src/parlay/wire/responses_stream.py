@@ -5,11 +5,13 @@ of named events (`response.created` ... `response.completed`), each with its
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from parlay.context import ToolCall
 from parlay.events import Event, Finish, TextDelta, ToolCallArgsDelta, ToolCallEnd, ToolCallStart
 from parlay.wire.responses_server import (
+    ECHOED,
     ENDINGS,
     Echo,
     call_item,
@@ -20,6 +22,7 @@ from parlay.wire.responses_server import (
     response_object,
     text_part,
 )
+from parlay.wire.sse import compact_json, encode_event
 
 Frame = tuple[str, dict[str, Any]]  # (event name, data)
 
@@ -66,6 +69,9 @@ class StreamEncoder:
         self._message: tuple[int, str] | None = None  # (index, item id) of the open message
         self._text: list[str] = []
         self._calls: dict[str, _OpenCall] = {}
+        # Calls already closed: a second start or end of one is not a second call (the
+        # SDK refuses two items of one call id).
+        self._closed_calls: set[str] = set()
 
     def _event(self, kind: str, **data: Any) -> Frame:
         frame = (kind, {"type": kind, **data, "sequence_number": self._sequence})
@@ -156,7 +162,7 @@ class StreamEncoder:
 
     # -- function call items -----------------------------------------------------------
     def _open_call(self, call_id: str, name: str) -> list[Frame]:
-        if call_id in self._calls:
+        if call_id in self._calls or call_id in self._closed_calls:
             return []
         index = self._count
         self._count += 1
@@ -173,10 +179,13 @@ class StreamEncoder:
         )
 
     def _end_call(self, tool_call: ToolCall) -> list[Frame]:
+        if tool_call.id in self._closed_calls:
+            return []
         out = self._close_message()
         if tool_call.id not in self._calls:  # an end without a start: the whole call at once
             out.extend(self._open_call(tool_call.id, tool_call.name))
         call = self._calls.pop(tool_call.id)
+        self._closed_calls.add(tool_call.id)
         arguments = tool_call.arguments_json
         if not call.streamed:
             out.append(self._args_delta(call, arguments))
@@ -200,6 +209,7 @@ class StreamEncoder:
         out: list[Frame] = []
         layout = self.echo.layout
         for call_id, call in self._calls.items():
+            self._closed_calls.add(call_id)
             item = call_item(call.item_id, call_id, call.name, "", "incomplete", layout)
             out.append(self._event("response.output_item.done", output_index=call.index, item=item))
         self._calls.clear()
@@ -217,7 +227,10 @@ class StreamEncoder:
         return [*out, self._event(f"response.{status}", response=response)]
 
     def error(self, status: int, message: str) -> list[Frame]:
-        """The stream ends in a failure: an `error` event, then `response.failed`."""
+        """The stream ends in a failure: an `error` event, then `response.failed` (nothing,
+        once a terminal event went out: the client has its whole response)."""
+        if self._ended:
+            return []
         out = [] if self._started else self.start()
         self._ended = True
         code = _error_code(status)
@@ -226,3 +239,28 @@ class StreamEncoder:
         response["error"] = {"code": code, "message": message}
         out.append(self._event("response.failed", response=response))
         return out
+
+
+class FrameWriter:
+    """Frames as server-sent-event bytes.
+
+    The request's echo (its tools and their schemas above all) is the same in the three
+    whole `response` objects a stream sends: it is serialized once per stream and
+    spliced into each, instead of three times (for Codex CLI's tools, kilobytes each).
+    """
+
+    def __init__(self, echo: Echo) -> None:
+        self._echo = compact_json(echo.fields)[1:-1]  # the members, without the braces
+
+    def write(self, frames: Iterable[Frame]) -> bytes:
+        return b"".join(encode_event(self._render(name, data), name) for name, data in frames)
+
+    def _render(self, name: str, data: dict[str, Any]) -> str | dict[str, Any]:
+        response = data.get("response")
+        if response is None:
+            return data
+        own = compact_json({k: v for k, v in response.items() if k not in ECHOED})
+        return (
+            f'{{"type":{compact_json(name)},"response":{own[:-1]},{self._echo}}},'
+            f'"sequence_number":{data["sequence_number"]}}}'
+        )
