@@ -54,8 +54,16 @@ RESULTS = ROOT / "bench" / "results"
 DIRECT = "direct (stub)"
 LATENCY_ROUNDS = 10
 CONCURRENCIES = (1, 16, 64)
-# The soak's mix: a quarter each on OpenAI and Anthropic, streaming and not.
-SOAK_VARIANTS = [(False, "openai"), (True, "openai"), (False, "anthropic"), (True, "anthropic")]
+# The soak's mix: a sixth each on chat completions, Responses and Anthropic Messages,
+# streaming and not (LiteLLM's proxy gets the first two, chat completions).
+SOAK_VARIANTS = [
+    (False, "openai"),
+    (True, "openai"),
+    (False, "anthropic"),
+    (True, "anthropic"),
+    (False, "responses"),
+    (True, "responses"),
+]
 SOAK_CLIENTS = 64
 
 
@@ -144,8 +152,11 @@ def mode(stream: bool) -> str:
 
 
 def api_of(target: str) -> str:
-    # The /v1/messages target speaks Anthropic Messages to parlay; the others OpenAI.
-    return "anthropic" if "messages" in target else "openai"
+    # The /v1/messages target speaks Anthropic Messages to parlay, the /v1/responses one
+    # OpenAI's Responses API; the others chat completions.
+    if "messages" in target:
+        return "anthropic"
+    return "responses" if "responses" in target else "openai"
 
 
 def start_targets(
@@ -170,7 +181,11 @@ def start_targets(
     targets["parlay serve"] = parlay_url
     # Anthropic Messages in front of the OpenAI-speaking stub: the translation cost.
     targets["parlay serve, /v1/messages"] = parlay_url
-    pids["parlay serve"] = pids["parlay serve, /v1/messages"] = parlay_proc.pid
+    # The Responses API over the same chat-completions stub: decoding items, the event
+    # lifecycle, the echoed request.
+    targets["parlay serve, /v1/responses"] = parlay_url
+    for name in ("parlay serve", "parlay serve, /v1/messages", "parlay serve, /v1/responses"):
+        pids[name] = parlay_proc.pid
     litellm = args.litellm or shutil.which("litellm")
     if litellm and Path(litellm).exists():
         try:
@@ -299,7 +314,8 @@ def table(results: dict[str, Any]) -> str:
     if results["soak"]:
         soak = [
             "",
-            "| soak: 64 clients (OpenAI and Anthropic, streaming and not) | seconds | requests | errors | req/s |",
+            "| soak: 64 clients (chat completions, Responses, Anthropic; streaming and not) "
+            "| seconds | requests | errors | req/s |",
             "| --- | ---: | ---: | ---: | ---: |",
         ]
         for name, s in results["soak"].items():

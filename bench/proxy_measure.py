@@ -19,6 +19,8 @@ import httpx
 MODEL = "bench"
 KEY = "sk-bench-key"
 BODY = {"model": MODEL, "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 16}
+# The same question over OpenAI's Responses API.
+RESPONSES_BODY = {"model": MODEL, "input": "Say hello.", "max_output_tokens": 16}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -51,6 +53,9 @@ def request_bytes(url: str, stream: bool, api: str = "openai") -> tuple[str, int
     if api == "anthropic":
         parsed = httpx.URL(url + "/messages")
         body = json.dumps({**BODY, "stream": stream}).encode()
+    elif api == "responses":
+        parsed = httpx.URL(url + "/responses")
+        body = json.dumps({**RESPONSES_BODY, "stream": stream}).encode()
     else:
         parsed = httpx.URL(url + "/chat/completions")
         body = json.dumps({**BODY, "stream": stream}).encode()
@@ -104,6 +109,10 @@ def ok(stream: bool, status: int, body: bytes, api: str = "openai") -> bool:
         if stream:
             return body.rstrip().endswith(b'data: {"type":"message_stop"}')
         return b'"content"' in body
+    if api == "responses":
+        if stream:
+            return b"event: response.completed\n" in body and b"event: error\n" not in body
+        return b'"status":"completed"' in body
     if stream:
         return body.rstrip().endswith(b"data: [DONE]") and b'"error"' not in body
     return b'"choices"' in body

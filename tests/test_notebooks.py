@@ -15,12 +15,16 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 # Notebooks that display a context, whose HTML (parlay.display) must be in the output.
-SHOWS_HTML = ("01_sessions_and_contexts.ipynb", "02_tool_calling_protocol.ipynb")
+SHOWS_HTML = (
+    "01_sessions_and_contexts.ipynb",
+    "02_tool_calling_protocol.ipynb",
+    "04_branch_compare_replay.ipynb",
+)
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
 
-def test_there_are_three_notebooks_without_stored_outputs() -> None:
-    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_"]
+def test_there_are_four_notebooks_without_stored_outputs() -> None:
+    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_", "04_"]
     for path in NOTEBOOKS:
         notebook = nbformat.read(path, as_version=4)
         nbformat.validate(notebook)

@@ -8,6 +8,8 @@ from parlay.backends.local import LocalBackend
 from parlay.backends.openai import OpenAIBackend
 from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
+from parlay.branches import BranchTree
+from parlay.compare import Comparison, compare
 from parlay.components import Instruction
 from parlay.context import (
     AssistantMessage,
@@ -54,12 +56,14 @@ from parlay.events import (
     Usage,
 )
 from parlay.observers import CompletedTurn, TurnObserver
+from parlay.replay import areplay_all, replay_all
 from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice, ToolSpec
 from parlay.session import Session, SessionToolCallingProtocol
 from parlay.start import start_session
 from parlay.store import Store, TurnRecorder
 from parlay.thunk import ModelOutputThunk
 from parlay.tools import Tool, Toolbox, tool
+from parlay.turns import ContextDiff, Turn
 
 if TYPE_CHECKING:
     from parlay.mcp import MCPTools
@@ -86,13 +90,16 @@ __all__ = [
     "BackendProtocolError",
     "BackendStatusError",
     "BackendTimeoutError",
+    "BranchTree",
     "CallRule",
     "Capabilities",
     "ChatRequest",
+    "Comparison",
     "CompletedTurn",
     "Component",
     "ConfigurationError",
     "Context",
+    "ContextDiff",
     "Diagnostics",
     "Event",
     "Finish",
@@ -134,12 +141,16 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "Toolbox",
+    "Turn",
     "TurnCancelledError",
     "TurnObserver",
     "TurnRecorder",
     "UndescribedToolWarning",
     "Usage",
     "UserMessage",
+    "areplay_all",
+    "compare",
+    "replay_all",
     "start_session",
     "tool",
 ]

@@ -10,9 +10,12 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from attrs import field, frozen
+
+if TYPE_CHECKING:
+    from parlay.turns import ContextDiff, Turn
 
 
 def new_call_id() -> str:
@@ -105,7 +108,13 @@ Item = Message | ToolCall | Component
 
 
 class Context:
-    """An immutable conversation. `insert` returns a new context and shares this one."""
+    """An immutable conversation. `insert` returns a new context and shares this one.
+
+    `len(ctx)` counts items (messages, calls, results, model outputs), not turns: a turn
+    that ran a tool is several items. `len(ctx.turns)` counts turns; `ctx.at_turn(n)` is
+    the context as it was after turn n, `ctx.diff(other)` where two contexts part, and
+    `to_json()` / `Context.from_json(text)` keep one in a file.
+    """
 
     __slots__ = ("_cache", "_item", "_len", "_parent")
 
@@ -147,6 +156,7 @@ class Context:
         raise AttributeError("Context is immutable: use insert(), which returns a new context")
 
     def __len__(self) -> int:
+        """The number of items, not of turns (`len(ctx.turns)` counts those)."""
         return self._len
 
     def __bool__(self) -> bool:
@@ -179,7 +189,53 @@ class Context:
         return out
 
     def __getitem__(self, index: int) -> Item:
+        if -self._len <= index < 0:  # from the end: walk back, build no list
+            node = self
+            for _ in range(-index - 1):
+                node = node._parent  # type: ignore[assignment]
+            return node._item  # type: ignore[return-value]
         return self.items()[index]
+
+    # -- turns, time travel, comparing (parlay.turns) -------------------------------------
+    @property
+    def turns(self) -> tuple[Turn, ...]:
+        """The turns, oldest first: each starts with what the user sent (a message or an
+        instruction) and holds what followed, up to the next. `len(ctx.turns)` counts
+        turns where `len(ctx)` counts items. O(n)."""
+        from parlay.turns import turns_of
+
+        return turns_of(self)
+
+    def at_turn(self, n: int) -> Context:
+        """The context as it was after turn `n` (0: before the first turn, the system
+        prompt alone; -1: without the last turn). The node itself, shared, never a copy:
+        O(n) at most. IndexError past the last turn."""
+        from parlay.turns import at_turn
+
+        return at_turn(self, n)
+
+    def diff(self, other: Context) -> ContextDiff:
+        """The trunk this context shares with `other` and each side's own turns after it.
+        Contexts that share no nodes (read back from JSON or the log) are compared item by
+        item. In a notebook the diff shows both sides side by side."""
+        from parlay.turns import diff
+
+        return diff(self, other)
+
+    # -- keeping (parlay.context_json) ---------------------------------------------------
+    def to_json(self, *, indent: int | None = None) -> str:
+        """This context as a versioned JSON document that `Context.from_json` reads back
+        unchanged (the schema: `parlay.context_json`). Pending turns are run first."""
+        from parlay.context_json import to_json
+
+        return to_json(self, indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Context:
+        """The context a `to_json` document holds; its model outputs come back computed."""
+        from parlay.context_json import from_json
+
+        return from_json(text)
 
     def shares(self, other: Context) -> bool:
         """True when `other` is this context or one of its ancestors (nothing was copied)."""

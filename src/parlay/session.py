@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
@@ -10,6 +11,7 @@ from pydantic import BaseModel
 from typing_extensions import TypeVar
 
 from parlay.backends.base import Backend
+from parlay.branches import Branch, BranchTree
 from parlay.components import Instruction
 from parlay.context import Context, Item, SystemMessage, UserMessage
 from parlay.errors import InvalidRequestError, TurnCancelledError
@@ -22,6 +24,7 @@ from parlay.tool_protocol import SessionToolCallingProtocol, as_tool_result
 from parlay.tools import DEFAULT_TOOL_TIMEOUT, Tool, Toolbox, timeout_problem
 
 if TYPE_CHECKING:
+    from parlay.replay import ResultSource
     from parlay.store import Store, TurnRecorder
 
 # Unsolved (no `format=`), a verb's thunk is `ModelOutputThunk[Any]`; with a model class,
@@ -43,6 +46,10 @@ class Session(ToolLoop):
     its own (default `DEFAULT_TOOL_TIMEOUT`, 120 s; None: no bound); a call that runs over
     is an error result the model sees. `close()` (or
     `with session:`) stops the MCP servers whose tools the session holds.
+
+    Keep and branch: `save(path)` / `Session.load(path, backend)`, `fork(at=n)` (a branch
+    from turn n), `replay(backend)` (the user's turns again, on another backend, as a
+    branch), `branches` (the tree of them).
     """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -98,10 +105,13 @@ class Session(ToolLoop):
         if log is not False:
             self.log = _sqlite_log(log, getattr(backend, "name", None), system, self.tools.names)
             self.observers.append(self.log)
+        self.branch = Branch("main", self)
 
     # -- the context -----------------------------------------------------------------
     @property
     def ctx(self) -> Context:
+        """The context so far. `len(session.ctx)` counts its items (a turn that ran a tool
+        is several); `len(session.ctx.turns)` counts turns."""
         return self._ctx
 
     @ctx.setter
@@ -110,12 +120,77 @@ class Session(ToolLoop):
             raise TypeError(f"session.ctx must be a Context, not {type(value).__name__}")
         self._ctx = value
 
-    def fork(self) -> Session:
-        """A new session sharing this one's context, backend and tools (nothing is copied)."""
+    def fork(self, *, at: int | None = None, name: str | None = None) -> Self:
+        """A new session sharing this one's context, backend and tools (nothing is copied).
+
+        `at=n` starts it from the context as it was after turn n (`ctx.at_turn(n)`; 0:
+        the system prompt alone, -1: without the last turn). The fork is a branch of this
+        session, `name`d (default `<this>.<n>`) in `session.branches`; when the session
+        logs, the fork is a log session of its own whose parent is this one, so `parlay
+        logs tree` shows it and `-c` continues it with its trunk.
+        """
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
+        if at is not None:
+            clone._ctx = self._ctx.at_turn(at)
         clone.observers = list(self.observers)  # the same observers, a list of its own
+        if self.log is not None:
+            clone.log = self.log.forked(clone._ctx)
+            clone.observers = [clone.log if o is self.log else o for o in clone.observers]
+        clone.branch = self.branch.child(clone, name)
         return clone
+
+    @property
+    def branches(self) -> BranchTree:
+        """Every fork and replay of this session's root, as a tree (`print` it, or show
+        it in a notebook; `.compare()` puts them side by side)."""
+        return BranchTree(self.branch.root)
+
+    # -- keeping -------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the context to `path` as JSON (`Context.to_json`), with the backend's and
+        the tools' names; `Session.load(path, backend)` reads it back."""
+        from parlay.context_json import save
+
+        save(self, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], backend: Backend, **kwargs: Any) -> Self:
+        """A session on `backend` whose context is the one saved at `path`; `kwargs` go to
+        the constructor (`tools=`, `options=`, `log=`...)."""
+        from parlay.context_json import load
+
+        return cls(backend, ctx=load(path), **kwargs)
+
+    # -- replaying -----------------------------------------------------------------------
+    def replay(self, backend: Backend | None = None, **kwargs: Any) -> Session:
+        """`areplay` from synchronous code (a notebook cell)."""
+        from parlay._sync import run_sync
+
+        return run_sync(self.areplay(backend, **kwargs))
+
+    async def areplay(
+        self,
+        backend: Backend | None = None,
+        *,
+        ctx: Context | None = None,
+        tools: Iterable[Tool | Callable[..., Any]] | Toolbox | None = None,
+        session_class: type[Session] | None = None,
+        options: GenerationOptions | None = None,
+        results: ResultSource = "run",
+        name: str | None = None,
+    ) -> Session:
+        """The user's turns of `ctx` (default: this session's) sent again, one by one, on
+        `backend` (default: this one's), as a new branch `name`d of this session (see
+        `parlay.replay`). `tools`, `options` and `session_class` (another protocol mixin)
+        replace this session's; `results="recorded"` answers a call the old turns made
+        with the same arguments from its recorded result instead of running the tool."""
+        from parlay.replay import replay_session
+
+        return await replay_session(
+            self, backend, ctx=ctx, tools=tools, session_class=session_class,
+            options=options, results=results, name=name,
+        )  # fmt: skip
 
     # -- closing -----------------------------------------------------------------------
     async def aclose(self) -> None:
@@ -267,12 +342,17 @@ class Session(ToolLoop):
         thunk: ModelOutputThunk[Any] = ModelOutputThunk(
             clock.wrap(produce),
             parse=parse,
-            on_complete=lambda done: self.turn_completed(clock.completed(done)),
+            on_complete=lambda done: self._completed(clock, done),
             on_failure=lambda error: self._failed(error, inserted[0], before, clock, thunk),
         )
         inserted.append(prompt_ctx.insert(thunk))
         self._ctx = inserted[0]
         return thunk
+
+    def _completed(self, clock: TurnClock, thunk: ModelOutputThunk[Any]) -> Awaitable[None]:
+        turn = clock.completed(thunk)
+        thunk.duration_ms, thunk.first_event_ms = turn.duration_ms, turn.first_event_ms
+        return self.turn_completed(turn)
 
     def _failed(
         self,

@@ -14,6 +14,8 @@ from parlay.errors import ConfigurationError
 from parlay.request import GenerationOptions
 from parlay.session import Session
 from parlay.store import Store
+from parlay.store.records import LoggedResponse
+from parlay.thunk import ModelOutputThunk
 from parlay.tools import Tool
 
 if TYPE_CHECKING:
@@ -106,20 +108,64 @@ def start_session(
     session_class: type[Session] = Session,
     log: bool | Store = False,
     options: GenerationOptions | None = None,
+    resume: bool | str | int | None = None,
 ) -> Session:
     """A new session; with no backend, the embedded local model (see `default_backend`).
 
     The embedded model samples greedily (temperature 0) unless `options` set a
     temperature: a 135M-parameter model follows the tool contract far more reliably that
     way. Options that leave the temperature unset (`max_tokens` alone, say) keep it.
+
+    `resume` goes on from a logged conversation, as `parlay prompt -c` does: True for the
+    latest, a log-session id (or a unique prefix of one), or a response id (an int) for
+    the conversation as it was after that response. It is read from `log` when that is a
+    `Store`, else from the default log (`Store.context`); `system` then replaces the
+    logged system prompt. With `log`, the new turns join the logged conversation, or,
+    resumed from an earlier response, are a fork of it (`parlay logs tree`).
     """
     if backend is None:
         options = greedy(options)
-    return session_class(
+    session = session_class(
         backend if backend is not None else default_backend(),
         tools=tools,
-        system=system,
+        system=system if resume in (None, False) else None,
         chain_limit=chain_limit,
         log=log,
         options=options,
     )
+    if resume not in (None, False):
+        store = log if isinstance(log, Store) else Store()
+        resume_into(session, store, None if resume is True else resume, system)
+    return session
+
+
+def resume_into(
+    session: Session, store: Store, key: str | int | None, system: str | None = None
+) -> None:
+    """Give `session` the logged conversation `key` as its context (see `start_session`);
+    its recorder, if any, goes on with that log session, or forks it at a response that
+    is not the conversation's last."""
+    from parlay.store.conversation import find, rebuild_context
+
+    conversation = find(store, key)
+    recorder = session.log
+
+    def noted(answer: ModelOutputThunk[Any], row: LoggedResponse) -> None:
+        if recorder is not None and row.id is not None:
+            recorder.remember(answer, row.id, row.session_id)
+
+    session.ctx = rebuild_context(conversation, system, noted)
+    if recorder is None:
+        return
+    logged = conversation.session
+    latest = store.responses(session_id=logged.id, limit=1)
+    own = conversation.responses
+    if isinstance(key, int) and latest and own and latest[0].id != own[-1].id:
+        recorder.session = recorder.forked(session.ctx).session
+    else:  # the new turns join the conversation, as `-c` does
+        recorder.session = evolve(
+            recorder.session,
+            id=logged.id,
+            parent_id=logged.parent_id,
+            parent_response_id=logged.parent_response_id,
+        )

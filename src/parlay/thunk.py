@@ -7,7 +7,7 @@ import concurrent.futures
 import contextvars
 import inspect
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 from attrs import frozen
@@ -57,7 +57,14 @@ class ModelOutputThunk(Generic[T]):
     `await thunk`, `async for delta in thunk` (text as it streams), or `for delta in thunk`.
     The model runs once however many consumers there are; late consumers replay the
     events from the start.
+
+    `duration_ms` and `first_event_ms` are set by the session that ran the turn when it
+    completes (from the prompt to the answer, and to the first text or call streamed);
+    None on a thunk no session timed.
     """
+
+    duration_ms: float | None = None
+    first_event_ms: float | None = None
 
     def __init__(
         self,
@@ -86,6 +93,34 @@ class ModelOutputThunk(Generic[T]):
         self._usage: Usage | None = None
         self._parsed: Any = None
         self._parsed_ready = False
+
+    @classmethod
+    def restored(
+        cls,
+        events: Sequence[Event],
+        steps: Sequence[Message] = (),
+        *,
+        error: Exception | None = None,
+    ) -> ModelOutputThunk[Any]:
+        """A thunk that is already computed, from what was kept of one: `events` of its
+        final round (the text, the calls, a `Finish` with the turn's usage), `steps` of
+        the rounds before it, or the `error` it failed with. Nothing runs when it is read
+        (`Context.from_json` makes these)."""
+
+        async def nothing() -> AsyncIterator[Event | RoundDone]:
+            return
+            yield
+
+        thunk: ModelOutputThunk[Any] = cls(nothing)
+        thunk._events = list(events)
+        thunk._steps = list(steps)
+        for event in thunk._events:
+            if isinstance(event, Finish) and event.usage is not None:
+                thunk._usage = event.usage if thunk._usage is None else thunk._usage + event.usage
+        thunk._error = error
+        thunk._settled = True
+        thunk._finished.set()
+        return thunk
 
     # -- state -----------------------------------------------------------------------
     @property

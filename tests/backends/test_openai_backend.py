@@ -13,6 +13,7 @@ from parlay import (
     BackendStatusError,
     BackendTimeoutError,
     ChatRequest,
+    ConfigurationError,
     GenerationOptions,
     InvalidRequestError,
     OpenAIBackend,
@@ -408,3 +409,55 @@ async def test_whole_response_token_alternatives_and_odd_shapes():
         ]
         assert text.text == "Hi"
         assert isinstance(text, ScoredTextDelta) is scored
+
+
+def _listing(*names):
+    return httpx.Response(200, json={"object": "list", "data": [{"id": n} for n in names]})
+
+
+def _hello(request):
+    return httpx.Response(
+        200,
+        json={
+            "model": json.loads(request.content).get("model"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"content": "hi"}}],
+        },
+    )
+
+
+@respx.mock
+async def test_a_bare_url_uses_the_one_model_the_server_lists():
+    """`parlay prompt -m http://HOST/v1` against parlay's own proxy answered
+    "HTTP 400: model is required": no model was named, and none was looked up."""
+    models = respx.get(f"{BASE}/models").mock(return_value=_listing("parlay"))
+    chat = respx.post(f"{BASE}/chat/completions").mock(side_effect=_hello)
+    backend = OpenAIBackend(base_url=BASE, stream=False)
+    for _ in range(2):
+        await Session(backend).chat("hi")
+    assert [json.loads(c.request.content)["model"] for c in chat.calls] == ["parlay", "parlay"]
+    assert models.call_count == 1  # asked once
+
+
+@respx.mock
+async def test_a_bare_url_with_several_models_says_which_to_name():
+    respx.get(f"{BASE}/models").mock(return_value=_listing("qwen", "smol"))
+    backend = OpenAIBackend(base_url=BASE, stream=False)
+    with pytest.raises(ConfigurationError, match=r"serves 2 models \(qwen, smol\): name one"):
+        await Session(backend).chat("hi")
+
+
+@respx.mock
+async def test_a_server_without_a_listing_gets_requests_without_a_model():
+    respx.get(f"{BASE}/models").mock(return_value=httpx.Response(404, json={"error": "no"}))
+    chat = respx.post(f"{BASE}/chat/completions").mock(side_effect=_hello)
+    await Session(OpenAIBackend(base_url=BASE, stream=False)).chat("hi")
+    assert "model" not in json.loads(chat.calls[0].request.content)
+
+
+@respx.mock
+async def test_a_named_model_is_never_looked_up():
+    models = respx.get(f"{BASE}/models").mock(return_value=_listing("other"))
+    chat = respx.post(f"{BASE}/chat/completions").mock(side_effect=_hello)
+    await Session(OpenAIBackend("mine", base_url=BASE, stream=False)).chat("hi")
+    assert models.call_count == 0
+    assert json.loads(chat.calls[0].request.content)["model"] == "mine"

@@ -111,3 +111,34 @@ def test_engine_rules_are_switched_by_flag_or_environment() -> None:
         app, ["serve", "--upstream-url", "http://up/v1", "--rule-on", "missed_tol"]
     )
     assert result.exit_code == 2 and "unknown engine rule(s) missed_tol" in result.output
+
+
+def test_parlay_talks_to_its_own_proxy_by_its_bare_url(stub_upstream: StubUpstream) -> None:
+    """`parlay prompt -m http://127.0.0.1:PORT/v1` and `start_session()` with
+    `$PARLAY_OPENAI_BASE_URL` both met "HTTP 400: model is required" (the second as a raw
+    traceback): the proxy's one model is now found at `/v1/models`."""
+    from serve_process import parlay_serve
+
+    with parlay_serve("--upstream-url", stub_upstream.base_url) as server:
+        url = server.url + "/v1"
+        env = {**os.environ, "PARLAY_LOG": "0", "PARLAY_LOG_DB": os.devnull}
+        env.pop("PARLAY_OPENAI_BASE_URL", None)
+        code = "from parlay.cli.app import main; main()"
+        prompt = subprocess.run(
+            [sys.executable, "-c", code, "prompt", "-m", url, "--no-log", "Say hello"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert prompt.returncode == 0, prompt.stderr
+        assert "Hello from the stub." in prompt.stdout
+        session = subprocess.run(
+            [sys.executable, "-c", "import parlay; print(parlay.start_session().chat('hi').value)"],
+            env={**env, "PARLAY_OPENAI_BASE_URL": url},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert session.returncode == 0, session.stderr
+        assert "Hello from the stub." in session.stdout

@@ -374,3 +374,75 @@ def test_anthropic_plain_text_final_answer_streamed(an: anthropic.Anthropic) -> 
     assert "".join(b.text for b in final.content if b.type == "text") == "".join(
         d.delta.text for d in deltas if d.delta.type == "text_delta"
     )
+
+
+# -- the Responses API, same engine, same model --------------------------------------------
+
+WEATHER_RS: Any = {
+    "type": "function",
+    "name": "get_weather",
+    **{k: WEATHER_OA["function"][k] for k in ("description", "parameters")},
+}
+TIME_RS: Any = {
+    "type": "function",
+    "name": "get_time",
+    **{k: TIME_OA["function"][k] for k in ("description", "parameters")},
+}
+
+
+def test_responses_required_single_call(oa: openai.OpenAI) -> None:
+    done = oa.responses.create(
+        model="smollm2",
+        input=ASK,
+        tools=[WEATHER_RS, TIME_RS],
+        tool_choice="required",
+        parallel_tool_calls=False,
+        max_output_tokens=MAX,
+        temperature=0,
+    )
+    assert done.status == "completed"
+    calls = [item for item in done.output if item.type == "function_call"]
+    assert len(calls) == 1
+    assert_call(calls[0].name, calls[0].arguments, {"get_weather", "get_time"})
+    assert done.usage is not None and done.usage.input_tokens > 0
+
+
+def test_responses_named_tool_streams_into_the_sdk_accumulator(oa: openai.OpenAI) -> None:
+    with oa.responses.stream(
+        model="smollm2",
+        input=ASK,
+        tools=[WEATHER_RS, TIME_RS],
+        tool_choice={"type": "function", "name": "get_time"},
+        max_output_tokens=MAX,
+        temperature=0,
+    ) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_response()
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    calls = [item for item in final.output if item.type == "function_call"]
+    assert [c.name for c in calls] == ["get_time"]
+    assert_call(calls[0].name, calls[0].arguments, {"get_time"})
+
+
+def test_responses_answer_after_a_function_call_output(oa: openai.OpenAI) -> None:
+    history: Any = [
+        {"role": "user", "content": ASK},
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "get_weather",
+            "arguments": '{"city": "Paris"}',
+        },
+        {"type": "function_call_output", "call_id": "call_1", "output": "Sunny, 21 C"},
+    ]
+    done = oa.responses.create(
+        model="smollm2", input=history, tools=[WEATHER_RS], max_output_tokens=MAX, temperature=0
+    )
+    assert done.status in ("completed", "incomplete")
+    calls = [item for item in done.output if item.type == "function_call"]
+    for call in calls:
+        assert_call(call.name, call.arguments, {"get_weather"})
+    if not calls:
+        # As on chat completions: the engine drops the format's stand-in ("your answer")
+        # rather than show it, so the text may be empty, never the stand-in.
+        assert not is_placeholder(done.output_text or "x")

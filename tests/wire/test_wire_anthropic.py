@@ -167,8 +167,16 @@ def test_decode_tool_choice(raw: Any, expected: ToolChoice) -> None:
             "text and tool_result",
         ),
         (
-            {"model": "m", "max_tokens": 1, "messages": [{"role": "system", "content": "x"}]},
-            "use user or assistant",
+            {"model": "m", "max_tokens": 1, "messages": [{"role": "tool", "content": "x"}]},
+            "use user, assistant or system",
+        ),
+        (
+            {
+                "model": "m",
+                "max_tokens": 1,
+                "messages": [{"role": "system", "content": [{"type": "image"}]}],
+            },
+            "system turns hold text blocks",
         ),
         (body(output_config={"format": {"type": "xml"}}), "json_schema"),
     ],
@@ -309,3 +317,44 @@ def test_error_shape() -> None:
         "type": "error",
         "error": {"type": "authentication_error", "message": "bad key"},
     }
+
+
+def test_claude_code_system_message_inside_messages_keeps_its_place() -> None:
+    """Claude Code sends a `role: "system"` message inside `messages` whenever its Agent
+    tool is offered; it was refused with a 400 ("messages[1].role is 'system'")."""
+    decoded = server.decode_request(
+        {
+            "model": "m",
+            "max_tokens": 64000,
+            "system": [
+                {
+                    "type": "text",
+                    "text": "You are Claude Code.",
+                    "cache_control": {"type": "ephemeral"},
+                }
+            ],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "run echo hi"}]},
+                {"role": "system", "content": [{"type": "text", "text": "Agents available: x."}]},
+                {"role": "user", "content": "go on"},
+            ],
+        }
+    )
+    assert decoded.chat.messages == (
+        SystemMessage("You are Claude Code."),
+        UserMessage("run echo hi"),
+        SystemMessage("Agents available: x."),
+        UserMessage("go on"),
+    )
+
+
+def test_system_turns_fold_into_the_system_prompt_for_an_anthropic_upstream() -> None:
+    """Anthropic's API takes system text only in `system` (inside `messages` only under a
+    beta an upstream may not have), so a system turn in the middle is folded there."""
+    request = ChatRequest(
+        (SystemMessage("first"), UserMessage("q"), SystemMessage("later"), UserMessage("r"))
+    )
+    system, turns = client.encode_messages(request)
+    assert system == "first\n\nlater"
+    assert [t["role"] for t in turns] == ["user"]
+    assert [b["text"] for b in turns[0]["content"]] == ["q", "r"]

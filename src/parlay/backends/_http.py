@@ -124,7 +124,11 @@ class HttpTransport:
     def _describe(self, path: str) -> str:
         return f"{self.base_url}{path}"
 
-    async def post_json(self, path: str, body: Mapping[str, Any]) -> Any:
+    async def get_json(self, path: str) -> Any:
+        return await self.post_json(path, None)
+
+    async def post_json(self, path: str, body: Mapping[str, Any] | None) -> Any:
+        """The JSON answer to a POST of `body` (a GET when `body` is None)."""
         async with self._request(path, body) as response:
             await response.aread()
             try:
@@ -151,17 +155,20 @@ class HttpTransport:
                 ) from exc
 
     @asynccontextmanager
-    async def _request(self, path: str, body: Mapping[str, Any]) -> AsyncIterator[httpx.Response]:
+    async def _request(
+        self, path: str, body: Mapping[str, Any] | None
+    ) -> AsyncIterator[httpx.Response]:
         client = self.client()
+        method = "GET" if body is None else "POST"
         try:
-            request = client.build_request("POST", path, json=body)
+            request = client.build_request(method, path, json=body)
             try:
                 response = await client.send(request, stream=True)
             except httpx.RemoteProtocolError:
                 # A kept-alive connection the server had closed before answering
                 # (llama.cpp's server does this between requests): nothing was
                 # answered, so send once more, on a fresh connection.
-                request = client.build_request("POST", path, json=body)
+                request = client.build_request(method, path, json=body)
                 response = await client.send(request, stream=True)
         except httpx.TimeoutException as exc:
             raise BackendTimeoutError(

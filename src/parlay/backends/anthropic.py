@@ -9,7 +9,8 @@ import httpx
 
 from parlay.backends._http import DEFAULT_TIMEOUT, HttpTransport
 from parlay.backends.base import Capabilities, checked_base_url
-from parlay.errors import BackendProtocolError
+from parlay.backends.tokens import CountMethod, TokenCount, estimate
+from parlay.errors import BackendProtocolError, BackendStatusError
 from parlay.events import Event
 from parlay.request import ChatRequest
 from parlay.wire import anthropic_client as codec
@@ -54,6 +55,7 @@ class AnthropicBackend:
         self._capabilities = capabilities
         self.streaming = stream
         self.http = HttpTransport(self.base_url, all_headers, timeout, transport)
+        self._has_counter = True  # until the server shows it has no count_tokens
 
     @property
     def name(self) -> str:
@@ -85,6 +87,25 @@ class AnthropicBackend:
                 yield event
         if not decoder.stopped:
             raise BackendProtocolError(f"the stream from {self.base_url} ended before message_stop")
+
+    async def count_tokens(self, request: ChatRequest) -> TokenCount:
+        """The upstream's own count (`/v1/messages/count_tokens`); the estimate where it
+        has none (it is not asked again)."""
+        if not self._has_counter:
+            return estimate(request)
+        body = codec.encode_request(request, model=self.model, stream=False)
+        for key in ("max_tokens", "stream", "temperature", "top_p", "stop_sequences"):
+            body.pop(key, None)
+        try:
+            data = await self.http.post_json("/v1/messages/count_tokens", body)
+            return TokenCount(int(data["input_tokens"]), CountMethod.UPSTREAM)
+        except BackendStatusError as exc:
+            if exc.status_code not in (404, 405):
+                raise
+        except (KeyError, TypeError, ValueError):
+            pass
+        self._has_counter = False
+        return estimate(request)
 
     async def aclose(self) -> None:
         await self.http.aclose()

@@ -26,6 +26,7 @@ from parlay.backends.bounds import (
 )
 from parlay.backends.openai import OpenAIBackend
 from parlay.backends.threads import pick_threads
+from parlay.backends.tokens import TokenCount
 from parlay.errors import ConfigurationError
 from parlay.events import Event
 from parlay.request import ChatRequest
@@ -240,6 +241,13 @@ class LocalBackend:
         """Start llama.cpp and read the model now rather than on the first request (what
         `parlay serve` does at start, to say when it is ready)."""
         self._ensure()
+
+    async def count_tokens(self, request: ChatRequest) -> TokenCount:
+        """With the model's own chat template and tokenizer (loading it if need be)."""
+        backend = self._backend
+        if backend is None:
+            backend = await asyncio.to_thread(self._ensure)
+        return await backend.count_tokens(request)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         backend = self._backend

@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 
 from parlay.backends._http import DEFAULT_TIMEOUT, HttpTransport
 from parlay.backends.base import Capabilities, checked_base_url
-from parlay.errors import BackendProtocolError
+from parlay.backends.tokens import CountMethod, TokenCount, estimate
+from parlay.errors import BackendProtocolError, BackendStatusError, ConfigurationError
 from parlay.events import Event
 from parlay.request import ChatRequest
 from parlay.wire import openai_client as codec
@@ -54,6 +56,8 @@ class OpenAIBackend:
         self._capabilities = capabilities
         self.streaming = stream
         self.http = HttpTransport(self.base_url, all_headers, timeout, transport)
+        self._has_tokenizer = True  # until the server shows it has no /tokenize
+        self._listed: list[str] | None = None  # the server's models, once asked
 
     @property
     def name(self) -> str:
@@ -63,7 +67,35 @@ class OpenAIBackend:
     def capabilities(self) -> Capabilities:
         return self._capabilities
 
+    async def served_model(self) -> str | None:
+        """The model to name: the one given, else the one the server lists at `/models`
+        (asked once). A server that lists several is an error naming them; one that lists
+        none, or has no listing, gets requests without a model, as before."""
+        if self.model is not None:
+            return self.model
+        if self._listed is None:
+            self._listed = await self._list_models()
+        if len(self._listed) > 1:
+            names = ", ".join(self._listed[:20]) + (", ..." if len(self._listed) > 20 else "")
+            raise ConfigurationError(
+                f"{self.base_url} serves {len(self._listed)} models ({names}): name one, "
+                f"as MODEL@{self.base_url} with -m, $PARLAY_MODEL, or OpenAIBackend(model=...)"
+            )
+        return self._listed[0] if self._listed else None
+
+    async def _list_models(self) -> list[str]:
+        try:
+            listing = await self.http.get_json("/models")
+        except (BackendStatusError, BackendProtocolError):
+            return []
+        data = listing.get("data") if isinstance(listing, dict) else None
+        if not isinstance(data, list):
+            return []
+        return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
+
     async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        if request.model is None and self.model is None:
+            request = request.replace(model=await self.served_model())
         if not self.streaming:
             body = codec.encode_request(request, model=self.model, stream=False)
             data = await self.http.post_json("/chat/completions", body)
@@ -104,5 +136,31 @@ class OpenAIBackend:
         for event in decoder.finish():
             yield event
 
+    async def count_tokens(self, request: ChatRequest) -> TokenCount:
+        """With llama.cpp's server: its own chat template and tokenizer over the prompt the
+        model would see (`/apply-template`, then `/tokenize`); a server without them
+        (OpenAI's, vLLM's) gets the estimate, and is not asked again."""
+        if not self._has_tokenizer:
+            return estimate(request)
+        body = codec.encode_request(request, model=self.model, stream=False)
+        template: dict[str, Any] = {k: body[k] for k in ("messages", "tools") if k in body}
+        root = server_root(self.base_url)
+        try:
+            applied = await self.http.post_json(f"{root}/apply-template", template)
+            tokenized = await self.http.post_json(
+                f"{root}/tokenize", {"content": applied["prompt"], "add_special": True}
+            )
+            return TokenCount(len(tokenized["tokens"]), CountMethod.TOKENIZER)
+        except (BackendStatusError, BackendProtocolError, KeyError, TypeError):
+            self._has_tokenizer = False
+            return estimate(request)
+
     async def aclose(self) -> None:
         await self.http.aclose()
+
+
+def server_root(base_url: str) -> str:
+    """The server's own address under an OpenAI-style `/v1` base URL (llama.cpp keeps its
+    tokenizer endpoints there)."""
+    root = base_url.rstrip("/")
+    return root.removesuffix("/v1")

@@ -53,6 +53,7 @@ from parlay.backends.bounds import (
     guarded,
     with_max_tokens,
 )
+from parlay.backends.tokens import TokenCount, count_tokens
 from parlay.contract.leaning import answer_share
 from parlay.contract.parser import ActionStreamParser
 from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases
@@ -60,6 +61,7 @@ from parlay.contract.render import (
     DEFAULT_FORMAT,
     DEFAULT_MAX_RESULT_CHARS,
     ContractOptions,
+    render_contract,
 )
 from parlay.contract.results_answer import results_answer
 from parlay.contract.retry import RetryPolicy
@@ -257,6 +259,14 @@ class PromptedBackend:
 
     def uses_constraint(self, request: ChatRequest) -> bool:
         return self.grammar_available and request.tool_choice.mode != "none"
+
+    async def count_tokens(self, request: ChatRequest) -> TokenCount:
+        """The tokens of what the inner model is sent for `request`: the rendered
+        contract, tools and all, counted by the inner backend."""
+        if not request.tools and not has_tool_activity(request.messages):
+            return await count_tokens(self.inner, request)
+        contract = render_contract(request, self.options, constrained=self.uses_constraint(request))
+        return await count_tokens(self.inner, ChatRequest(contract.messages))
 
     # -- the engine -----------------------------------------------------------------------
     async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:

@@ -9,10 +9,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.tree import Tree as RichTree
 
 from parlay._text import one_line
 from parlay.errors import StoreError
 from parlay.store import LoggedResponse, Store
+from parlay.store.tree import SessionNode, session_forest
 
 logs_app = typer.Typer(
     help="Browse the log of prompts, answers and tool calls.", invoke_without_command=True
@@ -137,3 +139,34 @@ def _print_response(out: Console, row: LoggedResponse) -> None:
             out.print(f"  [green]result[/] {escape(result.output)}")
     if row.diagnostics:
         out.print(f"[dim]diagnostics: {escape(json.dumps(row.diagnostics))}[/]")
+
+
+@logs_app.command("tree")
+def tree(
+    session: Annotated[
+        str | None, typer.Argument(help="Only the tree holding this session (an id or prefix).")
+    ] = None,
+    count: Annotated[int, typer.Option("--count", "-n", min=1, help="How many trees.")] = 20,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+) -> None:
+    """Conversations as trees: each fork (`session.fork`, `replay`, `resume=` a response)
+    under the conversation it branched from, newest trees first."""
+    try:
+        forest = session_forest(_store(), session, count)
+    except StoreError as exc:
+        _fail(str(exc))
+    if json_output:
+        for node in forest:
+            for depth, item in node.walk():
+                typer.echo(json.dumps({"depth": depth, **item.as_dict()}, ensure_ascii=False))
+        return
+    out = Console(highlight=False)
+    for node in forest:
+        shown = RichTree(node.label())
+        _grow(shown, node)
+        out.print(shown)
+
+
+def _grow(shown: RichTree, node: SessionNode) -> None:
+    for child in node.children:
+        _grow(shown.add(child.label()), child)

@@ -1,4 +1,5 @@
-"""The proxy: OpenAI chat completions and Anthropic messages in front of any `Backend`.
+"""The proxy: OpenAI chat completions and Responses, and Anthropic messages, in front of
+any `Backend`.
 
 Each request is read (bounded), checked and decoded into a `ChatRequest` before anything
 goes upstream, run through the backend, and its events encoded back in the client's
@@ -25,17 +26,21 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from parlay.backends.base import Backend
+from parlay.backends.tokens import count_tokens
 from parlay.request import ChatRequest
 from parlay.server.errors import SHUTTING_DOWN, Failure, ProxyError, classify, log_failure
 from parlay.server.shutdown import drain_on_signals, mark_exited
 from parlay.server.streaming import DRAIN, EventStream, Pump, cancel_on_disconnect, frames
-from parlay.server.wires import ANTHROPIC, OPENAI, Wire, json_response, wire_for
+from parlay.server.wires import ANTHROPIC, OPENAI, RESPONSES, Wire, json_response, wire_for
+from parlay.wire import anthropic_server as anthropic_codec
 from parlay.wire.reply import ReplyBuilder
 from parlay.wire.validate import DEFAULT_LIMITS, Limits, load_json
 
 # Bodies above this size are parsed and checked in a worker thread, so that one large
 # request cannot hold the event loop (and every other client) for its whole check.
 THREAD_DECODE_BYTES = 256 * 1024
+# How a token count was made: tokenizer, upstream or estimate.
+COUNT_HEADER = "x-parlay-token-count"
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -135,11 +140,16 @@ class Proxy:
         except Exception as exc:
             return wire.error(log_failure(exc, "decoding a request"))
         if stream:
-            return await self._stream(wire, chat, model, body)
-        return await self._whole_reply(wire, request, chat, model)
+            reply = await self._stream(wire, request, chat, model, body)
+        else:
+            reply = await self._whole_reply(wire, request, chat, model, body)
+        extra = wire.headers(body)
+        if extra:
+            reply.headers.update(extra)
+        return reply
 
     async def _whole_reply(
-        self, wire: Wire, request: Request, chat: ChatRequest, model: str
+        self, wire: Wire, request: Request, chat: ChatRequest, model: str, body: Any
     ) -> Response:
         builder = ReplyBuilder()
         task = asyncio.current_task()
@@ -162,9 +172,11 @@ class Proxy:
                     return wire.error(log_failure(exc, "a request"))
         finally:
             self._whole.discard(task)
-        return json_response(wire.response(builder, model, chat))
+        return json_response(wire.response(builder, model, chat, body))
 
-    async def _stream(self, wire: Wire, chat: ChatRequest, model: str, body: Any) -> Response:
+    async def _stream(
+        self, wire: Wire, request: Request, chat: ChatRequest, model: str, body: Any
+    ) -> Response:
         pump = Pump(self.backend.stream(chat))
         self._pumps.add(pump)
 
@@ -175,9 +187,18 @@ class Proxy:
         # Wait a little for the first event before answering, so an upstream that is down
         # or refuses gets its real status instead of a 200 stream holding an error. A
         # backend that is merely slow (a long prompt, an engine holding a reply to judge
-        # it) gets the stream started anyway, kept open by heartbeats.
+        # it) gets the stream started anyway, kept open by heartbeats. The connection is
+        # watched meanwhile: a client gone while the engine holds its first output ends
+        # the upstream request now, not at the first write.
+        watch = None
         try:
-            first = await pump.next(self.first_event_wait)
+            async with cancel_on_disconnect(request.receive) as watch:
+                first = await pump.next(self.first_event_wait)
+        except asyncio.CancelledError:
+            await cleanup()
+            if watch is None or not watch.gone:
+                raise
+            return Response(status_code=499)  # nobody is listening any more
         except Exception as exc:
             await cleanup()
             return wire.error(log_failure(exc, "a streamed request"))
@@ -199,8 +220,31 @@ class Proxy:
     async def openai_chat(self, request: Request) -> Response:
         return await self._serve(OPENAI, request)
 
+    async def openai_responses(self, request: Request) -> Response:
+        return await self._serve(RESPONSES, request)
+
     async def anthropic_messages(self, request: Request) -> Response:
         return await self._serve(ANTHROPIC, request)
+
+    async def anthropic_count_tokens(self, request: Request) -> Response:
+        """`/v1/messages/count_tokens`: the input tokens of a Messages request, as the model
+        behind the proxy would see it (the rendered contract in prompted mode), counted by
+        its tokenizer or the upstream where they can, else estimated; the header
+        `x-parlay-token-count` says which."""
+        if self.draining:
+            return ANTHROPIC.error(SHUTTING_DOWN)
+        try:
+            self._check_key(request)
+            raw = await read_body(request, self.limits.max_body_bytes)
+            body = load_json(raw, self.limits)
+            decoded = anthropic_codec.decode_request(body, self.limits, counting=True)
+            self._check_model(decoded.model)
+            count = await count_tokens(self.backend, decoded.chat.replace(model=None))
+        except Exception as exc:
+            return ANTHROPIC.error(log_failure(exc, "counting tokens"))
+        return json_response(
+            {"input_tokens": count.tokens}, headers={COUNT_HEADER: count.method.value}
+        )
 
     async def list_models(self, request: Request) -> Response:
         anthropic_shape = "anthropic-version" in request.headers
@@ -234,7 +278,10 @@ class Proxy:
         return json_response(body)
 
 
-_ROUTE_HINT = "POST /v1/chat/completions, POST /v1/messages, GET /v1/models or GET /health"
+_ROUTE_HINT = (
+    "POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, "
+    "POST /v1/messages/count_tokens, GET /v1/models or GET /health"
+)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -307,7 +354,10 @@ def create_app(
     routes = [
         Route("/v1/chat/completions", proxy.openai_chat, methods=["POST"]),
         Route("/chat/completions", proxy.openai_chat, methods=["POST"]),
+        Route("/v1/responses", proxy.openai_responses, methods=["POST"]),
+        Route("/responses", proxy.openai_responses, methods=["POST"]),
         Route("/v1/messages", proxy.anthropic_messages, methods=["POST"]),
+        Route("/v1/messages/count_tokens", proxy.anthropic_count_tokens, methods=["POST"]),
         Route("/v1/models", proxy.list_models, methods=["GET"]),
         Route("/models", proxy.list_models, methods=["GET"]),
         Route("/health", proxy.health, methods=["GET"]),

@@ -6,7 +6,9 @@ its own protocol's shape.
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 from typing import Any
 
 from starlette.responses import Response
@@ -16,9 +18,13 @@ from parlay.request import ChatRequest
 from parlay.server.errors import Failure
 from parlay.wire import anthropic_server as anthropic
 from parlay.wire import openai_server as openai
+from parlay.wire import responses_server as responses
+from parlay.wire import responses_stream
 from parlay.wire.reply import ReplyBuilder
 from parlay.wire.sse import compact_json, encode_event, utf8
 from parlay.wire.validate import DEFAULT_LIMITS, Limits
+
+logger = logging.getLogger("parlay.server")
 
 JSON = "application/json"
 WORKER_HEADER = "x-parlay-worker"
@@ -66,7 +72,13 @@ class Wire:
     def error(self, failure: Failure) -> Response:
         return json_response(self.error_body(failure), failure.status, failure.headers)
 
-    def response(self, builder: ReplyBuilder, model: str, chat: ChatRequest) -> dict[str, Any]:
+    def headers(self, request_body: Any) -> dict[str, str]:
+        """Headers for the reply to a request that decoded."""
+        return {}
+
+    def response(
+        self, builder: ReplyBuilder, model: str, chat: ChatRequest, request_body: Any = None
+    ) -> dict[str, Any]:
         raise NotImplementedError
 
     def stream(self, model: str, request_body: Any, chat: ChatRequest) -> StreamWire:
@@ -103,7 +115,9 @@ class _OpenAIWire(Wire):
     def error_body(self, failure: Failure) -> dict[str, Any]:
         return openai.encode_error(failure.status, failure.message)
 
-    def response(self, builder: ReplyBuilder, model: str, chat: ChatRequest) -> dict[str, Any]:
+    def response(
+        self, builder: ReplyBuilder, model: str, chat: ChatRequest, request_body: Any = None
+    ) -> dict[str, Any]:
         top = chat.options.top_logprobs  # None unless the client asked for logprobs
         return openai.encode_response(builder.build(), model=model, top_logprobs=top)
 
@@ -139,15 +153,72 @@ class _AnthropicWire(Wire):
     def error_body(self, failure: Failure) -> dict[str, Any]:
         return anthropic.encode_error(failure.status, failure.message)
 
-    def response(self, builder: ReplyBuilder, model: str, chat: ChatRequest) -> dict[str, Any]:
+    def response(
+        self, builder: ReplyBuilder, model: str, chat: ChatRequest, request_body: Any = None
+    ) -> dict[str, Any]:
         return anthropic.encode_response(builder.build(), model=model)
 
     def stream(self, model: str, request_body: Any, chat: ChatRequest) -> StreamWire:
         return _AnthropicStream(model)
 
 
+# Names the client's tools that the model was not offered (hosted and custom tools).
+NOT_OFFERED_HEADER = "x-parlay-tools-not-offered"
+_UNPRINTABLE = re.compile(r"[^\x20-\x7e]")
+
+
+class _ResponsesStream(StreamWire):
+    def __init__(self, model: str, echo: responses.Echo) -> None:
+        self.encoder = responses_stream.StreamEncoder(model=model, echo=echo)
+        self._frames = responses_stream.FrameWriter(echo).write
+
+    def start(self) -> bytes:
+        return self._frames(self.encoder.start())
+
+    def feed(self, event: Event) -> bytes:
+        return self._frames(self.encoder.feed(event))
+
+    def error(self, failure: Failure) -> bytes:
+        return self._frames(self.encoder.error(failure.status, failure.message))
+
+
+class _ResponsesWire(Wire):
+    """OpenAI's Responses API: errors in OpenAI's shape, replies as `response` objects."""
+
+    name = "responses"
+
+    def decode(self, body: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[ChatRequest, str, bool]:
+        decoded = responses.decode_request(body, limits)
+        if decoded.layout.not_offered:
+            logger.debug(
+                "responses: tools not offered to the model: %s",
+                ", ".join(decoded.layout.not_offered),
+            )
+        return decoded.chat, decoded.model, decoded.stream
+
+    def headers(self, request_body: Any) -> dict[str, str]:
+        tools = request_body.get("tools")
+        names = responses.tool_layout(tools if isinstance(tools, list) else None).not_offered
+        # A header value is printable ASCII here; a name is the client's to choose.
+        text = _UNPRINTABLE.sub("?", ", ".join(names))
+        return {NOT_OFFERED_HEADER: text[:2000]} if names else {}
+
+    def error_body(self, failure: Failure) -> dict[str, Any]:
+        return openai.encode_error(failure.status, failure.message)
+
+    def response(
+        self, builder: ReplyBuilder, model: str, chat: ChatRequest, request_body: Any = None
+    ) -> dict[str, Any]:
+        echo = responses.echo_of(request_body or {})
+        return responses.encode_response(builder.build(), model=model, echo=echo)
+
+    def stream(self, model: str, request_body: Any, chat: ChatRequest) -> StreamWire:
+        return _ResponsesStream(model, responses.echo_of(request_body))
+
+
 OPENAI = _OpenAIWire()
 ANTHROPIC = _AnthropicWire()
+RESPONSES = _ResponsesWire()
 
 
 def wire_for(path: str, headers: Any) -> Wire:

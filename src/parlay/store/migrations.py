@@ -59,6 +59,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX tool_results_call_id ON tool_results(call_id)",
         "CREATE INDEX tool_results_response ON tool_results(response_id)",
     ),
+    # 2: the session a fork branched from, and the last response of it the fork shares
+    (
+        "ALTER TABLE sessions ADD COLUMN parent_id TEXT",
+        "ALTER TABLE sessions ADD COLUMN parent_response_id INTEGER",
+        "CREATE INDEX sessions_parent ON sessions(parent_id)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

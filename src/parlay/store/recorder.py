@@ -80,7 +80,11 @@ class TurnRecorder:
         self.session = LoggedSession(uuid.uuid4().hex, "", source, backend, system, tuple(tools))
         self.last_response_id: int | None = None
         self._open: _OpenRow | None = None
-        # Forks of a session share its recorder, and their turns may complete at once.
+        # The row of each turn's output (by identity), so a fork can name the last
+        # response its context shares (`forked`). Held while the recorder lives, as the
+        # session's context holds them anyway.
+        self._rows: dict[int, tuple[object, int, str]] = {}
+        # Turns of one session may complete at once (async verbs run side by side).
         self._lock = threading.Lock()
 
     @property
@@ -110,9 +114,46 @@ class TurnRecorder:
                 warnings.warn(f"parlay could not log a turn: {exc}", RuntimeWarning, stacklevel=2)
                 return
             self.last_response_id = row_id
+            self._rows[id(turn.thunk)] = (turn.thunk, row_id, self.session.id)
             if turn.succeeded and turn.thunk.tools:
                 rounds = max((c.round for c in response.calls), default=first_round) + 1
                 self._open = _OpenRow(row_id, rounds, started)
+
+    def remember(self, item: object, response_id: int, session_id: str | None = None) -> None:
+        """Note that `item` (an answer in a context rebuilt from the log) is the row
+        `response_id` of log session `session_id` (None: this recorder's)."""
+        with self._lock:
+            self._rows[id(item)] = (item, response_id, session_id or self.session.id)
+
+    def response_for(self, ctx: Context) -> tuple[int, str] | None:
+        """The newest logged response whose output `ctx` holds, and its log session."""
+        with self._lock:
+            for item in ctx.reversed_items():
+                known = self._rows.get(id(item))
+                if known is not None and known[0] is item:
+                    return known[1], known[2]
+        return None
+
+    def forked(self, ctx: Context) -> TurnRecorder:
+        """A recorder for a fork whose context is `ctx`: a log session of its own that
+        names its parent and the last response of it `ctx` shares. The parent is the log
+        session that wrote that response: this one, or one this one forked from when
+        the fork goes back past this one's own turns."""
+        fork = TurnRecorder(
+            self.store,
+            source=self.session.source,
+            backend=self.session.backend,
+            system=self.session.system,
+            tools=self.session.tools,
+        )
+        shared = self.response_for(ctx)
+        parent_id, response_id = (shared[1], shared[0]) if shared else (self.session.id, None)
+        fork.session = attrs.evolve(
+            fork.session, parent_id=parent_id, parent_response_id=response_id
+        )
+        with self._lock:
+            fork._rows = dict(self._rows)  # a fork of the fork finds the trunk's rows too
+        return fork
 
     def response(self, turn: CompletedTurn, first_round: int = 0) -> LoggedResponse:
         """The turn as a row; its rounds are numbered from `first_round`. A failed turn

@@ -114,9 +114,16 @@ class LoggedResponse:
 
 @frozen
 class LoggedSession:
+    """A logged session. A fork (`Session.fork`, `Session.replay`, a session started
+    with `resume=` a response) names the session it branched from, `parent_id`, and the
+    last response of that session its context holds, `parent_response_id` (None when it
+    branched before the parent's first turn)."""
+
     id: str
     created_at: str
     source: str
     backend: str | None
     system: str | None
     tools: tuple[str, ...]
+    parent_id: str | None = None
+    parent_response_id: int | None = None

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import platformdirs
 
@@ -29,6 +29,9 @@ from parlay.store.records import (
     LoggedSession,
     utc_now,
 )
+
+if TYPE_CHECKING:
+    from parlay.context import Context
 
 __all__ = ["ENV_VAR", "LoggedCall", "LoggedResponse", "LoggedResult", "LoggedSession", "Store"]
 
@@ -216,6 +219,7 @@ class Store:
                     session.system,
                     session.tools,
                 )
+                self._insert_parent(conn, session)
             cursor = conn.execute(
                 "INSERT INTO responses (session_id, created_at, backend, model, prompt, text, "
                 "finish_reason, prompt_tokens, completion_tokens, first_event_ms, duration_ms, "
@@ -336,17 +340,32 @@ class Store:
             sql += " LIMIT ?"
             params.append(limit)
         with self._connection() as conn:
-            return [
-                LoggedSession(
-                    r["id"],
-                    r["created_at"],
-                    r["source"],
-                    r["backend"],
-                    r["system"],
-                    tuple(json.loads(r["tools"])),
-                )
-                for r in conn.execute(sql, params)
-            ]
+            return [_logged_session(r) for r in conn.execute(sql, params)]
+
+    def session(self, session_id: str) -> LoggedSession | None:
+        """The logged session with this exact id."""
+        with self._connection() as conn:
+            row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            return _logged_session(row) if row is not None else None
+
+    @staticmethod
+    def _insert_parent(conn: sqlite3.Connection, session: LoggedSession) -> None:
+        # A fork's parent is written once, with its first response (see `Session.fork`).
+        if session.parent_id is not None:
+            conn.execute(
+                "UPDATE sessions SET parent_id = ?, parent_response_id = ? "
+                "WHERE id = ? AND parent_id IS NULL",
+                (session.parent_id, session.parent_response_id, session.id),
+            )
+
+    def context(self, conversation: str | int | None = None) -> Context:
+        """A logged conversation as a context, as `parlay prompt -c` continues it: a
+        log-session id (or a unique prefix of one; None for the latest conversation), or
+        a response id (an int) for the conversation up to and including that response.
+        A fork's context starts with its parent's trunk."""
+        from parlay.store.conversation import logged_context
+
+        return logged_context(self, conversation)
 
     def count(self, table: str = "responses") -> int:
         if table not in ("sessions", "responses", "tool_calls", "tool_results"):
@@ -392,3 +411,16 @@ class Store:
             created_at=row["created_at"],
             id=row["id"],
         )
+
+
+def _logged_session(row: sqlite3.Row) -> LoggedSession:
+    return LoggedSession(
+        row["id"],
+        row["created_at"],
+        row["source"],
+        row["backend"],
+        row["system"],
+        tuple(json.loads(row["tools"])),
+        parent_id=row["parent_id"],
+        parent_response_id=row["parent_response_id"],
+    )

@@ -104,9 +104,22 @@ def decode_messages(raw_messages: Any) -> tuple[Message, ...]:
             out.append(_assistant_turn(blocks, where, names))
         elif role == "user":
             out.extend(_user_turn(blocks, where, names))
+        elif role == "system":
+            out.append(_system_turn(blocks, where))
         else:
-            raise InvalidRequestError(f"`{where}.role` is {role!r}: use user or assistant")
+            raise InvalidRequestError(f"`{where}.role` is {role!r}: use user, assistant or system")
     return tuple(out)
+
+
+def _system_turn(blocks: list[Mapping[str, Any]], where: str) -> SystemMessage:
+    """A system message inside `messages` (Claude Code sends one whenever its Agent tool is
+    offered, beta `mid-conversation-system`): kept at its place in the conversation."""
+    texts = []
+    for bw, kind, block in _each_block(blocks, where):
+        if kind != "text":
+            raise InvalidRequestError(f"`{bw}.type` is {kind!r}: system turns hold text blocks")
+        texts.append(_block_text(block, bw))
+    return SystemMessage("\n\n".join(texts))
 
 
 def _each_block(
@@ -225,14 +238,18 @@ def decode_output_format(raw: Any) -> ResponseFormat | None:
     return ResponseFormat(schema)
 
 
-def decode_request(body: Any, limits: Limits = DEFAULT_LIMITS) -> AnthropicRequest:
+def decode_request(
+    body: Any, limits: Limits = DEFAULT_LIMITS, *, counting: bool = False
+) -> AnthropicRequest:
     """A Messages request body (already parsed JSON) as an `AnthropicRequest`, every field
-    checked (types, ranges, tool schemas) so that nothing malformed goes upstream."""
+    checked (types, ranges, tool schemas) so that nothing malformed goes upstream.
+
+    `counting`: the body of `/v1/messages/count_tokens`, which has no `max_tokens`."""
     if not isinstance(body, Mapping):
         raise InvalidRequestError("the request body must be a JSON object")
     model = field(body, "model", str, required=True)
     max_tokens = bounded_int(body, "max_tokens", 1, limits.max_tokens)
-    if max_tokens is None:
+    if max_tokens is None and not counting:
         raise InvalidRequestError("`max_tokens` is required")
     if isinstance(body.get("messages"), list):
         check_count(body["messages"], "messages", limits.max_messages)
