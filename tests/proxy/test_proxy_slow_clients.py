@@ -99,3 +99,18 @@ def test_an_empty_client_key_is_refused_at_start() -> None:
     assert done.returncode == 2
     assert "--client-key is empty" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_worker_processes_cut_slow_heads_off_too() -> None:
+    args = ("--upstream-url", "http://127.0.0.1:9/v1", "--workers", "2", "--header-timeout", "1")
+    with parlay_serve(*args) as srv:
+        closed_after = [float("inf")] * 4
+        drips = [
+            threading.Thread(target=_drip, args=(srv.port, closed_after, i), daemon=True)
+            for i in range(4)
+        ]
+        for drip in drips:
+            drip.start()
+        for drip in drips:
+            drip.join(DRIP_SECONDS + 10)
+        assert all(seconds < 5 for seconds in closed_after), closed_after
