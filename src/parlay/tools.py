@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import math
 import re
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
@@ -25,68 +24,20 @@ from pydantic import BaseModel, ValidationError
 
 from parlay.calls import in_thread
 from parlay.context import ToolCall, ToolResult
-from parlay.contract.pieces import DEFAULT_MAX_RESULT_CHARS
 from parlay.errors import ToolDefinitionError, UndescribedToolWarning
 from parlay.request import ToolSpec
 from parlay.signature import arguments_model, describe, schema_of
+from parlay.tool_bounds import (
+    DEFAULT_MAX_RESULT_CHARS,
+    DEFAULT_TOOL_TIMEOUT,
+    cut_result,
+    timeout_problem,
+    validate_result_chars,
+    validate_timeout,
+)
 from parlay.tool_text import describe_schema_errors, describe_validation_error, render_output
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-# How long one call may run when neither the tool nor the session says otherwise: long
-# enough for a slow web fetch or a short build, short enough that a tool which never
-# returns is told to the model within two minutes instead of holding the session forever.
-# `timeout=None` on the session (or the tool) is how to ask for no bound at all.
-DEFAULT_TOOL_TIMEOUT = 120.0
-
-
-def timeout_problem(value: float | None) -> str | None:
-    """What is wrong with `value` as a timeout in seconds (None: nothing, or no timeout).
-
-    NaN slips through `value <= 0` (every comparison with it is false) and then every
-    call "timed out after nan s"; infinity is refused too, so no timeout is said one way:
-    None."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"must be seconds (a number), got {value!r}"
-    if math.isnan(value) or value <= 0:
-        return f"must be positive seconds, got {value!r}"
-    if math.isinf(value):
-        return "must be finite seconds; pass None for no timeout"
-    return None
-
-
-def _validate_result_chars(_: Any, __: Any, value: int | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ToolDefinitionError(f"max_result_chars must be a positive integer, got {value!r}")
-
-
-def cut_result(result: ToolResult, limit: int | None) -> ToolResult:
-    """`result` with its output (or error) cut to `limit` characters, a note at the end
-    telling the model how much is missing; the note counts within the limit, so the
-    prompted engine (whose cut has the same default and words) does not cut it again.
-    The Python `value` is left whole: it never goes to the model."""
-    if limit is None:
-        return result
-    field_name = "error" if result.error is not None else "output"
-    text: str = getattr(result, field_name)
-    if len(text) <= limit:
-        return result
-    kept = limit
-    while True:  # the note's digits depend on how much is cut: settle in a step or two
-        note = f"\n[... {len(text) - kept} more characters cut ...]"
-        if kept + len(note) <= limit or kept == 0:
-            break
-        kept = max(0, limit - len(note))
-    return evolve(result, **{field_name: text[:kept] + note if kept else text[:limit]})
-
-
-def _validate_timeout(_: Any, __: Any, value: float | None) -> None:
-    problem = timeout_problem(value)
-    if problem is not None:
-        raise ToolDefinitionError(f"tool timeout {problem}")
 
 
 # The names chat APIs accept for functions (OpenAI: 1-64 of these characters).
@@ -123,10 +74,10 @@ class Tool:
     parameters: dict[str, Any] = field(hash=False)
     function: Callable[..., Any] = field(repr=False)
     arguments_model: type[BaseModel] | None = field(default=None, repr=False)
-    timeout: float | None = field(default=None, validator=_validate_timeout)
+    timeout: float | None = field(default=None, validator=validate_timeout)
     parallel: bool = True
     max_result_chars: int | None = field(
-        default=DEFAULT_MAX_RESULT_CHARS, validator=_validate_result_chars, kw_only=True
+        default=DEFAULT_MAX_RESULT_CHARS, validator=validate_result_chars, kw_only=True
     )
     source: Any = field(default=None, eq=False, repr=False)
     _schema_validator: Any = field(default=None, eq=False, repr=False)
@@ -400,9 +351,11 @@ __all__ = [
     "DEFAULT_TOOL_TIMEOUT",
     "Tool",
     "Toolbox",
+    "cut_result",
     "describe_schema_errors",
     "describe_validation_error",
     "render_output",
+    "timeout_problem",
     "tool",
 ]
 

@@ -28,7 +28,6 @@ from mcp.client.streamable_http import streamable_http_client
 
 from parlay._sync import run_sync
 from parlay.context import ToolResult
-from parlay.contract.pieces import DEFAULT_MAX_RESULT_CHARS
 from parlay.errors import (
     InvalidRequestError,
     MCPServerError,
@@ -37,6 +36,7 @@ from parlay.errors import (
     ToolDefinitionError,
 )
 from parlay.mcp._link import Link, Opener, StderrTail, on_portal, stop_soon
+from parlay.tool_bounds import DEFAULT_MAX_RESULT_CHARS
 from parlay.tools import Tool, Toolbox
 
 DEFAULT_STARTUP_TIMEOUT = 60.0  # a first `npx -y ...` downloads its package
