@@ -70,10 +70,17 @@ def words() -> Iterator[CountingUpstream]:
 
 
 def hang_up_after(
-    port: int, body: dict[str, Any], *, seconds: float, path: str = "/v1/chat/completions"
+    port: int,
+    body: dict[str, Any],
+    *,
+    seconds: float,
+    upstream: CountingUpstream,
+    path: str = "/v1/chat/completions",
 ) -> tuple[float, bytes]:
-    """POST `body` on a raw socket, read for `seconds`, then close: when it closed, and
-    what it had received."""
+    """POST `body` on a raw socket, read until `seconds` after the upstream began its
+    reply, then close: when it closed, and what it had received. (Counted from the
+    upstream's start, not the request's, so a loaded machine cannot turn a hang-up
+    midway into one before the request went upstream at all.)"""
     data = json.dumps(body).encode()
     head = (
         f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -82,8 +89,9 @@ def hang_up_after(
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(head + data)
         sock.settimeout(0.05)
-        deadline = time.monotonic() + seconds
         received = b""
+        assert upstream.started.wait(30), "the request never reached the upstream"
+        deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             with contextlib.suppress(TimeoutError):
                 received += sock.recv(65536)
@@ -124,11 +132,10 @@ def test_hang_up_ends_the_upstream_request_within_a_second(
         "messages": [{"role": "user", "content": "Tell me a long story."}],
     }
     with running(words.app()) as upstream, running(proxy_for(upstream.url + "/v1", mode)) as proxy:
-        gone, received = hang_up_after(proxy.port, body, seconds=after)
+        gone, received = hang_up_after(proxy.port, body, seconds=after, upstream=words)
         deadline = time.monotonic() + 5
         while words.dropped_at is None and time.monotonic() < deadline:
             time.sleep(0.02)
-    assert words.started.is_set()
     assert words.dropped_at is not None, f"the upstream sent all {words.sent} chunks"
     assert words.dropped_at - gone < 1.0
     assert words.sent < CHUNKS
@@ -160,7 +167,9 @@ def test_hang_up_ends_the_upstream_request_in_every_protocol(
         running(words.app()) as upstream,
         running(proxy_for(upstream.url + "/v1", "prompted")) as proxy,
     ):
-        gone, received = hang_up_after(proxy.port, OTHER_WIRES[path], seconds=after, path=path)
+        gone, received = hang_up_after(
+            proxy.port, OTHER_WIRES[path], seconds=after, upstream=words, path=path
+        )
         deadline = time.monotonic() + 5
         while words.dropped_at is None and time.monotonic() < deadline:
             time.sleep(0.02)
