@@ -11,6 +11,7 @@ import pytest
 from parlay import ScriptedBackend, Session, ToolCall, ToolResult, tool
 from parlay.backends.scripted import calls
 from parlay.errors import InvalidRequestError, ToolDefinitionError
+from parlay.tool_bounds import DEFAULT_MAX_RESULT_CHARS
 from parlay.tools import DEFAULT_TOOL_TIMEOUT, Tool, cut_result
 
 
@@ -52,7 +53,7 @@ def test_a_ten_megabyte_result_reaches_a_native_backend_cut_with_a_note():
     backend = ScriptedBackend([calls(("dump", {})), "ok"])
     Session(backend, tools=[dump]).query("x", "go").value  # noqa: B018
     (shown,) = [m for m in backend.requests[1].messages if isinstance(m, ToolResult)]
-    assert len(shown.output) == 4000
+    assert len(shown.output) == DEFAULT_MAX_RESULT_CHARS
     assert shown.output.endswith(
         f"\n[... {10_000_000 - shown.output.count('z')} more characters cut ...]"
     )

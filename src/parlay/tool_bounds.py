@@ -11,11 +11,14 @@ from typing import Any
 from attrs import evolve
 
 from parlay.context import ToolResult
-
-# The prompted engine's own cut of a result in its prompt: one setting for both, so a
-# result cut here is never cut again there.
-from parlay.contract.pieces import DEFAULT_MAX_RESULT_CHARS
 from parlay.errors import ToolDefinitionError
+
+# What a model reads of one result at most, on every path: about 7,500 tokens, enough for
+# a source file or a page that a large native model reads whole (Claude Code cuts its own
+# shell output at the same length), while 10 MB never reaches a prompt. The prompted
+# engine cuts further in the small models' prompts (`PromptedBackend(max_result_chars=)`,
+# 4,000 by default), since their context is a few thousand tokens.
+DEFAULT_MAX_RESULT_CHARS = 30_000
 
 # How long one call may run when neither the tool nor the session says otherwise: long
 # enough for a slow web fetch or a short build, short enough that a tool which never
@@ -48,8 +51,7 @@ def validate_result_chars(_: Any, __: Any, value: int | None) -> None:
 
 def cut_result(result: ToolResult, limit: int | None) -> ToolResult:
     """`result` with its output (or error) cut to `limit` characters, a note at the end
-    telling the model how much is missing; the note counts within the limit, so the
-    prompted engine (whose cut has the same default and words) does not cut it again.
+    telling the model how much is missing; the note counts within the limit.
     The Python `value` is left whole: it never goes to the model."""
     if limit is None:
         return result

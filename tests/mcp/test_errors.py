@@ -15,6 +15,7 @@ from parlay import ScriptedBackend, Session, ToolCall, ToolResult
 from parlay.backends.scripted import calls
 from parlay.errors import MCPServerError, MCPToolSkippedWarning
 from parlay.mcp import MCPTools
+from parlay.tool_bounds import DEFAULT_MAX_RESULT_CHARS
 
 Make = Callable[..., MCPTools]
 
@@ -147,7 +148,7 @@ def test_a_huge_mcp_result_is_cut_with_a_note_the_model_reads(transport: Make):
     session = Session(backend, tools=transport())
     within(GUARD, lambda: session.query("x", "go").value)
     shown = next(m for m in backend.requests[1].messages if isinstance(m, ToolResult))
-    assert len(shown.output) == 4000
+    assert len(shown.output) == DEFAULT_MAX_RESULT_CHARS
     assert shown.output.startswith("xxx")
     assert shown.output.endswith("more characters cut ...]")
     cut = int(shown.output.rsplit("[... ", 1)[1].split()[0])
