@@ -14,6 +14,7 @@ import httpx
 
 from parlay.backends._http import DEFAULT_TIMEOUT, HttpTransport
 from parlay.backends.base import Capabilities, checked_base_url
+from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.errors import BackendProtocolError
 from parlay.events import Event
 from parlay.request import ChatRequest
@@ -63,7 +64,11 @@ class OpenAIBackend:
     def capabilities(self) -> Capabilities:
         return self._capabilities
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+    def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        # A server may return a call to any name: only the offered ones go on.
+        return offered_calls_only(self._stream(request), offered_names(request))
+
+    async def _stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         if not self.streaming:
             body = codec.encode_request(request, model=self.model, stream=False)
             data = await self.http.post_json("/chat/completions", body)

@@ -53,6 +53,7 @@ from parlay.backends.bounds import (
     guarded,
     with_max_tokens,
 )
+from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.contract.leaning import answer_share
 from parlay.contract.parser import ActionStreamParser
 from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases
@@ -259,7 +260,11 @@ class PromptedBackend:
         return self.grammar_available and request.tool_choice.mode != "none"
 
     # -- the engine -----------------------------------------------------------------------
-    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+    def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        # Retries spent, a call to a tool not offered becomes a plain answer naming it.
+        return offered_calls_only(self._stream(request), offered_names(request))
+
+    async def _stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         if not request.tools and not has_tool_activity(request.messages):
             async for event in self.inner.stream(request):
                 yield event
