@@ -16,10 +16,10 @@ from parlay.calls import run_round
 from parlay.context import AssistantMessage, Context, Message, ToolCall, ToolResult
 from parlay.errors import ToolCallTruncatedError, ToolChainLimitError
 from parlay.events import Event
+from parlay.reply import Reply, ReplyBuilder
 from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice
 from parlay.thunk import ModelOutputThunk, RoundDone
 from parlay.tools import Toolbox
-from parlay.wire.reply import Reply, ReplyBuilder
 
 
 class ToolLoop:

@@ -14,20 +14,28 @@ single call, which is why this is an option.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
 
 from parlay.backends._attempt import CALL_EVENTS, Attempt
+from parlay.backends._settings import EngineSettings
 from parlay.backends._turn import Turn
 from parlay.events import Event, Finish, ToolCallEnd
-from parlay.request import REQUIRED
-
-if TYPE_CHECKING:
-    from parlay.backends.prompted import PromptedBackend
+from parlay.request import REQUIRED, ChatRequest
 
 
-async def calls_to_hand_on(engine: PromptedBackend, turn: Turn, released: Attempt) -> list[Event]:
+class Rerun(Protocol):
+    """The engine with some settings changed, streaming a request (`configure().stream`)."""
+
+    def __call__(self, request: ChatRequest, **changes: Any) -> AsyncIterator[Event]: ...
+
+
+async def calls_to_hand_on(
+    settings: EngineSettings, turn: Turn, released: Attempt, rerun: Rerun
+) -> list[Event]:
     """The events that hand the reply on: the released attempt's, or the recount's calls."""
-    several = await recounted(engine, turn) if worth_recounting(engine, turn, released) else None
+    worth = worth_recounting(settings, turn, released)
+    several = await recounted(turn, rerun) if worth else None
     if several is None:
         turn.emitted_calls = released.emitted_calls
         return released.release()
@@ -35,12 +43,12 @@ async def calls_to_hand_on(engine: PromptedBackend, turn: Turn, released: Attemp
     return several
 
 
-def worth_recounting(engine: PromptedBackend, turn: Turn, released: Attempt) -> bool:
+def worth_recounting(settings: EngineSettings, turn: Turn, released: Attempt) -> bool:
     """One call, written by the json format under `auto` with parallel calls allowed,
     and nothing of the reply shown yet."""
     return (
-        engine.rules.on("recount_calls")
-        and engine.options.action_format == "json"
+        settings.rules.on("recount_calls")
+        and settings.options.action_format == "json"
         and turn.choice.mode == "auto"
         and turn.request.parallel_tool_calls is not False
         and released.emitted_calls == 1
@@ -50,12 +58,12 @@ def worth_recounting(engine: PromptedBackend, turn: Turn, released: Attempt) -> 
     )
 
 
-async def recounted(engine: PromptedBackend, turn: Turn) -> list[Event] | None:
+async def recounted(turn: Turn, rerun: Rerun) -> list[Event] | None:
     """The call events of the typed format's reply when it made two calls or more, else
     None (the json reply's call stands). Its usage and what it found are the turn's."""
-    typed = engine.configure(action_format="typed", rules_off=["recount_calls"])
     events: list[Event] = []
-    async for out in typed.stream(turn.request.replace(tool_choice=REQUIRED)):
+    required = turn.request.replace(tool_choice=REQUIRED)
+    async for out in rerun(required, action_format="typed", rules_off=["recount_calls"]):
         if isinstance(out, Finish):
             turn.add_usage(out)
             continue

@@ -45,6 +45,7 @@ from parlay.backends._next_attempt import (
 )
 from parlay.backends._opening import NAME_ALTERNATIVES, begin_turn, next_attempt
 from parlay.backends._recount import calls_to_hand_on
+from parlay.backends._settings import EngineSettings
 from parlay.backends._turn import Turn
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.bounds import (
@@ -64,7 +65,7 @@ from parlay.contract.render import (
 )
 from parlay.contract.results_answer import results_answer
 from parlay.contract.retry import RetryPolicy
-from parlay.contract.rules import VALUE_RULES, CallRule, shipped
+from parlay.contract.rules import CallRule, Rules, shipped
 from parlay.contract.state import has_tool_activity
 from parlay.errors import BackendStatusError, ConfigurationError
 from parlay.events import Event, Finish, ScoredTextDelta, TextDelta
@@ -165,11 +166,14 @@ class PromptedBackend:
             raise ConfigurationError(
                 f"min_offered_share must be between 0 and 1, got {min_offered_share}"
             )
+        if max_tokens is not None and max_tokens < 1:
+            raise ConfigurationError(f"max_tokens must be 1 or more, got {max_tokens}")
         self.inner = inner
         self.constrained = constrained
+        grammar = constrained is not False and inner.capabilities.json_schema
         if action_format is None:
-            action_format = "typed" if self.grammar_available else DEFAULT_FORMAT
-        self.options = ContractOptions(
+            action_format = "typed" if grammar else DEFAULT_FORMAT
+        options = ContractOptions(
             action_format=action_format,
             few_shot=few_shot,
             max_examples=max_examples,
@@ -179,17 +183,48 @@ class PromptedBackend:
             listed_calls=listed_calls,
             restate_request=restate_request,
         )
-        self.rules = shipped(call_rules).switched(
+        rules = shipped(call_rules).switched(
             off=rules_off, on=rules_on, values=check_values, missed_calls=check_missed_calls
         )
-        self.policy = RetryPolicy(max_retries, self.rules)
-        self.refusal_phrases = refusal_phrases
-        self.refusal_window = refusal_window
-        self.min_offered_share = min_offered_share
-        if max_tokens is not None and max_tokens < 1:
-            raise ConfigurationError(f"max_tokens must be 1 or more, got {max_tokens}")
-        self.max_tokens = max_tokens
-        self.repetition = repetition
+        self.settings = EngineSettings(
+            options=options,
+            policy=RetryPolicy(max_retries, rules),
+            refusal_phrases=refusal_phrases,
+            refusal_window=refusal_window,
+            min_offered_share=min_offered_share,
+            grammar_available=grammar,
+            max_tokens=max_tokens,
+            repetition=repetition,
+        )
+
+    # What the settings hold, where a caller (a benchmark, a test) looks for it.
+    @property
+    def options(self) -> ContractOptions:
+        return self.settings.options
+
+    @property
+    def policy(self) -> RetryPolicy:
+        return self.settings.policy
+
+    @property
+    def rules(self) -> Rules:
+        return self.settings.rules
+
+    @property
+    def min_offered_share(self) -> float:
+        return self.settings.min_offered_share
+
+    @property
+    def max_tokens(self) -> int | None:
+        return self.settings.max_tokens
+
+    @property
+    def check_values(self) -> bool:
+        return self.settings.check_values
+
+    @property
+    def check_missed_calls(self) -> bool:
+        return self.settings.check_missed_calls
 
     @property
     def action_format(self) -> str:
@@ -199,33 +234,25 @@ class PromptedBackend:
     def max_retries(self) -> int:
         return self.policy.max_retries
 
-    @property
-    def check_values(self) -> bool:
-        """Whether any value rule is on (the value checks are then worked out)."""
-        return any(self.rules.on(rule) for rule in VALUE_RULES)
-
-    @property
-    def check_missed_calls(self) -> bool:
-        return self.rules.on("missed_tool")
-
     def configure(self, **changes: Any) -> PromptedBackend:
         """A copy with some settings changed (same inner backend): handy for benchmarks."""
+        options, kept = self.settings.options, self.settings
         settings: dict[str, Any] = {
-            "action_format": self.options.action_format,
-            "max_retries": self.policy.max_retries,
+            "action_format": options.action_format,
+            "max_retries": kept.policy.max_retries,
             "constrained": self.constrained,
-            "few_shot": self.options.few_shot,
-            "refusal_phrases": self.refusal_phrases,
-            "template_dir": self.options.template_dir,
-            "max_result_chars": self.options.max_result_chars,
-            "thought_limit": self.options.thought_limit,
-            "refusal_window": self.refusal_window,
-            "max_examples": self.options.max_examples,
-            "listed_calls": self.options.listed_calls,
-            "restate_request": self.options.restate_request,
-            "min_offered_share": self.min_offered_share,
-            "max_tokens": self.max_tokens,
-            "repetition": self.repetition,
+            "few_shot": options.few_shot,
+            "refusal_phrases": kept.refusal_phrases,
+            "template_dir": options.template_dir,
+            "max_result_chars": options.max_result_chars,
+            "thought_limit": options.thought_limit,
+            "refusal_window": kept.refusal_window,
+            "max_examples": options.max_examples,
+            "listed_calls": options.listed_calls,
+            "restate_request": options.restate_request,
+            "min_offered_share": kept.min_offered_share,
+            "max_tokens": kept.max_tokens,
+            "repetition": kept.repetition,
         }
         # The rules as they are, then switched as asked (not rebuilt from the defaults).
         rules = self.rules.switched(
@@ -254,10 +281,7 @@ class PromptedBackend:
     def grammar_available(self) -> bool:
         """Whether replies may be held to a grammar: the inner backend takes JSON schemas
         and `constrained` is not False."""
-        return self.constrained is not False and self.inner.capabilities.json_schema
-
-    def uses_constraint(self, request: ChatRequest) -> bool:
-        return self.grammar_available and request.tool_choice.mode != "none"
+        return self.settings.grammar_available
 
     # -- the engine -----------------------------------------------------------------------
     def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
@@ -269,10 +293,10 @@ class PromptedBackend:
             async for event in self.inner.stream(request):
                 yield event
             return
-        turn = begin_turn(self, request)
+        turn = begin_turn(self.settings, request)
         for attempt_no in range(self.policy.max_retries + 1):
             can_retry = turn.choice.mode != "none" and self.policy.allows(attempt_no)
-            attempt = next_attempt(self, turn, can_retry)
+            attempt = next_attempt(self.settings, turn, can_retry)
             parser = ActionStreamParser(turn.specs, thought_limit=self.options.thought_limit)
             try:
                 async for out in self._run(turn, attempt, parser):
@@ -291,16 +315,16 @@ class PromptedBackend:
             turn.record(attempt, parsed)
             if attempt_no == 0:
                 turn.answer_share = answer_share(attempt.tokens, self.options.action_format)
-            if wants_words(self, turn, attempt, parsed, attempt_no):
-                ask_for_words(self, turn, attempt, parsed)
+            if wants_words(self.settings, turn, attempt, parsed, attempt_no):
+                ask_for_words(self.settings, turn, attempt, parsed)
                 continue
-            verdict = verdict_on(self, turn, attempt, parsed, can_retry)
+            verdict = verdict_on(self.settings, turn, attempt, parsed, can_retry)
             if verdict is not None:
-                retry(self, turn, verdict, attempt)
+                retry(self.settings, turn, verdict, attempt)
                 continue
-            released = to_release(self, turn, attempt, parsed, can_retry)
+            released = to_release(self.settings, turn, attempt, parsed, can_retry)
             if released is not None:
-                for out in await calls_to_hand_on(self, turn, released):
+                for out in await calls_to_hand_on(self.settings, turn, released, self._rerun):
                     turn.yielded += 1
                     yield out
             break
@@ -309,6 +333,9 @@ class PromptedBackend:
         finish = turn.finish(self.options.action_format)
         logger.debug("prompted reply: %s", finish.diagnostics)
         yield finish
+
+    def _rerun(self, request: ChatRequest, **changes: Any) -> AsyncIterator[Event]:
+        return self.configure(**changes).stream(request)
 
     async def _closing(self, turn: Turn, request: ChatRequest) -> AsyncIterator[Event]:
         """After the attempts, when nothing was left to show: words asked for once more,
@@ -352,8 +379,8 @@ class PromptedBackend:
             response_format=turn.response_format,
             options=turn.options,
         )
-        inner_request = with_max_tokens(inner_request, self.max_tokens)
-        async for event in guarded(self.inner.stream(inner_request), self.repetition):
+        inner_request = with_max_tokens(inner_request, self.settings.max_tokens)
+        async for event in guarded(self.inner.stream(inner_request), self.settings.repetition):
             if isinstance(event, Finish):
                 attempt.finish = event
                 continue

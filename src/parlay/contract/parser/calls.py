@@ -4,15 +4,23 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Protocol
 
 from parlay.context import ToolCall
 from parlay.contract.parser.arguments import ArgumentWriter
-from parlay.contract.parser.results import ParseProblem
+from parlay.contract.parser.results import ParseProblem, ParseResult
 from parlay.contract.parser.state import MAX_UNDECIDED, Record
-from parlay.events import ToolCallArgsDelta, ToolCallEnd, ToolCallStart
+from parlay.events import Event, ToolCallArgsDelta, ToolCallEnd, ToolCallStart
 
 _SUB_NAME = "_"  # the name a stringified arguments' own parse gives its call
+
+
+class WholeReader(Protocol):
+    """What reading stringified arguments needs of a parser."""
+
+    def feed(self, text: str) -> list[Event]: ...
+    def finish(self) -> list[Event]: ...
+    def result(self) -> ParseResult: ...
 
 
 class CallAssembler(ArgumentWriter):
@@ -92,7 +100,7 @@ class CallAssembler(ArgumentWriter):
         """Arguments written as a JSON string ("stringified"): emit them as JSON."""
         record = self._record
         assert record is not None
-        parsed = _stringified_arguments(value, self._thought_limit)
+        parsed = _stringified_arguments(value, self._fresh_parser())
         if parsed is None:
             record.args_string = value
             return
@@ -100,6 +108,11 @@ class CallAssembler(ArgumentWriter):
         record.args_object = True
         record.notes.extend(notes)
         self._norm(json.dumps(arguments, ensure_ascii=False))
+
+    def _fresh_parser(self) -> WholeReader:
+        """A new parser like this one, with ids of no use, for stringified arguments: the
+        finished parser (`stream.ActionStreamParser`, built on this class) gives it."""
+        raise NotImplementedError
 
     def _add_thought(self, value: str) -> None:
         if len(value) > self._thought_limit:
@@ -110,7 +123,7 @@ class CallAssembler(ArgumentWriter):
 
 
 def _stringified_arguments(
-    value: str, thought_limit: int
+    value: str, parser: WholeReader
 ) -> tuple[dict[str, Any], list[tuple[str, str]]] | None:
     """Stringified arguments read by the parser itself, as a command's arguments: the same
     tolerance and the same bounds as arguments written out (linear, never raising), where
@@ -118,10 +131,6 @@ def _stringified_arguments(
     text = value.lstrip()
     if not text.startswith("{"):
         return None
-    # The parser's own class, imported here: the stream module is built on this one.
-    from parlay.contract.parser.stream import ActionStreamParser
-
-    parser = ActionStreamParser(id_factory=lambda: "", thought_limit=thought_limit)
     parser.feed(f"@tool {_SUB_NAME} {text}")
     parser.finish()
     result = parser.result()

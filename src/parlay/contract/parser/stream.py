@@ -33,6 +33,9 @@ class ActionStreamParser(TextReader):
 
     __slots__ = ()
 
+    def _fresh_parser(self) -> ActionStreamParser:
+        return ActionStreamParser(id_factory=lambda: "", thought_limit=self._thought_limit)
+
     # -- public ---------------------------------------------------------------------------
     def feed(self, text: str) -> list[Event]:
         if (
