@@ -25,6 +25,7 @@ from parlay.events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from parlay.reply import gather
 
 CALL_EVENTS = (ToolCallStart, ToolCallArgsDelta, ToolCallEnd)
 
@@ -212,7 +213,7 @@ class Attempt:
         for event in self.held:
             if isinstance(event, ToolCallArgsDelta):
                 streamed.setdefault(event.id, []).append(event.delta)
-        final = {e.call.id: e.call for e in self.held if isinstance(e, ToolCallEnd)}
+        final = {call.id: call for call in gather(self.held).calls}
         rewrite = {
             call_id
             for call_id, call in final.items()

@@ -20,7 +20,8 @@ from typing import Any, Protocol
 from parlay.backends._attempt import CALL_EVENTS, Attempt
 from parlay.backends._settings import EngineSettings
 from parlay.backends._turn import Turn
-from parlay.events import Event, Finish, ToolCallEnd
+from parlay.events import Event, Finish
+from parlay.reply import gather
 from parlay.request import REQUIRED, ChatRequest
 
 
@@ -39,7 +40,7 @@ async def calls_to_hand_on(
     if several is None:
         turn.emitted_calls = released.emitted_calls
         return released.release()
-    turn.emitted_calls = sum(isinstance(event, ToolCallEnd) for event in several)
+    turn.emitted_calls = len(gather(several).calls)
     return several
 
 
@@ -69,7 +70,7 @@ async def recounted(turn: Turn, rerun: Rerun) -> list[Event] | None:
             continue
         if isinstance(out, CALL_EVENTS):
             events.append(out)
-    calls = [event.call for event in events if isinstance(event, ToolCallEnd)]
+    calls = gather(events).calls
     if len(calls) < 2:
         turn.notes.append(f"recount: the typed format wrote {len(calls)} call(s); one stands")
         return None
