@@ -184,3 +184,18 @@ async def test_as_shipped_an_answer_from_memory_stands_and_no_opt_in_rule_acts()
     engine = PromptedBackend(nudged, rules_on=["missed_tool"])
     _, finish = await run(engine, ask("What's the current weather in Rome?"))
     assert finish.diagnostics is not None and finish.diagnostics.rules == ("missed_tool",)
+
+
+def test_the_rule_name_types_list_every_rule_in_the_policys_order() -> None:
+    """The Literal types mypy checks rule names against, and the tables the engine
+    reads, name the same rules in the same order (a rule added to one only fails here)."""
+    from typing import get_args
+
+    from parlay.contract.pieces import FORMATS, ActionFormat
+    from parlay.contract.retry import IssueKind
+    from parlay.contract.rules import OTHER_RULES, VERDICT_RULES, EngineRule, VerdictReason
+
+    assert get_args(VerdictReason) == tuple(VERDICT_RULES)
+    assert get_args(EngineRule) == tuple(OTHER_RULES)
+    assert set(get_args(IssueKind)) <= set(VERDICT_RULES)
+    assert get_args(ActionFormat) == FORMATS == ("fenced", "json", "command", "typed")

@@ -8,6 +8,7 @@ not a refusal and holds the calls until the reply has been judged.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from typing import Literal
 
 from parlay.context import ToolCall
 from parlay.contract.checks import CheckedCall
@@ -26,8 +27,11 @@ from parlay.events import (
     ToolCallStart,
 )
 from parlay.reply import gather
+from parlay.request import ToolChoiceMode
 
 CALL_EVENTS = (ToolCallStart, ToolCallArgsDelta, ToolCallEnd)
+# How an attempt streams (`Diagnostics.streaming`, see `parlay.backends.prompted`).
+StreamingMode = Literal["live", "hybrid", "buffered"]
 
 
 class Attempt:
@@ -35,10 +39,10 @@ class Attempt:
 
     def __init__(
         self,
-        mode: str,
+        mode: StreamingMode,
         *,
         check: Callable[[ToolCall], CheckedCall],
-        choice_mode: str,
+        choice_mode: ToolChoiceMode,
         refusal_phrases: RefusalPhrases,
         refusal_window: int,
         suppress_text: bool = False,

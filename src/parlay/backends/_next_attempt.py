@@ -18,25 +18,33 @@ from parlay.backends._turn import Turn
 from parlay.context import AssistantMessage, UserMessage
 from parlay.contract.constrain import action_response_format, final_schema
 from parlay.contract.parser import ParseResult
+from parlay.contract.pieces import ActionFormat
 from parlay.contract.render import render_contract
 from parlay.contract.retry import Verdict
 from parlay.contract.retry_message import retry_instruction
+from parlay.contract.rules import VerdictReason
 from parlay.diagnostics import RetryRecord
 from parlay.request import NONE, ChatRequest, ResponseFormat, ToolSpec
 
 logger = logging.getLogger("parlay.prompted")
 
 # Retry reasons for a call carrying a value the conversation did not give.
-MADE_UP_VALUES = ("example_value", "invented_value", "same_value")
+MADE_UP_VALUES: tuple[VerdictReason, ...] = ("example_value", "invented_value", "same_value")
 # Earlier retries after which a made-up value means the turn has nothing real to call with.
 # Not a missed_tool nudge: the call it led to may take a value from what the model knows
 # ("Tokyo" for "the capital of Japan"); asked about it, a model sure of it gives it again
 # and keeps its call (`kept_insisted_value`), where the answer-only grammar would have
 # turned a right call into "I cannot say."
-DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "pretended_call", "forced_call", "leaned_to_words")
+DOUBTFUL: tuple[VerdictReason, ...] = (
+    *MADE_UP_VALUES,
+    "example_answer",
+    "pretended_call",
+    "forced_call",
+    "leaned_to_words",
+)
 
 
-def words_format(request: ChatRequest, action_format: str) -> ResponseFormat:
+def words_format(request: ChatRequest, action_format: ActionFormat) -> ResponseFormat:
     """The grammar of an answer in words: the caller's format if any, else plain text in
     the format's answer shape."""
     only = ResponseFormat(final_schema(action_format), name="final", strict=True)
@@ -175,7 +183,12 @@ def _ask_again(settings: EngineSettings, turn: Turn, verdict: Verdict, attempt: 
 # Verdicts after which the model most likely answers best in words: the grammar forced
 # its call, it leaned to words, it wrote a stand-in, or called tools unrelated to the
 # request.
-WORDS_AFTER = ("forced_call", "leaned_to_words", "placeholder_answer", "unrelated_call")
+WORDS_AFTER: tuple[VerdictReason, ...] = (
+    "forced_call",
+    "leaned_to_words",
+    "placeholder_answer",
+    "unrelated_call",
+)
 
 
 def falls_back_to_words(settings: EngineSettings, turn: Turn, verdict: Verdict) -> bool:

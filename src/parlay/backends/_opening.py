@@ -7,7 +7,7 @@ import logging
 
 from attrs import evolve
 
-from parlay.backends._attempt import Attempt
+from parlay.backends._attempt import Attempt, StreamingMode
 from parlay.backends._next_attempt import grammar_for
 from parlay.backends._settings import EngineSettings
 from parlay.backends._turn import Turn
@@ -86,6 +86,7 @@ def not_to_call(settings: EngineSettings, request: ChatRequest) -> tuple[str, ..
 def next_attempt(settings: EngineSettings, turn: Turn, can_retry: bool) -> Attempt:
     """A new attempt, streaming in the mode its place in the turn allows."""
     choice = turn.choice
+    mode: StreamingMode
     if can_retry:
         mode = "buffered" if choice.forces_call else "hybrid"
     else:

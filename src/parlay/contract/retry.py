@@ -26,6 +26,7 @@ right abstentions into calls with made-up values).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Literal
 
 from attrs import field, frozen
 
@@ -33,10 +34,16 @@ from parlay.context import ToolCall
 from parlay.contract.forced import NameChoice
 from parlay.contract.parser import ParseProblem
 from parlay.contract.refusal import RefusalSignal
-from parlay.contract.rules import RULES, Rules
+from parlay.contract.rules import RULES, OwnRuleName, Rules, VerdictReason
 from parlay.request import ToolChoice, ToolSpec
 
 UNREADABLE = ("no_tool_name", "unreadable_arguments")
+# What the engine finds wrong with one call (`checks.check_call`): each is also the
+# reason of the verdict it leads to.
+IssueKind = Literal[
+    "unknown_tool", "invalid_arguments", "example_value", "invented_value", "same_value",
+    "repeated_call",
+]  # fmt: skip
 
 
 @frozen
@@ -44,9 +51,7 @@ class CallIssue:
     """A parsed call the engine cannot hand on: unknown tool or bad arguments."""
 
     call: ToolCall
-    # "unknown_tool" | "invalid_arguments" | "example_value" | "invented_value" | "same_value"
-    # | "repeated_call"
-    kind: str
+    kind: IssueKind | OwnRuleName
     detail: str
     spec: ToolSpec | None = None
     # The argument(s) at fault (example_value, invented_value, same_value): named in the
@@ -56,11 +61,7 @@ class CallIssue:
 
 @frozen
 class Verdict:
-    # no_call | wrong_tool | refusal | unreadable | unknown_tool | invalid_arguments
-    # | example_value | example_answer | pretended_call | invented_value | same_value
-    # | missed_tool | repeated_call | forced_call | placeholder_answer | unrelated_call
-    # | leaned_to_words
-    reason: str
+    reason: VerdictReason | OwnRuleName
     detail: str = ""
     tool: ToolSpec | None = None
     # Whether the reply's text alone decided it (the text must not have been shown yet).
@@ -166,7 +167,8 @@ def _verdicts(reply: Reply) -> Iterator[Verdict]:
     if choice.mode == "auto":
         # Under a forced choice the user asked for a call; under `auto` a made-up
         # value most often means the request was not for this tool at all.
-        for kind in ("invented_value", "same_value"):
+        made_up: tuple[IssueKind, ...] = ("invented_value", "same_value")
+        for kind in made_up:
             for issue in _of(issues, kind):
                 yield Verdict(kind, issue.detail, issue.spec, argument=issue.argument)
     for issue in issues:
@@ -196,5 +198,5 @@ def only_repeats(calls: Sequence[ToolCall], issues: Sequence[CallIssue]) -> bool
     return bool(calls) and len(_of(issues, "repeated_call")) == len(calls)
 
 
-def _of(issues: Sequence[CallIssue], kind: str) -> list[CallIssue]:
+def _of(issues: Sequence[CallIssue], kind: IssueKind) -> list[CallIssue]:
     return [i for i in issues if i.kind == kind]
