@@ -8,13 +8,13 @@ not a refusal and holds the calls until the reply has been judged.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import Literal
 
 from parlay.context import ToolCall
 from parlay.contract.checks import CheckedCall
 from parlay.contract.echo_trim import EchoTrim
 from parlay.contract.own_words import OwnWords
 from parlay.contract.placeholders import may_become_placeholder
+from parlay.contract.policy import StreamingMode
 from parlay.contract.refusal import RefusalPhrases, detect_refusal
 from parlay.contract.retry import CallIssue
 from parlay.events import (
@@ -27,11 +27,8 @@ from parlay.events import (
     ToolCallStart,
 )
 from parlay.reply import gather
-from parlay.request import ToolChoiceMode
 
 CALL_EVENTS = (ToolCallStart, ToolCallArgsDelta, ToolCallEnd)
-# How an attempt streams (`Diagnostics.streaming`, see `parlay.backends.prompted`).
-StreamingMode = Literal["live", "hybrid", "buffered"]
 
 
 class Attempt:
@@ -42,7 +39,7 @@ class Attempt:
         mode: StreamingMode,
         *,
         check: Callable[[ToolCall], CheckedCall],
-        choice_mode: ToolChoiceMode,
+        may_call: bool,
         refusal_phrases: RefusalPhrases,
         refusal_window: int,
         suppress_text: bool = False,
@@ -53,7 +50,7 @@ class Attempt:
     ) -> None:
         self.mode = mode
         self.check = check
-        self.choice_mode = choice_mode
+        self.may_call = may_call
         self.refusal_phrases = refusal_phrases
         self.refusal_window = refusal_window
         self.suppress_text = suppress_text
@@ -131,7 +128,7 @@ class Attempt:
             self.issues.extend(checked.issues)
             self.notes.extend(checked.notes)
             event = ToolCallEnd(checked.call)
-        if self.choice_mode == "none" and isinstance(event, CALL_EVENTS):
+        if not self.may_call and isinstance(event, CALL_EVENTS):
             if isinstance(event, ToolCallEnd):
                 self.notes.append(f"ignored a {event.call.name} call: tool_choice is none")
             return

@@ -124,7 +124,7 @@ def drop_repeats_beside_new(settings: EngineSettings, turn: Turn, released: Atte
     sent, an order placed) would act twice. (A reply of repeats only is asked again:
     `repeated_call`.) Qwen in the typed format mixed a repeat with the next call in 5 %
     of the turns after a result (`bench.bfcl.after`, stop 25)."""
-    if turn.choice.mode != "auto" or not settings.rules.on("repeat_beside_new"):
+    if not turn.policy.model_decides or not settings.rules.on("repeat_beside_new"):
         return
     repeats = {issue.call.id for issue in released.issues if issue.kind == "repeated_call"}
     if not repeats or released.emitted_calls <= len(repeats):
@@ -139,7 +139,7 @@ def repeats_to_drop(
 ) -> bool:
     """Whether every call of the reply repeats one the history answered, under `auto`."""
     return (
-        turn.choice.mode == "auto"
+        turn.policy.model_decides
         and only_repeats(parsed.calls, attempt.issues)
         and settings.rules.on("repeat_to_words")
     )
@@ -154,7 +154,7 @@ def missed_tool(settings: EngineSettings, turn: Turn, calls: Sequence[ToolCall])
     user, an answer instead of a forced call), and after this nudge it is the model's
     considered one.
     """
-    if not settings.check_missed_calls or turn.choice.mode != "auto" or calls or turn.retries:
+    if not settings.check_missed_calls or not turn.policy.model_decides or calls or turn.retries:
         return None
     return fitting_tool(turn.request.messages, turn.contract.tools)
 

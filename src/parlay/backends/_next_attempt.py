@@ -74,9 +74,9 @@ def wants_words(
     nothing at all, or only parlay's own words, taken out as it streamed (a reply under
     tool_choice="none" always has text)."""
     return (
-        turn.choice.mode == "none"
+        not turn.policy.may_call
         and (not parsed.text.strip() or attempt.trim.took_all)
-        and settings.policy.allows(attempt_no)
+        and turn.policy.budget_left(attempt_no)
     )
 
 
@@ -165,7 +165,7 @@ def _ask_again(settings: EngineSettings, turn: Turn, verdict: Verdict, attempt: 
         verdict.tool,
         constrained=turn.constrained,
         argument=verdict.argument,
-        parallel=request.parallel_tool_calls,
+        parallel=turn.policy.parallel,
     )
     if verdict.reason not in (*MADE_UP_VALUES, "example_answer", "pretended_call"):
         reply = AssistantMessage("".join(attempt.raw))
@@ -207,7 +207,7 @@ def falls_back_to_words(settings: EngineSettings, turn: Turn, verdict: Verdict) 
         return True
     return (
         verdict.reason in MADE_UP_VALUES
-        and turn.choice.mode == "auto"
+        and turn.policy.model_decides
         and settings.grammar_available
         and any(r.reason in DOUBTFUL for r in turn.retries[:-1])
     )
@@ -223,7 +223,7 @@ def repeat_in_words(settings: EngineSettings, turn: Turn, verdict: Verdict) -> b
     missing, no reply repeated one."""
     return (
         verdict.reason == "repeated_call"
-        and turn.choice.mode == "auto"
+        and turn.policy.model_decides
         and settings.grammar_available
         and settings.rules.on("repeat_to_words")
     )
@@ -240,12 +240,12 @@ def away_from_repeats(
     `constrained=False`.
     """
     current = turn.response_format
-    if not settings.grammar_available or turn.choice.mode == "tool":
+    if not settings.grammar_available or turn.policy.tool is not None:
         return current
     repeated = {i.call.name for i in attempt.issues if i.kind == "repeated_call"}
     others = tuple(t for t in turn.contract.tools if t.name not in repeated)
     if others:
         return grammar_for(settings, others, turn.request)
-    if turn.choice.mode == "auto":
+    if turn.policy.model_decides:
         return words_format(turn.request, settings.options.action_format)
     return current

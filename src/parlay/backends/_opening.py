@@ -7,7 +7,7 @@ import logging
 
 from attrs import evolve
 
-from parlay.backends._attempt import Attempt, StreamingMode
+from parlay.backends._attempt import Attempt
 from parlay.backends._next_attempt import grammar_for
 from parlay.backends._settings import EngineSettings
 from parlay.backends._turn import Turn
@@ -15,8 +15,9 @@ from parlay.context import ToolCall, UserMessage
 from parlay.contract.checks import CheckedCall, answered_calls, check_call
 from parlay.contract.own_words import OwnWords, continuation_words
 from parlay.contract.pieces import render_template
+from parlay.contract.policy import TurnPolicy
 from parlay.contract.relevance import unrelated_tools
-from parlay.contract.render import render_contract
+from parlay.contract.render import Contract, render_contract
 from parlay.contract.retry_message import retry_instruction
 from parlay.request import ChatRequest
 
@@ -27,6 +28,7 @@ NAME_ALTERNATIVES = 5
 
 def begin_turn(settings: EngineSettings, request: ChatRequest) -> Turn:
     """The contract rendered, the first grammar, and what the attempts share."""
+    policy = TurnPolicy.of(request, settings.policy.max_retries)
     constrained = settings.uses_constraint(request)
     # Under tool_choice="none" a reply must be words. Not held to the answer grammar:
     # under it SmolLM2 answered "What is the weather in Paris?" with "Paris"; a reply
@@ -36,8 +38,7 @@ def begin_turn(settings: EngineSettings, request: ChatRequest) -> Turn:
     if constrained:
         response_format = grammar_for(settings, contract.tools, request)
     # The model's own choice of tool names is only hidden when a grammar picks them.
-    auto = request.tool_choice.mode == "auto"
-    read_names = constrained and auto and settings.min_offered_share > 0
+    read_names = constrained and policy.model_decides and settings.min_offered_share > 0
     # Alternatives only for the engine's own reading: the text it hands on is parsed
     # out of the model's actions, so a caller's log-probabilities would not fit it
     # and asking the server for them would be wasted.
@@ -47,30 +48,38 @@ def begin_turn(settings: EngineSettings, request: ChatRequest) -> Turn:
         "contract injected: format=%s tools=%s choice=%s state=%s constrained=%s",
         settings.options.action_format,
         [spec.name for spec in contract.tools],
-        request.tool_choice.mode,
+        policy.mode,
         contract.state.value,
         constrained,
     )
-    own_words = continuation_words(request.messages, contract.messages, settings.options)
-    if request.tool_choice.mode == "none":
-        asked = [m.content for m in request.messages if isinstance(m, UserMessage)]
-        own_words = own_words.with_instructions(not_to_call(settings, request), asked)
-    answered = answered_calls(request.messages)
     unrelated = frozenset[str]()
-    if auto and settings.rules.on("unrelated_call"):
+    if policy.model_decides and settings.rules.on("unrelated_call"):
         unrelated = unrelated_tools(request.messages, contract.tools)
     return Turn(
         request,
+        policy,
         contract,
         constrained,
         read_names,
         contract.messages,
         response_format,
         options,
-        answered,
+        answered_calls(request.messages),
         unrelated,
-        own_words=own_words,
+        own_words=_own_words(settings, request, contract, policy),
     )
+
+
+def _own_words(
+    settings: EngineSettings, request: ChatRequest, contract: Contract, policy: TurnPolicy
+) -> OwnWords:
+    """parlay's own words in what the model answers: the continuation's, and under
+    tool_choice="none" the instruction not to call."""
+    own_words = continuation_words(request.messages, contract.messages, settings.options)
+    if policy.may_call:
+        return own_words
+    asked = [m.content for m in request.messages if isinstance(m, UserMessage)]
+    return own_words.with_instructions(not_to_call(settings, request), asked)
 
 
 def not_to_call(settings: EngineSettings, request: ChatRequest) -> tuple[str, ...]:
@@ -85,12 +94,8 @@ def not_to_call(settings: EngineSettings, request: ChatRequest) -> tuple[str, ..
 
 def next_attempt(settings: EngineSettings, turn: Turn, can_retry: bool) -> Attempt:
     """A new attempt, streaming in the mode its place in the turn allows."""
-    choice = turn.choice
-    mode: StreamingMode
-    if can_retry:
-        mode = "buffered" if choice.forces_call else "hybrid"
-    else:
-        mode = "hybrid" if turn.retries and choice.mode == "auto" else "live"
+    policy = turn.policy
+    mode = policy.streaming(can_retry, retried=bool(turn.retries))
     turn.modes.append(mode)
     specs, contract, answered = turn.specs, turn.contract, turn.answered
 
@@ -107,11 +112,11 @@ def next_attempt(settings: EngineSettings, turn: Turn, can_retry: bool) -> Attem
     return Attempt(
         mode,
         check=check,
-        choice_mode=choice.mode,
+        may_call=policy.may_call,
         refusal_phrases=settings.refusal_phrases,
         refusal_window=settings.refusal_window,
         suppress_text=turn.shown_text,
-        parallel=turn.request.parallel_tool_calls,
+        parallel=policy.parallel,
         drop_duplicates=settings.rules.on("duplicate_calls")
         and settings.options.action_format == "typed",
         own_words=turn.own_words if settings.rules.on("echo_filter") else OwnWords(),

@@ -50,8 +50,8 @@ def worth_recounting(settings: EngineSettings, turn: Turn, released: Attempt) ->
     return (
         settings.rules.on("recount_calls")
         and settings.options.action_format == "json"
-        and turn.choice.mode == "auto"
-        and turn.request.parallel_tool_calls is not False
+        and turn.policy.model_decides
+        and turn.policy.parallel
         and released.emitted_calls == 1
         and released.live_calls == 0
         and not released.shown_text

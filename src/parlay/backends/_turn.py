@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from attrs import Factory, define
 
-from parlay.backends._attempt import Attempt, StreamingMode
+from parlay.backends._attempt import Attempt
 from parlay.context import Message
 from parlay.contract.own_words import OwnWords
 from parlay.contract.parser import ParseResult
 from parlay.contract.pieces import ActionFormat
+from parlay.contract.policy import StreamingMode, TurnPolicy
 from parlay.contract.refusal import RefusalSignal
 from parlay.contract.render import Contract
 from parlay.diagnostics import Diagnostics, RetryRecord
@@ -27,6 +28,7 @@ class Turn:
     """The state of one request while the engine works on it."""
 
     request: ChatRequest
+    policy: TurnPolicy
     contract: Contract
     constrained: bool
     # Whether the engine reads the model's choice of tool names (`parlay.contract.forced`).

@@ -295,7 +295,7 @@ class PromptedBackend:
             return
         turn = begin_turn(self.settings, request)
         for attempt_no in range(self.policy.max_retries + 1):
-            can_retry = turn.choice.mode != "none" and self.policy.allows(attempt_no)
+            can_retry = turn.policy.may_retry(attempt_no)
             attempt = next_attempt(self.settings, turn, can_retry)
             parser = ActionStreamParser(turn.specs, thought_limit=self.options.thought_limit)
             try:
@@ -341,7 +341,7 @@ class PromptedBackend:
         """After the attempts, when nothing was left to show: words asked for once more,
         and under tool_choice none, the tool results as the answer of last resort, or the
         last reply the echo filter held back (the user gets text, whatever came)."""
-        if turn.dropped and turn.choice.mode != "none" and self.rules.on("words_after_drop"):
+        if turn.dropped and turn.policy.may_call and self.rules.on("words_after_drop"):
             # Ask once more, told to answer in words, with no retry message in sight to
             # repeat (SmolLM2 ended a turn after a tool result with only the retry's
             # words, and the user got an empty message).
@@ -353,7 +353,7 @@ class PromptedBackend:
                 else:
                     turn.yielded += 1
                     yield out
-        if turn.choice.mode != "none" or turn.yielded:
+        if turn.policy.may_call or turn.yielded:
             return
         results = results_answer(request.messages, self.options.max_result_chars)
         if results and self.rules.on("results_as_answer"):

@@ -107,10 +107,6 @@ class RetryPolicy:
         )  # fmt: skip
         return next((v for v in _verdicts(reply) if self.rules.on(v.reason)), None)
 
-    def allows(self, attempt: int) -> bool:
-        """May attempt number `attempt` (0-based) be followed by another?"""
-        return attempt < self.max_retries
-
 
 @frozen
 class Reply:
