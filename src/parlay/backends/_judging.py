@@ -44,32 +44,12 @@ def verdict_on(
     """Why the attempt should be retried, or None: it is released."""
     signal = refusal_in(settings, parsed.text)
     turn.refusal = turn.refusal or signal
-    verdict: Verdict | None = None
-    if can_retry:
-        contract = turn.contract
-        copied = (
-            copied_answer(parsed.text, contract.example_answers) if settings.check_values else ""
-        )
-        verdict = settings.policy.judge(
-            calls=parsed.calls,
-            issues=attempt.issues,
-            problems=parsed.problems,
-            choice=turn.choice,
-            refusal=signal,
-            tools=contract.tools,
-            copied_answer=copied,
-            pretended_tool=named_tool(parsed.text, contract.tools) if copied else None,
-            fitting_tool=missed_tool(settings, turn, parsed.calls),
-            forced=forced_choice(settings, attempt, parsed.calls, turn)
-            if turn.read_names
-            else None,
-            placeholder=is_placeholder(parsed.text),
-            unrelated=turn.unrelated,
-            leaned=leaned_to_words(settings, turn),
-        )
-        if verdict is not None and verdict.about_text and attempt.shown_text:
-            turn.notes.append(f"not retried ({verdict.reason}): the text was already shown")
-            verdict = None
+    if not can_retry:
+        return None
+    verdict = _judged(settings, turn, attempt, parsed, signal)
+    if verdict is not None and verdict.about_text and attempt.shown_text:
+        turn.notes.append(f"not retried ({verdict.reason}): the text was already shown")
+        return None
     kept = settings.rules.on("kept_insisted_value")
     if verdict is not None and kept and insists(verdict, turn.retries):
         turn.fired.append("kept_insisted_value")
@@ -81,6 +61,34 @@ def verdict_on(
         )
         return None
     return verdict
+
+
+def _judged(
+    settings: EngineSettings,
+    turn: Turn,
+    attempt: Attempt,
+    parsed: ParseResult,
+    signal: RefusalSignal | None,
+) -> Verdict | None:
+    """The policy's verdict on the reply, with what its checks read gathered here."""
+    contract = turn.contract
+    copied = copied_answer(parsed.text, contract.example_answers) if settings.check_values else ""
+    forced = forced_choice(settings, attempt, parsed.calls, turn) if turn.read_names else None
+    return settings.policy.judge(
+        calls=parsed.calls,
+        issues=attempt.issues,
+        problems=parsed.problems,
+        choice=turn.choice,
+        refusal=signal,
+        tools=contract.tools,
+        copied_answer=copied,
+        pretended_tool=named_tool(parsed.text, contract.tools) if copied else None,
+        fitting_tool=missed_tool(settings, turn, parsed.calls),
+        forced=forced,
+        placeholder=is_placeholder(parsed.text),
+        unrelated=turn.unrelated,
+        leaned=leaned_to_words(settings, turn),
+    )
 
 
 def to_release(

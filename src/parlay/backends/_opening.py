@@ -44,14 +44,7 @@ def begin_turn(settings: EngineSettings, request: ChatRequest) -> Turn:
     # and asking the server for them would be wasted.
     alternatives = NAME_ALTERNATIVES if read_names else None
     options = evolve(request.options, top_logprobs=alternatives)
-    logger.debug(
-        "contract injected: format=%s tools=%s choice=%s state=%s constrained=%s",
-        settings.options.action_format,
-        [spec.name for spec in contract.tools],
-        policy.mode,
-        contract.state.value,
-        constrained,
-    )
+    _log_contract(settings, contract, policy, constrained)
     unrelated = frozenset[str]()
     if policy.model_decides and settings.rules.on("unrelated_call"):
         unrelated = unrelated_tools(request.messages, contract.tools)
@@ -67,6 +60,19 @@ def begin_turn(settings: EngineSettings, request: ChatRequest) -> Turn:
         answered_calls(request.messages),
         unrelated,
         own_words=_own_words(settings, request, contract, policy),
+    )
+
+
+def _log_contract(
+    settings: EngineSettings, contract: Contract, policy: TurnPolicy, constrained: bool
+) -> None:
+    logger.debug(
+        "contract injected: format=%s tools=%s choice=%s state=%s constrained=%s",
+        settings.options.action_format,
+        [spec.name for spec in contract.tools],
+        policy.mode,
+        contract.state.value,
+        constrained,
     )
 
 

@@ -56,7 +56,7 @@ from parlay.backends.bounds import (
 )
 from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.contract.leaning import answer_share
-from parlay.contract.parser import ActionStreamParser
+from parlay.contract.parser import ActionStreamParser, ParseResult
 from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases
 from parlay.contract.render import (
     DEFAULT_FORMAT,
@@ -302,27 +302,14 @@ class PromptedBackend:
                 async for out in self._run(turn, attempt, parser):
                     yield out
             except BackendStatusError as exc:
-                # Only a refusal of the schema itself (400/422 naming it): a 5xx, 429 or
-                # 401 is no reason to send the request again, nor is anything shown.
-                if not turn.constrained or turn.yielded or self.constrained:
-                    raise
-                if not schema_rejected(exc):
+                if not self._runs_unconstrained(turn, exc):
                     raise
                 async for out in self._unconstrained(request, exc.status_code):
                     yield out
                 return
-            parsed = parser.result()
-            turn.record(attempt, parsed)
-            if attempt_no == 0:
-                turn.answer_share = answer_share(attempt.tokens, self.options.action_format)
-            if wants_words(self.settings, turn, attempt, parsed, attempt_no):
-                ask_for_words(self.settings, turn, attempt, parsed)
+            again, released = self._settle(turn, attempt, parser.result(), attempt_no, can_retry)
+            if again:
                 continue
-            verdict = verdict_on(self.settings, turn, attempt, parsed, can_retry)
-            if verdict is not None:
-                retry(self.settings, turn, verdict, attempt)
-                continue
-            released = to_release(self.settings, turn, attempt, parsed, can_retry)
             if released is not None:
                 for out in await calls_to_hand_on(self.settings, turn, released, self._rerun):
                     turn.yielded += 1
@@ -333,6 +320,32 @@ class PromptedBackend:
         finish = turn.finish(self.options.action_format)
         logger.debug("prompted reply: %s", finish.diagnostics)
         yield finish
+
+    def _runs_unconstrained(self, turn: Turn, error: BackendStatusError) -> bool:
+        """Whether a failed attempt goes again without the grammar: only on a refusal of
+        the schema itself (400/422 naming it), before anything was shown, and unless the
+        caller asked for the grammar. A 5xx, 429 or 401 is no reason to send the request
+        again."""
+        if not turn.constrained or turn.yielded or self.constrained:
+            return False
+        return schema_rejected(error)
+
+    def _settle(
+        self, turn: Turn, attempt: Attempt, parsed: ParseResult, attempt_no: int, can_retry: bool
+    ) -> tuple[bool, Attempt | None]:
+        """What follows an attempt: whether the engine asks again, else the attempt
+        whose events go out (None: nothing does)."""
+        turn.record(attempt, parsed)
+        if attempt_no == 0:
+            turn.answer_share = answer_share(attempt.tokens, self.options.action_format)
+        if wants_words(self.settings, turn, attempt, parsed, attempt_no):
+            ask_for_words(self.settings, turn, attempt, parsed)
+            return True, None
+        verdict = verdict_on(self.settings, turn, attempt, parsed, can_retry)
+        if verdict is not None:
+            retry(self.settings, turn, verdict, attempt)
+            return True, None
+        return False, to_release(self.settings, turn, attempt, parsed, can_retry)
 
     def _rerun(self, request: ChatRequest, **changes: Any) -> AsyncIterator[Event]:
         return self.configure(**changes).stream(request)
