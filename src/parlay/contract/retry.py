@@ -33,11 +33,12 @@ from attrs import field, frozen
 from parlay.context import ToolCall
 from parlay.contract.forced import NameChoice
 from parlay.contract.parser import ParseProblem
+from parlay.contract.parser.results import ProblemKind
 from parlay.contract.refusal import RefusalSignal
 from parlay.contract.rules import RULES, OwnRuleName, Rules, VerdictReason
 from parlay.request import ToolChoice, ToolSpec
 
-UNREADABLE = ("no_tool_name", "unreadable_arguments")
+UNREADABLE: tuple[ProblemKind, ...] = ("no_tool_name", "unreadable_arguments")
 # What the engine finds wrong with one call (`checks.check_call`): each is also the
 # reason of the verdict it leads to.
 IssueKind = Literal[

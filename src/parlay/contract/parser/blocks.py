@@ -3,6 +3,8 @@ scanner, and closing the block (as calls, or shown as the text it was)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from parlay.contract.parser.json_scan import JsonScanner
 from parlay.contract.parser.state import ParserState
 from parlay.contract.parser.strings import FENCE_END, WAIT
@@ -31,7 +33,7 @@ class BlockReader:
         fenced: bool,
         labeled: bool,
         at: int | None = None,
-        mode: str = "call",
+        mode: Literal["call", "command"] = "call",
     ) -> None:
         self.st.blocks += 1
         self.st.mode = "block"

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from parlay.context import ToolCall
-from parlay.contract.parser.results import ParseProblem, ParseResult
+from parlay.contract.parser.results import ParseProblem, ParseResult, ProblemKind
 from parlay.contract.parser.state import MAX_UNDECIDED, Frame, ParserState, Record, args_delta
 from parlay.events import Event, ToolCallArgsDelta, ToolCallEnd, ToolCallStart
 
@@ -196,7 +196,7 @@ class CallAssembler:
         else:
             record.args_pending.append(text)
 
-    def note(self, kind: str, detail: str) -> None:
+    def note(self, kind: ProblemKind, detail: str) -> None:
         if self.record is not None:
             self.record.notes.append((kind, detail))
 
@@ -210,7 +210,7 @@ class CallAssembler:
 
 def _stringified_arguments(
     value: str, parser: WholeReader
-) -> tuple[dict[str, Any], list[tuple[str, str]]] | None:
+) -> tuple[dict[str, Any], list[tuple[ProblemKind, str]]] | None:
     """Stringified arguments read by the parser itself, as a command's arguments: the same
     tolerance and the same bounds as arguments written out (linear, never raising), where
     a general JSON repair costs seconds on a string of 10,000 `{`. None: not an object."""

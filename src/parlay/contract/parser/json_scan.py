@@ -10,9 +10,11 @@ dropped and noted.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from parlay.contract.parser.arguments import normalise_atom, overlong_number
 from parlay.contract.parser.calls import CallAssembler
-from parlay.contract.parser.state import MAX_DEPTH, Frame, ParserState, after_value
+from parlay.contract.parser.state import MAX_DEPTH, Frame, FrameRole, ParserState, after_value
 from parlay.contract.parser.strings import StringReader
 from parlay.contract.parser.vocabulary import (
     ARGS_KEYS,
@@ -28,6 +30,11 @@ from parlay.contract.parser.vocabulary import (
 )
 
 _OPERATORS = frozenset("*/%^()")
+# What a value about to start means, from its parent and its key.
+ValueRole = Literal[
+    "args", "args_start", "root", "name", "final", "call_list", "thought", "kind", "content",
+    "skip",
+]  # fmt: skip
 
 
 class JsonScanner:
@@ -115,7 +122,7 @@ class JsonScanner:
                 after_value(self.stack)
 
     # -- value roles ----------------------------------------------------------------------
-    def value_role(self) -> str:
+    def value_role(self) -> ValueRole:
         """What the value about to start means, from its parent and its key."""
         if self.calls.args_depth is not None:
             return "args"
@@ -152,34 +159,38 @@ class JsonScanner:
         if len(self.stack) >= MAX_DEPTH:
             self._skip_too_deep()
             return
-        if self.st.block_mode == "command" and not self.stack:
-            self.calls.begin_args()
-            role = "args"
-        else:
-            role = self.value_role()
-            if role == "args_start":
-                self.calls.begin_args()
-                role = "args"
-            elif role == "root":
-                if kind == "[":
-                    role = "calls"
-                else:
-                    self.calls.new_record()
-            elif role == "name":
-                role = "call" if kind == "{" else "skip"
-            elif role == "final":
-                role = "final" if kind == "{" else "skip"
-            elif role == "call_list":
-                role = "calls" if kind == "[" else "skip"
-            elif role != "args":
-                role = "skip"
+        bracket: Literal["{", "["] = "{" if kind == "{" else "["
+        role = self._frame_role(bracket)
         if role == "args":
             record = self.calls.record
             if record is not None and len(self.stack) == self.calls.args_depth:
-                record.args_object = kind == "{"
+                record.args_object = bracket == "{"
             self.calls.norm_value_start()
-            self.calls.norm_member(kind)
-        self.stack.append(Frame(kind, role))
+            self.calls.norm_member(bracket)
+        self.stack.append(Frame(bracket, role))
+
+    def _frame_role(self, kind: Literal["{", "["]) -> FrameRole:
+        """What the object or array opening here is (starting a call's record or its
+        arguments on the way)."""
+        if self.st.block_mode == "command" and not self.stack:
+            self.calls.begin_args()
+            return "args"
+        role = self.value_role()
+        if role == "args_start":
+            self.calls.begin_args()
+            return "args"
+        if role == "root":
+            if kind == "[":
+                return "calls"
+            self.calls.new_record()
+            return "root"
+        if role == "name":
+            return "call" if kind == "{" else "skip"
+        if role == "final":
+            return "final" if kind == "{" else "skip"
+        if role == "call_list":
+            return "calls" if kind == "[" else "skip"
+        return "args" if role == "args" else "skip"
 
     def _skip_too_deep(self) -> None:
         self.skip_depth = 1

@@ -12,10 +12,12 @@ and its own state, beside the `ParserState` they share:
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from typing import Literal
 
 import attrs
 
 from parlay.context import new_call_id
+from parlay.contract.parser.results import ProblemKind
 from parlay.events import Event, TextDelta, ToolCallArgsDelta
 
 THOUGHT_LIMIT = 200
@@ -70,14 +72,22 @@ def args_delta(call_id: str, text: str) -> ToolCallArgsDelta:
     return delta
 
 
+# What the text reader is reading: prose, a fence's info string, an action block, a
+# code fence shown as text, a command's name, a command's arguments.
+ReaderMode = Literal["text", "info", "block", "code", "cmd_name", "cmd_args"]
+# What an open object or array of a block is: the action, a call inside a wrapper, the
+# final answer, a list of calls, arguments, or something skipped.
+FrameRole = Literal["root", "call", "final", "calls", "args", "skip"]
+
+
 class Frame:
     """One open JSON object or array, and what it expects next."""
 
     __slots__ = ("expect", "key", "kind", "members", "role")
 
-    def __init__(self, kind: str, role: str) -> None:
-        self.kind = kind  # "{" or "["
-        self.role = role  # root | call | final | calls | args | skip
+    def __init__(self, kind: Literal["{", "["], role: FrameRole) -> None:
+        self.kind = kind
+        self.role = role
         self.key: str | None = None
         self.expect = "key" if kind == "{" else "value"
         self.members = 0  # values written so far (argument frames: a comma before the next)
@@ -112,7 +122,7 @@ class Record:
         # as unreadable and the call gets `{}`, so the deltas always load to its arguments).
         self.args_object = False
         self.args_string: str | None = None  # arguments given as a JSON string
-        self.notes: list[tuple[str, str]] = []  # (problem kind, detail) found in the arguments
+        self.notes: list[tuple[ProblemKind, str]] = []  # problems found in the arguments
         # An operator met between argument values (`2 * Math.PI`): JSON has no arithmetic,
         # and reading on would shift keys and values, so the call is reported unreadable.
         self.expression: str | None = None
@@ -163,7 +173,7 @@ class ParserState:
         self.thought_limit = thought_limit
         self.buf = ""
         self.pos = 0
-        self.mode = "text"  # text | info | block | code | cmd_name | cmd_args
+        self.mode: ReaderMode = "text"
         self.line_blank = True
         self.out: list[Event] = []
         self.pending: list[str] = []
@@ -177,7 +187,7 @@ class ParserState:
         self.block_start = 0
         self.block_fenced = False
         self.block_labeled = False
-        self.block_mode = "call"  # call | command
+        self.block_mode: Literal["call", "command"] = "call"
         self.block_as_text = False
         self.block_emitted = False
         self.line_start_in_block = True

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from json.encoder import encode_basestring  # json.dumps(s, ensure_ascii=False), in C
+from typing import Literal
 
 from parlay.contract.parser.calls import CallAssembler
 from parlay.contract.parser.state import Frame, ParserState, after_value
@@ -45,6 +46,11 @@ _STOPS = {
 _BACKTICKS = re.compile("`+")
 _JSON_CLOSERS = ("}", "]")
 _NEWLINE_RUN = re.compile(r"\n\s*").match
+# What the open string is: a key, a tool name, arguments (or their start as one string),
+# a thought, final content, the typed format's kind, or something skipped.
+StringRole = Literal[
+    "", "key", "name", "args", "args_string", "thought", "content", "kind", "skip"
+]  # fmt: skip
 WAIT = -1  # `StringReader.span`: an escape or a fence is cut by the end of the text read so far
 FENCE_END = -2  # `StringReader.span`: a bare fence ended the block (`pos` is past it)
 
@@ -62,7 +68,7 @@ class StringReader:
         self.calls = calls
         self.quote: str | None = None  # the open string's quote (None: no string open)
         self.close = ""  # the quote that closes it
-        self.role = ""  # key | name | args | args_string | thought | content | kind | skip
+        self.role: StringRole = ""
         self.chars: list[str] = []
         self.fence = False  # a code fence opened inside the current string
         self.tail = ""  # the current string's last character other than a blank
