@@ -113,10 +113,11 @@ class ActionStreamParser:
 
     def _feed_block(self, text: str) -> list[Event]:
         """A chunk inside an action block (`feed`'s block state)."""
-        close = self.strings.quote and self.strings.close
+        st, strings = self.st, self.strings  # as locals: this runs per chunk
+        close = strings.quote and strings.close
         if (
             close
-            and self.st.pos == len(self.st.buf)
+            and st.pos == len(st.buf)
             and close not in text
             and "\\" not in text
             and "`" not in text
@@ -125,25 +126,25 @@ class ActionStreamParser:
         ):
             # Inside a string with nothing pending, and nothing in the chunk ends or
             # escapes it (or may: a fence): the chunk is string content.
-            self.strings.add(text)
-            if self.st.buf or self.st.block_as_text:  # its raw text is kept (or shown)
-                self.st.buf += text
-                self.st.pos = len(self.st.buf)
+            strings.add(text)
+            if st.buf or st.block_as_text:  # its raw text is kept (or shown)
+                st.buf += text
+                st.pos = len(st.buf)
                 self._compact()
-            return self.st.take()
-        self.st.buf += text
+            return st.take()
+        st.buf += text
         if not self.block.run_block(False):  # the block goes on: the usual case
-            pos = self.st.pos
-            if self.st.block_labeled:  # nothing of it can turn out to be text: drop it
-                self.st.buf = self.st.buf[pos:]
-                self.st.pos = 0
-                self.st.block_start -= pos
+            pos = st.pos
+            if st.block_labeled:  # nothing of it can turn out to be text: drop it
+                st.buf = st.buf[pos:]
+                st.pos = 0
+                st.block_start -= pos
             else:
                 self._compact()
-            if self.st.pending:
-                self.st.flush_text()
-            out = self.st.out
-            self.st.out = []
+            if st.pending:
+                st.flush_text()
+            out = st.out
+            st.out = []
             return out
         self._run(final=False)
         return self._after_run()

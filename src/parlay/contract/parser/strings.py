@@ -83,14 +83,15 @@ class StringReader:
 
     def span(self, i: int) -> int:
         """Consume string characters from `i`: the index after them, WAIT or FENCE_END."""
-        buf = self.st.buf
+        st = self.st
+        buf = st.buf
         n = len(buf)
-        stop = _STOPS[self.close, self.st.block_fenced](buf, i)
+        stop = _STOPS[self.close, st.block_fenced](buf, i)
         j = n if stop is None else stop.start()
         if j > i:
             self.add(buf[i:j])
         if j >= n:
-            self.st.pos = j
+            st.pos = j
             return j
         ch = buf[j]
         if ch == "\\":
