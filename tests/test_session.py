@@ -76,18 +76,29 @@ def test_transform_runs_the_tool_loop_until_the_model_answers():
 
 
 def test_query_loop_feeds_tool_errors_back_to_the_model():
-    backend = ScriptedBackend(
-        [
-            calls(("secret_number", {"name": "zed"})),
-            calls(("secret_nmber", {})),
-            "I could not find it.",
-        ]
-    )
+    backend = ScriptedBackend([calls(("secret_number", {"name": "zed"})), "I could not find it."])
     thunk = Session(backend, tools=[secret_number]).query({"person": "zed"}, "What is the number?")
     assert thunk.value == "I could not find it."
     errors = [m.error for m in thunk.steps if isinstance(m, ToolResult)]
-    assert errors[0] == "KeyError: 'zed'"
-    assert errors[1] is not None and errors[1].startswith("unknown tool 'secret_nmber'")
+    assert errors == ["KeyError: 'zed'"]
+
+
+def test_a_session_never_runs_a_call_to_a_tool_it_does_not_have():
+    """A backend (here one of your own) that calls a tool the session lacks: the call
+    is neither run nor returned; the turn ends as an answer naming the tool."""
+    backend = ScriptedBackend(
+        [calls(("secret_number", {"name": "ada"}), ("secret_nmber", {})), "unused"]
+    )
+    thunk = Session(backend, tools=[secret_number]).query({"person": "ada"}, "The number?")
+    results = [m for m in thunk.steps if isinstance(m, ToolResult)]
+    assert [r.name for r in results] == ["secret_number"]  # the offered one still ran
+    assert "secret_nmber" not in [c.name for c in thunk.tools]
+    backend = ScriptedBackend([calls(("secret_nmber", {})), "unused"])
+    thunk = Session(backend, tools=[secret_number]).query({"person": "ada"}, "The number?")
+    assert thunk.tools == () and thunk.steps == ()
+    assert "secret_nmber" in thunk.value and "not available" in thunk.value
+    assert thunk.diagnostics.unoffered_tools == ("secret_nmber",)
+    assert len(backend.requests) == 1  # nothing ran, so nothing was asked again
 
 
 def test_chain_limit_raises_with_the_history_so_far():

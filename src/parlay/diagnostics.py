@@ -38,6 +38,9 @@ class Diagnostics:
     # on answering in words rather than calling (`parlay.contract.leaning`); None when the
     # backend reported no alternatives there.
     answer_share: float | None = None
+    # Tools the model called that were not offered: their calls were dropped
+    # (`parlay.backends.offered`), and a reply left with none became a plain answer.
+    unoffered_tools: tuple[str, ...] = ()
 
     def _repr_html_(self) -> str:
         """A table of what happened, for notebooks (`parlay.display`)."""

@@ -91,6 +91,8 @@ def diagnostics_html(diagnostics: Diagnostics) -> str:
         rows.append(("rules that acted", ", ".join(diagnostics.rules)))
     if diagnostics.refusal:
         rows.append(("refusal", diagnostics.refusal))
+    if diagnostics.unoffered_tools:
+        rows.append(("tools not offered", ", ".join(diagnostics.unoffered_tools)))
     if diagnostics.repetition:
         rows.append(("stopped a loop", diagnostics.repetition))
     rows.extend(("note", note) for note in diagnostics.notes)

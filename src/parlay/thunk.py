@@ -22,10 +22,10 @@ from parlay.events import (
     FinishReason,
     TextDelta,
     ToolCallArgsDelta,
-    ToolCallEnd,
     ToolCallStart,
     Usage,
 )
+from parlay.reply import gather
 
 T = TypeVar("T")
 
@@ -330,7 +330,7 @@ class ModelOutputThunk(Generic[T]):
         return "".join(e.text for e in self._round() if isinstance(e, TextDelta))
 
     def _calls(self) -> tuple[ToolCall, ...]:
-        return tuple(e.call for e in self._round() if isinstance(e, ToolCallEnd))
+        return gather(self._round()).calls
 
     def _finish(self) -> Finish | None:
         for event in reversed(self._events):

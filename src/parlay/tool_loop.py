@@ -11,14 +11,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from parlay.backends.base import Backend
+from parlay.backends.offered import offered_calls_only
 from parlay.calls import run_round
 from parlay.context import AssistantMessage, Context, Message, ToolCall, ToolResult
 from parlay.errors import ToolCallTruncatedError, ToolChainLimitError
 from parlay.events import Event
+from parlay.reply import Reply, ReplyBuilder
 from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice
 from parlay.thunk import ModelOutputThunk, RoundDone
 from parlay.tools import Toolbox
-from parlay.wire.reply import Reply, ReplyBuilder
 
 
 class ToolLoop:
@@ -65,7 +66,9 @@ class ToolLoop:
         while True:
             request = self._request((*history, *steps), choice, response_format, options)
             gathered = ReplyBuilder()
-            async for event in self.backend.stream(request):
+            # The session runs only its own tools, whatever backend it has.
+            events = offered_calls_only(self.backend.stream(request), self.tools.names)
+            async for event in events:
                 gathered.feed(event)
                 yield event
             reply = gathered.build()

@@ -230,7 +230,11 @@ def test_streamed_calls_reach_a_session_thunk():
     respx.post(f"{BASE}/chat/completions").mock(
         return_value=httpx.Response(200, content=b"".join(STREAM))
     )
-    session = Session(OpenAIBackend("m", base_url=BASE, api_key=""))
+
+    def get_weather(city: str) -> str:
+        return f"sunny in {city}"
+
+    session = Session(OpenAIBackend("m", base_url=BASE, api_key=""), tools=[get_weather])
     thunk = session.chat("weather?")
     assert thunk.value == "Let me check."
     assert [c.id for c in thunk.tools] == ["call_a", "call_b"]

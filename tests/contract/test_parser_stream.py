@@ -152,11 +152,11 @@ class _GeneralPathParser(ActionStreamParser):
     """The parser with `feed`'s shortcuts taken out: every chunk goes through the state loop."""
 
     def feed(self, text: str) -> list:
-        if self._ended or not text:
+        if self.st.ended or not text:
             return []
-        self._buf += text
+        self.st.buf += text
         self._run(final=False)
-        return self._take()
+        return self.st.take()
 
 
 def run_per_feed(parser_class: type, text: str, cuts: list[int]) -> list[list]:

@@ -30,22 +30,13 @@ def test_an_unknown_rule_name_is_refused_naming_the_known_ones() -> None:
 
 
 def test_every_verdict_the_policy_can_give_has_a_rule_of_its_name() -> None:
-    import ast
-    import inspect
+    """Each check of the policy is switched by a rule of the engine (the user's own call
+    rules aside), and every retry trigger has its check."""
+    from parlay.contract.retry import CHECKS
 
-    from parlay.contract import retry
-
-    tree = ast.parse(inspect.getsource(retry))
-    reasons = {
-        node.args[0].value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and getattr(node.func, "id", "") == "Verdict"
-        and node.args
-        and isinstance(node.args[0], ast.Constant)
-    }
-    kinds = {"invented_value", "same_value"}  # given through a loop over issue kinds
-    assert reasons | kinds == set(VERDICT_RULES)
+    names = [check.name for check in CHECKS]
+    assert names.count(None) == 1  # the user's own call rules, switched one by one
+    assert {name for name in names if name is not None} == set(VERDICT_RULES)
 
 
 def test_with_a_verdict_rule_off_the_next_verdict_in_order_is_given() -> None:
@@ -184,3 +175,41 @@ async def test_as_shipped_an_answer_from_memory_stands_and_no_opt_in_rule_acts()
     engine = PromptedBackend(nudged, rules_on=["missed_tool"])
     _, finish = await run(engine, ask("What's the current weather in Rome?"))
     assert finish.diagnostics is not None and finish.diagnostics.rules == ("missed_tool",)
+
+
+def test_the_rule_name_types_list_every_rule_in_the_policys_order() -> None:
+    """The Literal types mypy checks rule names against, and the tables the engine
+    reads, name the same rules in the same order (a rule added to one only fails here)."""
+    from typing import get_args
+
+    from parlay.contract.pieces import FORMATS, ActionFormat
+    from parlay.contract.retry import IssueKind
+    from parlay.contract.rules import OTHER_RULES, VERDICT_RULES, EngineRule, VerdictReason
+
+    assert get_args(VerdictReason) == tuple(VERDICT_RULES)
+    assert get_args(EngineRule) == tuple(OTHER_RULES)
+    assert set(get_args(IssueKind)) <= set(VERDICT_RULES)
+    assert get_args(ActionFormat) == FORMATS == ("fenced", "json", "command", "typed")
+
+
+def test_the_policys_checks_are_an_ordered_list_a_user_can_extend() -> None:
+    from parlay.contract.retry import CHECKS, RuleCheck, Verdict
+    from parlay.contract.rules import OwnRuleName
+    from parlay.request import ToolChoice
+
+    def no_paris(reply) -> Verdict | None:  # type: ignore[no-untyped-def]
+        paris = any(c.arguments.get("city") == "Paris" for c in reply.calls)
+        return Verdict(OwnRuleName("no_paris"), "Paris") if paris else None
+
+    reply = {
+        "calls": [ToolCall("get_weather", {"city": "Paris"}, "c1")],
+        "issues": [],
+        "problems": [],
+        "choice": ToolChoice("auto"),
+        "refusal": None,
+        "tools": [WEATHER],
+    }
+    assert RetryPolicy().judge(**reply) is None
+    extended = RetryPolicy(checks=(*CHECKS, RuleCheck(None, no_paris)))
+    verdict = extended.judge(**reply)
+    assert verdict is not None and verdict.reason == "no_paris"

@@ -65,12 +65,14 @@ def test_a_tool_that_raises_is_an_error_result_the_model_sees(transport: Make):
     assert shown.is_error and "quota exceeded" in shown.content
 
 
-def test_a_tool_the_model_made_up_is_an_error_naming_the_real_ones(transport: Make):
+def test_a_tool_the_model_made_up_never_reaches_the_server(transport: Make):
+    """The session does not run (nor return) a call to a tool it does not have: the
+    turn ends as an answer naming the tool the model wanted (issue 37, item 3)."""
     backend = ScriptedBackend([calls(("ad", {"a": 1})), "ok"])
     session = Session(backend, tools=transport(include=["add", "forecast"]))
     thunk = within(GUARD, lambda: session.query("x", "go"))
-    (result,) = [m for m in thunk.steps if isinstance(m, ToolResult)]
-    assert result.error == "unknown tool 'ad'; the tools are: add, forecast"
+    assert thunk.steps == () and thunk.tools == ()
+    assert "ad" in thunk.value and thunk.diagnostics.unoffered_tools == ("ad",)
 
 
 def test_a_call_that_times_out_is_an_error_result_and_the_server_lives_on(transport: Make):

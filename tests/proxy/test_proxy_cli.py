@@ -57,8 +57,10 @@ def test_the_command_serves(stub_upstream: StubUpstream) -> None:
             time.sleep(0.1)
         body = {"model": "any", "messages": [{"role": "user", "content": "weather?"}]}
         assert httpx.post(url + "/v1/chat/completions", json=body).status_code == 401
+        tool = {"type": "function", "function": {"name": "get_weather", "parameters": {}}}
+        offered = {**body, "tools": [tool]}
         r = httpx.post(
-            url + "/v1/chat/completions", json=body, headers={"Authorization": "Bearer sk-1"}
+            url + "/v1/chat/completions", json=offered, headers={"Authorization": "Bearer sk-1"}
         )
         assert r.status_code == 200
         assert (

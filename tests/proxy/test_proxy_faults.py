@@ -26,6 +26,13 @@ from parlay.server import create_app
 
 OA = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 AN = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+# The stub's calling modes call get_weather: a client must offer it to receive the call.
+WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}}
+OA_CALLING = {
+    **OA,
+    "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER}}],
+}
+AN_CALLING = {**AN, "tools": [{"name": "get_weather", "input_schema": WEATHER}]}
 
 
 @contextmanager
@@ -82,19 +89,20 @@ def test_refused_connection_is_502() -> None:
 
 @pytest.mark.parametrize("mode", ["cut", "cut-call"])
 def test_cut_stream_ends_with_an_error_event(stub_upstream: StubUpstream, mode: str) -> None:
+    oa, an = (OA_CALLING, AN_CALLING) if mode == "cut-call" else (OA, AN)
     with proxy_to(stub_upstream.base_url, mode) as url:
-        r = httpx.post(url + "/v1/chat/completions", json={**OA, "stream": True}, timeout=10)
+        r = httpx.post(url + "/v1/chat/completions", json={**oa, "stream": True}, timeout=10)
         assert r.status_code == 200  # headers went out with the first event
         events = sse_events(r.text)
         assert "error" in events[-1][1] and events[-1][1]["error"]["type"] == "upstream_error"
         assert all(d != "[DONE]" for _, d in events)
-        r = httpx.post(url + "/v1/messages", json={**AN, "stream": True}, timeout=10)
+        r = httpx.post(url + "/v1/messages", json={**an, "stream": True}, timeout=10)
         events = sse_events(r.text)
         assert events[0][0] == "message_start"
         assert events[-1][0] == "error" and events[-1][1]["error"]["type"] == "api_error"
         assert not any(name == "message_stop" for name, _ in events)
         # Not streamed to the client: a plain 502.
-        r = httpx.post(url + "/v1/chat/completions", json=OA, timeout=10)
+        r = httpx.post(url + "/v1/chat/completions", json=oa, timeout=10)
         assert r.status_code == 502
 
 
@@ -198,7 +206,7 @@ def test_argument_fragments_reach_the_client_as_the_upstream_produces_them(
             ("/v1/chat/completions", b'"arguments":"'),
             ("/v1/messages", b"input_json_delta"),
         ):
-            body = {**(OA if "chat" in path else AN), "stream": True}
+            body = {**(OA_CALLING if "chat" in path else AN_CALLING), "stream": True}
             arrivals: list[float] = []
             started = time.monotonic()
             with httpx.stream("POST", url + path, json=body, timeout=10) as r:

@@ -60,7 +60,7 @@ async def main() -> None:
         for q in qs:
             req = ChatRequest(q.messages, tools=q.offered_tools, parallel_tool_calls=True)
             contract = render_contract(req, engine.options, constrained=True)
-            fmt = grammar_for(engine, contract.tools, req)
+            fmt = grammar_for(engine.settings, contract.tools, req)
             body = encode_request(
                 req.replace(messages=contract.messages, tools=(), response_format=fmt),
                 model="m",

@@ -89,7 +89,7 @@ def request_body(engine: PromptedBackend, q: Question) -> tuple[dict[str, Any], 
     req = ChatRequest(q.messages, tools=q.offered_tools, parallel_tool_calls=True)
     contract = render_contract(req, engine.options, constrained=True)
     msgs = list(contract.messages)
-    fmt = grammar_for(engine, contract.tools, req)
+    fmt = grammar_for(engine.settings, contract.tools, req)
     body = encode_request(
         req.replace(messages=tuple(msgs), tools=(), response_format=fmt),
         model="m",

@@ -14,6 +14,7 @@ from parlay.contract.checks import CheckedCall
 from parlay.contract.echo_trim import EchoTrim
 from parlay.contract.own_words import OwnWords
 from parlay.contract.placeholders import may_become_placeholder
+from parlay.contract.policy import StreamingMode
 from parlay.contract.refusal import RefusalPhrases, detect_refusal
 from parlay.contract.retry import CallIssue
 from parlay.events import (
@@ -25,6 +26,7 @@ from parlay.events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from parlay.reply import gather
 
 CALL_EVENTS = (ToolCallStart, ToolCallArgsDelta, ToolCallEnd)
 
@@ -34,10 +36,10 @@ class Attempt:
 
     def __init__(
         self,
-        mode: str,
+        mode: StreamingMode,
         *,
         check: Callable[[ToolCall], CheckedCall],
-        choice_mode: str,
+        may_call: bool,
         refusal_phrases: RefusalPhrases,
         refusal_window: int,
         suppress_text: bool = False,
@@ -48,7 +50,7 @@ class Attempt:
     ) -> None:
         self.mode = mode
         self.check = check
-        self.choice_mode = choice_mode
+        self.may_call = may_call
         self.refusal_phrases = refusal_phrases
         self.refusal_window = refusal_window
         self.suppress_text = suppress_text
@@ -126,7 +128,7 @@ class Attempt:
             self.issues.extend(checked.issues)
             self.notes.extend(checked.notes)
             event = ToolCallEnd(checked.call)
-        if self.choice_mode == "none" and isinstance(event, CALL_EVENTS):
+        if not self.may_call and isinstance(event, CALL_EVENTS):
             if isinstance(event, ToolCallEnd):
                 self.notes.append(f"ignored a {event.call.name} call: tool_choice is none")
             return
@@ -212,7 +214,7 @@ class Attempt:
         for event in self.held:
             if isinstance(event, ToolCallArgsDelta):
                 streamed.setdefault(event.id, []).append(event.delta)
-        final = {e.call.id: e.call for e in self.held if isinstance(e, ToolCallEnd)}
+        final = {call.id: call for call in gather(self.held).calls}
         rewrite = {
             call_id
             for call_id, call in final.items()

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from parlay.backends._attempt import Attempt
+from parlay.backends._settings import EngineSettings
 from parlay.backends._turn import Turn
 from parlay.context import ToolCall
 from parlay.contract.forced import NameChoice, name_choices
@@ -28,12 +28,9 @@ from parlay.contract.retry import Verdict, only_repeats
 from parlay.diagnostics import RetryRecord
 from parlay.request import ToolSpec
 
-if TYPE_CHECKING:
-    from parlay.backends.prompted import PromptedBackend
 
-
-def refusal_in(engine: PromptedBackend, text: str) -> RefusalSignal | None:
-    signal = detect_refusal(text, engine.refusal_phrases)
+def refusal_in(settings: EngineSettings, text: str) -> RefusalSignal | None:
+    signal = detect_refusal(text, settings.refusal_phrases)
     if signal is not None and signal.kind == "soft" and asks_user(text):
         # "Which city? I can't check the weather without one." asks for what a tool
         # needs: the right reply, not a claim that no tool could help.
@@ -42,34 +39,18 @@ def refusal_in(engine: PromptedBackend, text: str) -> RefusalSignal | None:
 
 
 def verdict_on(
-    engine: PromptedBackend, turn: Turn, attempt: Attempt, parsed: ParseResult, can_retry: bool
+    settings: EngineSettings, turn: Turn, attempt: Attempt, parsed: ParseResult, can_retry: bool
 ) -> Verdict | None:
     """Why the attempt should be retried, or None: it is released."""
-    signal = refusal_in(engine, parsed.text)
+    signal = refusal_in(settings, parsed.text)
     turn.refusal = turn.refusal or signal
-    verdict: Verdict | None = None
-    if can_retry:
-        contract = turn.contract
-        copied = copied_answer(parsed.text, contract.example_answers) if engine.check_values else ""
-        verdict = engine.policy.judge(
-            calls=parsed.calls,
-            issues=attempt.issues,
-            problems=parsed.problems,
-            choice=turn.choice,
-            refusal=signal,
-            tools=contract.tools,
-            copied_answer=copied,
-            pretended_tool=named_tool(parsed.text, contract.tools) if copied else None,
-            fitting_tool=missed_tool(engine, turn, parsed.calls),
-            forced=forced_choice(engine, attempt, parsed.calls, turn) if turn.read_names else None,
-            placeholder=is_placeholder(parsed.text),
-            unrelated=turn.unrelated,
-            leaned=leaned_to_words(engine, turn),
-        )
-        if verdict is not None and verdict.about_text and attempt.shown_text:
-            turn.notes.append(f"not retried ({verdict.reason}): the text was already shown")
-            verdict = None
-    kept = engine.rules.on("kept_insisted_value")
+    if not can_retry:
+        return None
+    verdict = _judged(settings, turn, attempt, parsed, signal)
+    if verdict is not None and verdict.about_text and attempt.shown_text:
+        turn.notes.append(f"not retried ({verdict.reason}): the text was already shown")
+        return None
+    kept = settings.rules.on("kept_insisted_value")
     if verdict is not None and kept and insists(verdict, turn.retries):
         turn.fired.append("kept_insisted_value")
         # Asked where the value came from, the model gave the same call again: it may
@@ -82,12 +63,40 @@ def verdict_on(
     return verdict
 
 
+def _judged(
+    settings: EngineSettings,
+    turn: Turn,
+    attempt: Attempt,
+    parsed: ParseResult,
+    signal: RefusalSignal | None,
+) -> Verdict | None:
+    """The policy's verdict on the reply, with what its checks read gathered here."""
+    contract = turn.contract
+    copied = copied_answer(parsed.text, contract.example_answers) if settings.check_values else ""
+    forced = forced_choice(settings, attempt, parsed.calls, turn) if turn.read_names else None
+    return settings.policy.judge(
+        calls=parsed.calls,
+        issues=attempt.issues,
+        problems=parsed.problems,
+        choice=turn.choice,
+        refusal=signal,
+        tools=contract.tools,
+        copied_answer=copied,
+        pretended_tool=named_tool(parsed.text, contract.tools) if copied else None,
+        fitting_tool=missed_tool(settings, turn, parsed.calls),
+        forced=forced,
+        placeholder=is_placeholder(parsed.text),
+        unrelated=turn.unrelated,
+        leaned=leaned_to_words(settings, turn),
+    )
+
+
 def to_release(
-    engine: PromptedBackend, turn: Turn, attempt: Attempt, parsed: ParseResult, can_retry: bool
+    settings: EngineSettings, turn: Turn, attempt: Attempt, parsed: ParseResult, can_retry: bool
 ) -> Attempt | None:
     """The attempt whose events go out (None: nothing does, the reply was dropped)."""
     repeated = own_words(attempt, parsed, turn.instruction, turn.own_words)
-    if repeated and engine.rules.on("echo_filter"):
+    if repeated and settings.rules.on("echo_filter"):
         turn.fired.append("echo_filter")
         # Qwen and SmolLM2 answered retry messages with their own words ("The tool call,
         # or your answer to the user.") and copied the format's stand-ins ("your
@@ -99,7 +108,7 @@ def to_release(
             return None
         turn.notes.append(f"the reply repeated {repeated}: the first answer stands")
         return turn.first_answer
-    if not can_retry and repeats_to_drop(engine, turn, attempt, parsed):
+    if not can_retry and repeats_to_drop(settings, turn, attempt, parsed):
         # No grammar kept the last try to words: a repeat handed on loops a tool runner.
         turn.fired.append("repeat_to_words")
         turn.notes.append("dropped a last reply that only repeated answered calls")
@@ -107,23 +116,23 @@ def to_release(
         return None
     released = attempt
     if not can_retry and turn.read_names and parsed.calls:
-        released = last_forced(engine, turn, attempt, parsed.calls)
+        released = last_forced(settings, turn, attempt, parsed.calls)
         if released is turn.first_answer:
             turn.fired.append("first_answer_stands")
     if released is not None and released.duplicates:
         turn.fired.append("duplicate_calls")
     if released is not None:
-        drop_repeats_beside_new(engine, turn, released)
+        drop_repeats_beside_new(settings, turn, released)
     return released
 
 
-def drop_repeats_beside_new(engine: PromptedBackend, turn: Turn, released: Attempt) -> None:
+def drop_repeats_beside_new(settings: EngineSettings, turn: Turn, released: Attempt) -> None:
     """Under `auto`, calls repeating answered ones leave a reply that makes new calls as
     well: their results are in the history already, and a tool that acts (a message
     sent, an order placed) would act twice. (A reply of repeats only is asked again:
     `repeated_call`.) Qwen in the typed format mixed a repeat with the next call in 5 %
     of the turns after a result (`bench.bfcl.after`, stop 25)."""
-    if turn.choice.mode != "auto" or not engine.rules.on("repeat_beside_new"):
+    if not turn.policy.model_decides or not settings.rules.on("repeat_beside_new"):
         return
     repeats = {issue.call.id for issue in released.issues if issue.kind == "repeated_call"}
     if not repeats or released.emitted_calls <= len(repeats):
@@ -134,17 +143,17 @@ def drop_repeats_beside_new(engine: PromptedBackend, turn: Turn, released: Attem
 
 
 def repeats_to_drop(
-    engine: PromptedBackend, turn: Turn, attempt: Attempt, parsed: ParseResult
+    settings: EngineSettings, turn: Turn, attempt: Attempt, parsed: ParseResult
 ) -> bool:
     """Whether every call of the reply repeats one the history answered, under `auto`."""
     return (
-        turn.choice.mode == "auto"
+        turn.policy.model_decides
         and only_repeats(parsed.calls, attempt.issues)
-        and engine.rules.on("repeat_to_words")
+        and settings.rules.on("repeat_to_words")
     )
 
 
-def missed_tool(engine: PromptedBackend, turn: Turn, calls: Sequence[ToolCall]) -> ToolSpec | None:
+def missed_tool(settings: EngineSettings, turn: Turn, calls: Sequence[ToolCall]) -> ToolSpec | None:
     """The tool a plain answer should perhaps have called (see `relevance`).
 
     Looked for only when the reply has no call: reading every tool's description against
@@ -153,23 +162,23 @@ def missed_tool(engine: PromptedBackend, turn: Turn, calls: Sequence[ToolCall]) 
     user, an answer instead of a forced call), and after this nudge it is the model's
     considered one.
     """
-    if not engine.check_missed_calls or turn.choice.mode != "auto" or calls or turn.retries:
+    if not settings.check_missed_calls or not turn.policy.model_decides or calls or turn.retries:
         return None
     return fitting_tool(turn.request.messages, turn.contract.tools)
 
 
-def leaned_to_words(engine: PromptedBackend, turn: Turn) -> float | None:
+def leaned_to_words(settings: EngineSettings, turn: Turn) -> float | None:
     """The first reply's lean to answering, when it leaned to words at the user's
     request (see `leaning`); None otherwise. Not after a tool result: what the lean
     means there was not measured."""
     share = turn.answer_share
     if turn.retries or not at_first_decision(turn.request.messages):
         return None
-    return share if leans_to_words(share, engine.options.action_format) else None
+    return share if leans_to_words(share, settings.options.action_format) else None
 
 
 def forced_choice(
-    engine: PromptedBackend, attempt: Attempt, calls: Sequence[ToolCall], turn: Turn
+    settings: EngineSettings, attempt: Attempt, calls: Sequence[ToolCall], turn: Turn
 ) -> NameChoice | None:
     """The first call, when every call of the reply was forced on the model by the
     grammar (see `forced`); a reply that also makes a call of its own choosing stands."""
@@ -177,22 +186,22 @@ def forced_choice(
     choices = name_choices(attempt.tokens, calls, names)
     if not calls or len(choices) != len(calls):
         return None
-    if all(choice.share < engine.min_offered_share for choice in choices):
+    if all(choice.share < settings.min_offered_share for choice in choices):
         return choices[0]
     return None
 
 
 def last_forced(
-    engine: PromptedBackend, turn: Turn, attempt: Attempt, calls: Sequence[ToolCall]
+    settings: EngineSettings, turn: Turn, attempt: Attempt, calls: Sequence[ToolCall]
 ) -> Attempt:
     """The attempt to release when no retry is left: a call the grammar forced after a
     missed_tool nudge gives way to the plain answer the nudge held back (the model's own
     reply before the engine pointed it at a tool); any other stands, noted."""
-    forced = forced_choice(engine, attempt, calls, turn)
+    forced = forced_choice(settings, attempt, calls, turn)
     if forced is None:
         return attempt
     first = turn.first_answer
-    if first is not None and not attempt.shown_text and engine.rules.on("first_answer_stands"):
+    if first is not None and not attempt.shown_text and settings.rules.on("first_answer_stands"):
         turn.notes.append(
             f"the first answer stands: the call was the grammar's, {forced.describe()}"
         )

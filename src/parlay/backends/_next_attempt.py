@@ -9,37 +9,42 @@ a doubt about the turn, the answer-only grammar takes over (`words_fallback`).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from attrs import evolve
 
 from parlay.backends._attempt import Attempt
+from parlay.backends._settings import EngineSettings
 from parlay.backends._turn import Turn
 from parlay.context import AssistantMessage, UserMessage
 from parlay.contract.constrain import action_response_format, final_schema
 from parlay.contract.parser import ParseResult
+from parlay.contract.pieces import ActionFormat
 from parlay.contract.render import render_contract
 from parlay.contract.retry import Verdict
 from parlay.contract.retry_message import retry_instruction
+from parlay.contract.rules import VerdictReason
 from parlay.diagnostics import RetryRecord
 from parlay.request import NONE, ChatRequest, ResponseFormat, ToolSpec
-
-if TYPE_CHECKING:
-    from parlay.backends.prompted import PromptedBackend
 
 logger = logging.getLogger("parlay.prompted")
 
 # Retry reasons for a call carrying a value the conversation did not give.
-MADE_UP_VALUES = ("example_value", "invented_value", "same_value")
+MADE_UP_VALUES: tuple[VerdictReason, ...] = ("example_value", "invented_value", "same_value")
 # Earlier retries after which a made-up value means the turn has nothing real to call with.
 # Not a missed_tool nudge: the call it led to may take a value from what the model knows
 # ("Tokyo" for "the capital of Japan"); asked about it, a model sure of it gives it again
 # and keeps its call (`kept_insisted_value`), where the answer-only grammar would have
 # turned a right call into "I cannot say."
-DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "pretended_call", "forced_call", "leaned_to_words")
+DOUBTFUL: tuple[VerdictReason, ...] = (
+    *MADE_UP_VALUES,
+    "example_answer",
+    "pretended_call",
+    "forced_call",
+    "leaned_to_words",
+)
 
 
-def words_format(request: ChatRequest, action_format: str) -> ResponseFormat:
+def words_format(request: ChatRequest, action_format: ActionFormat) -> ResponseFormat:
     """The grammar of an answer in words: the caller's format if any, else plain text in
     the format's answer shape."""
     only = ResponseFormat(final_schema(action_format), name="final", strict=True)
@@ -47,7 +52,7 @@ def words_format(request: ChatRequest, action_format: str) -> ResponseFormat:
 
 
 def grammar_for(
-    engine: PromptedBackend, tools: tuple[ToolSpec, ...], request: ChatRequest
+    settings: EngineSettings, tools: tuple[ToolSpec, ...], request: ChatRequest
 ) -> ResponseFormat | None:
     """The grammar of a reply calling one of `tools` or, under `auto`, answering: in the
     caller's own format (`response_format`) when the request has one."""
@@ -55,28 +60,28 @@ def grammar_for(
     return action_response_format(
         tools,
         request.tool_choice,
-        engine.options.action_format,
+        settings.options.action_format,
         answer=answer,
         parallel=request.parallel_tool_calls,
-        listed=engine.options.listed_calls,
+        listed=settings.options.listed_calls,
     )
 
 
 def wants_words(
-    engine: PromptedBackend, turn: Turn, attempt: Attempt, parsed: ParseResult, attempt_no: int
+    settings: EngineSettings, turn: Turn, attempt: Attempt, parsed: ParseResult, attempt_no: int
 ) -> bool:
     """Under tool_choice="none", whether a reply left no text: only (ignored) calls,
     nothing at all, or only parlay's own words, taken out as it streamed (a reply under
     tool_choice="none" always has text)."""
     return (
-        turn.choice.mode == "none"
+        not turn.policy.may_call
         and (not parsed.text.strip() or attempt.trim.took_all)
-        and engine.policy.allows(attempt_no)
+        and turn.policy.budget_left(attempt_no)
     )
 
 
 def ask_for_words(
-    engine: PromptedBackend, turn: Turn, attempt: Attempt, parsed: ParseResult
+    settings: EngineSettings, turn: Turn, attempt: Attempt, parsed: ParseResult
 ) -> None:
     """Under tool_choice="none" a reply that is only a call, empty, or only parlay's words
     leaves the user nothing: ask again for words. A reply that repeated the instruction
@@ -88,79 +93,79 @@ def ask_for_words(
         turn.notes.append("dropped a reply that only repeated the instruction not to call")
     turn.fired.append("words_only")
     turn.retries.append(RetryRecord("words_only", ", ".join(c.name for c in parsed.calls)))
-    last = len(turn.retries) >= engine.policy.max_retries
-    if engine.grammar_available and (last or echo):
+    last = len(turn.retries) >= settings.policy.max_retries
+    if settings.grammar_available and (last or echo):
         # The last attempt, after the model only called when asked for words: under the
         # answer-only grammar, so the user gets text (after a tool result SmolLM2 wrote
         # the same call three times under tool_choice none, and the answer was empty).
-        answer_only(engine, turn)
+        answer_only(settings, turn)
         return
     turn.instruction = retry_instruction(
-        "words_only", "", len(turn.retries), turn.contract.tools, turn.choice, engine.options
+        "words_only", "", len(turn.retries), turn.contract.tools, turn.choice, settings.options
     )
     reply = AssistantMessage("".join(attempt.raw))
     turn.messages = (*turn.messages, reply, UserMessage(turn.instruction))
 
 
-def answer_only(engine: PromptedBackend, turn: Turn) -> None:
+def answer_only(settings: EngineSettings, turn: Turn) -> None:
     """The next attempt under the answer-only grammar: the conversation as it was,
     rendered as under tool_choice="none" with no format shown (the grammar writes the
     answer's shape, and a shown stand-in was copied) and no instruction added (see
     `falls_back_to_words`)."""
     words = turn.request.replace(tool_choice=NONE)
-    plain = evolve(engine.options, few_shot=False)
+    plain = evolve(settings.options, few_shot=False)
     turn.messages = render_contract(words, plain, constrained=True).messages
-    turn.response_format = words_format(turn.request, engine.options.action_format)
+    turn.response_format = words_format(turn.request, settings.options.action_format)
     turn.instruction = ""
 
 
-def retry(engine: PromptedBackend, turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
+def retry(settings: EngineSettings, turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
     """Set the turn up for the attempt after `verdict`."""
     turn.fired.append(verdict.reason)
     turn.retries.append(RetryRecord(verdict.reason, verdict.detail))
-    to_words = falls_back_to_words(engine, turn, verdict)
+    to_words = falls_back_to_words(settings, turn, verdict)
     if to_words:
         turn.fired.append("words_fallback")
-    elif repeat_in_words(engine, turn, verdict):
+    elif repeat_in_words(settings, turn, verdict):
         to_words = True
         turn.fired.append("repeat_to_words")
     logger.info(
         "retry %d/%d: %s %s",
         len(turn.retries),
-        engine.policy.max_retries,
+        settings.policy.max_retries,
         verdict.reason,
         verdict.detail,
     )
     if to_words:
-        answer_only(engine, turn)
+        answer_only(settings, turn)
     else:
-        _ask_again(engine, turn, verdict, attempt)
+        _ask_again(settings, turn, verdict, attempt)
     turn.shown_text = turn.shown_text or attempt.shown_text
     if verdict.reason == "missed_tool" and not attempt.shown_text:
         turn.first_answer = attempt
 
 
-def _ask_again(engine: PromptedBackend, turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
+def _ask_again(settings: EngineSettings, turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
     request = turn.request
     if verdict.reason == "repeated_call":
-        turn.response_format = away_from_repeats(engine, turn, attempt)
+        turn.response_format = away_from_repeats(settings, turn, attempt)
     elif verdict.reason == "pretended_call" and verdict.tool is not None and turn.constrained:
         # "get_crime_rate returned {"status": "done"}": after a nudge towards a tool, Qwen
         # wrote the examples' made-up result as that tool's instead of calling it. Asked
         # again (without the examples, below), it may call that tool or answer; its
         # values are still checked. (Held to the call, it also called where no tool fit.)
-        turn.response_format = grammar_for(engine, (verdict.tool,), request)
+        turn.response_format = grammar_for(settings, (verdict.tool,), request)
     turn.instruction = retry_instruction(
         verdict.reason,
         verdict.detail,
         len(turn.retries),
         turn.contract.tools,
         turn.choice,
-        engine.options,
+        settings.options,
         verdict.tool,
         constrained=turn.constrained,
         argument=verdict.argument,
-        parallel=request.parallel_tool_calls,
+        parallel=turn.policy.parallel,
     )
     if verdict.reason not in (*MADE_UP_VALUES, "example_answer", "pretended_call"):
         reply = AssistantMessage("".join(attempt.raw))
@@ -170,7 +175,7 @@ def _ask_again(engine: PromptedBackend, turn: Turn, verdict: Verdict, attempt: A
     # ask again without them and without the reply, so nothing is left to copy. With
     # either in sight SmolLM2 wrote the same value again, and Qwen, asked about an
     # invented value, answered with the examples' result instead.
-    plain = evolve(engine.options, few_shot=False)
+    plain = evolve(settings.options, few_shot=False)
     fresh = render_contract(request, plain, constrained=turn.constrained).messages
     turn.messages = (*fresh, UserMessage(turn.instruction))
 
@@ -178,10 +183,15 @@ def _ask_again(engine: PromptedBackend, turn: Turn, verdict: Verdict, attempt: A
 # Verdicts after which the model most likely answers best in words: the grammar forced
 # its call, it leaned to words, it wrote a stand-in, or called tools unrelated to the
 # request.
-WORDS_AFTER = ("forced_call", "leaned_to_words", "placeholder_answer", "unrelated_call")
+WORDS_AFTER: tuple[VerdictReason, ...] = (
+    "forced_call",
+    "leaned_to_words",
+    "placeholder_answer",
+    "unrelated_call",
+)
 
 
-def falls_back_to_words(engine: PromptedBackend, turn: Turn, verdict: Verdict) -> bool:
+def falls_back_to_words(settings: EngineSettings, turn: Turn, verdict: Verdict) -> bool:
     """Whether the retry after `verdict` goes under the answer-only grammar, with no
     instruction: after a call the grammar forced on the model, calls only to tools
     that share no word with the request, a stand-in answer, or a value no one gave
@@ -191,19 +201,19 @@ def falls_back_to_words(engine: PromptedBackend, turn: Turn, verdict: Verdict) -
     words does. With an instruction added, both models answered with its words
     ("Please provide the strings..."). `turn.retries` ends with this verdict's
     retry."""
-    if not engine.rules.on("words_fallback"):
+    if not settings.rules.on("words_fallback"):
         return False
     if verdict.reason in WORDS_AFTER:
         return True
     return (
         verdict.reason in MADE_UP_VALUES
-        and turn.choice.mode == "auto"
-        and engine.grammar_available
+        and turn.policy.model_decides
+        and settings.grammar_available
         and any(r.reason in DOUBTFUL for r in turn.retries[:-1])
     )
 
 
-def repeat_in_words(engine: PromptedBackend, turn: Turn, verdict: Verdict) -> bool:
+def repeat_in_words(settings: EngineSettings, turn: Turn, verdict: Verdict) -> bool:
     """Whether the try after a repeat of answered calls goes under the answer-only
     grammar (under `auto`, with a grammar). On the turn after a result
     (`bench.bfcl.after`, Qwen, tune half), a reply repeating answered calls came when
@@ -213,14 +223,14 @@ def repeat_in_words(engine: PromptedBackend, turn: Turn, verdict: Verdict) -> bo
     missing, no reply repeated one."""
     return (
         verdict.reason == "repeated_call"
-        and turn.choice.mode == "auto"
-        and engine.grammar_available
-        and engine.rules.on("repeat_to_words")
+        and turn.policy.model_decides
+        and settings.grammar_available
+        and settings.rules.on("repeat_to_words")
     )
 
 
 def away_from_repeats(
-    engine: PromptedBackend, turn: Turn, attempt: Attempt
+    settings: EngineSettings, turn: Turn, attempt: Attempt
 ) -> ResponseFormat | None:
     """A grammar for the retry that leaves out the tools the model keeps repeating.
 
@@ -230,12 +240,12 @@ def away_from_repeats(
     `constrained=False`.
     """
     current = turn.response_format
-    if not engine.grammar_available or turn.choice.mode == "tool":
+    if not settings.grammar_available or turn.policy.tool is not None:
         return current
     repeated = {i.call.name for i in attempt.issues if i.kind == "repeated_call"}
     others = tuple(t for t in turn.contract.tools if t.name not in repeated)
     if others:
-        return grammar_for(engine, others, turn.request)
-    if turn.choice.mode == "auto":
-        return words_format(turn.request, engine.options.action_format)
+        return grammar_for(settings, others, turn.request)
+    if turn.policy.model_decides:
+        return words_format(turn.request, settings.options.action_format)
     return current

@@ -4,95 +4,104 @@ what the attempts share, and the streaming mode each attempt may use."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from attrs import evolve
 
 from parlay.backends._attempt import Attempt
 from parlay.backends._next_attempt import grammar_for
+from parlay.backends._settings import EngineSettings
 from parlay.backends._turn import Turn
 from parlay.context import ToolCall, UserMessage
 from parlay.contract.checks import CheckedCall, answered_calls, check_call
 from parlay.contract.own_words import OwnWords, continuation_words
 from parlay.contract.pieces import render_template
+from parlay.contract.policy import TurnPolicy
 from parlay.contract.relevance import unrelated_tools
-from parlay.contract.render import render_contract
+from parlay.contract.render import Contract, render_contract
 from parlay.contract.retry_message import retry_instruction
 from parlay.request import ChatRequest
-
-if TYPE_CHECKING:
-    from parlay.backends.prompted import PromptedBackend
 
 logger = logging.getLogger("parlay.prompted")
 # Alternatives per token asked of the inner backend for `forced.name_choices`.
 NAME_ALTERNATIVES = 5
 
 
-def begin_turn(engine: PromptedBackend, request: ChatRequest) -> Turn:
+def begin_turn(settings: EngineSettings, request: ChatRequest) -> Turn:
     """The contract rendered, the first grammar, and what the attempts share."""
-    constrained = engine.uses_constraint(request)
+    policy = TurnPolicy.of(request, settings.policy.max_retries)
+    constrained = settings.uses_constraint(request)
     # Under tool_choice="none" a reply must be words. Not held to the answer grammar:
     # under it SmolLM2 answered "What is the weather in Paris?" with "Paris"; a reply
     # that is only an action is asked again in words instead (`wants_words`).
-    contract = render_contract(request, engine.options, constrained=constrained)
+    contract = render_contract(request, settings.options, constrained=constrained)
     response_format = request.response_format
     if constrained:
-        response_format = grammar_for(engine, contract.tools, request)
+        response_format = grammar_for(settings, contract.tools, request)
     # The model's own choice of tool names is only hidden when a grammar picks them.
-    auto = request.tool_choice.mode == "auto"
-    read_names = constrained and auto and engine.min_offered_share > 0
+    read_names = constrained and policy.model_decides and settings.min_offered_share > 0
     # Alternatives only for the engine's own reading: the text it hands on is parsed
     # out of the model's actions, so a caller's log-probabilities would not fit it
     # and asking the server for them would be wasted.
     alternatives = NAME_ALTERNATIVES if read_names else None
     options = evolve(request.options, top_logprobs=alternatives)
-    logger.debug(
-        "contract injected: format=%s tools=%s choice=%s state=%s constrained=%s",
-        engine.options.action_format,
-        [spec.name for spec in contract.tools],
-        request.tool_choice.mode,
-        contract.state.value,
-        constrained,
-    )
-    own_words = continuation_words(request.messages, contract.messages, engine.options)
-    if request.tool_choice.mode == "none":
-        asked = [m.content for m in request.messages if isinstance(m, UserMessage)]
-        own_words = own_words.with_instructions(not_to_call(engine, request), asked)
-    answered = answered_calls(request.messages)
+    _log_contract(settings, contract, policy, constrained)
     unrelated = frozenset[str]()
-    if auto and engine.rules.on("unrelated_call"):
+    if policy.model_decides and settings.rules.on("unrelated_call"):
         unrelated = unrelated_tools(request.messages, contract.tools)
     return Turn(
         request,
+        policy,
         contract,
         constrained,
         read_names,
         contract.messages,
         response_format,
         options,
-        answered,
+        answered_calls(request.messages),
         unrelated,
-        own_words=own_words,
+        own_words=_own_words(settings, request, contract, policy),
     )
 
 
-def not_to_call(engine: PromptedBackend, request: ChatRequest) -> tuple[str, ...]:
+def _log_contract(
+    settings: EngineSettings, contract: Contract, policy: TurnPolicy, constrained: bool
+) -> None:
+    logger.debug(
+        "contract injected: format=%s tools=%s choice=%s state=%s constrained=%s",
+        settings.options.action_format,
+        [spec.name for spec in contract.tools],
+        policy.mode,
+        contract.state.value,
+        constrained,
+    )
+
+
+def _own_words(
+    settings: EngineSettings, request: ChatRequest, contract: Contract, policy: TurnPolicy
+) -> OwnWords:
+    """parlay's own words in what the model answers: the continuation's, and under
+    tool_choice="none" the instruction not to call."""
+    own_words = continuation_words(request.messages, contract.messages, settings.options)
+    if policy.may_call:
+        return own_words
+    asked = [m.content for m in request.messages if isinstance(m, UserMessage)]
+    return own_words.with_instructions(not_to_call(settings, request), asked)
+
+
+def not_to_call(settings: EngineSettings, request: ChatRequest) -> tuple[str, ...]:
     """parlay's words telling the model not to call, under tool_choice="none": the rule of
     the system prompt and the retry message. Qwen answered with them ("No tool can be
     called in this turn."), which is no answer (issue: generalisation, item 5)."""
-    options, choice = engine.options, request.tool_choice
+    options, choice = settings.options, request.tool_choice
     rule = render_template(options, "contract/choice_rule.j2", choice=choice)
     retry = retry_instruction("words_only", "", 1, request.tools, choice, options)
     return rule.strip().removeprefix("- "), retry
 
 
-def next_attempt(engine: PromptedBackend, turn: Turn, can_retry: bool) -> Attempt:
+def next_attempt(settings: EngineSettings, turn: Turn, can_retry: bool) -> Attempt:
     """A new attempt, streaming in the mode its place in the turn allows."""
-    choice = turn.choice
-    if can_retry:
-        mode = "buffered" if choice.forces_call else "hybrid"
-    else:
-        mode = "hybrid" if turn.retries and choice.mode == "auto" else "live"
+    policy = turn.policy
+    mode = policy.streaming(can_retry, retried=bool(turn.retries))
     turn.modes.append(mode)
     specs, contract, answered = turn.specs, turn.contract, turn.answered
 
@@ -102,20 +111,20 @@ def next_attempt(engine: PromptedBackend, turn: Turn, can_retry: bool) -> Attemp
             specs,
             contract,
             answered,
-            check_values=engine.check_values,
-            own_rules=engine.rules.own_on,
+            check_values=settings.check_values,
+            own_rules=settings.rules.own_on,
         )
 
     return Attempt(
         mode,
         check=check,
-        choice_mode=choice.mode,
-        refusal_phrases=engine.refusal_phrases,
-        refusal_window=engine.refusal_window,
+        may_call=policy.may_call,
+        refusal_phrases=settings.refusal_phrases,
+        refusal_window=settings.refusal_window,
         suppress_text=turn.shown_text,
-        parallel=turn.request.parallel_tool_calls,
-        drop_duplicates=engine.rules.on("duplicate_calls")
-        and engine.options.action_format == "typed",
-        own_words=turn.own_words if engine.rules.on("echo_filter") else OwnWords(),
+        parallel=policy.parallel,
+        drop_duplicates=settings.rules.on("duplicate_calls")
+        and settings.options.action_format == "typed",
+        own_words=turn.own_words if settings.rules.on("echo_filter") else OwnWords(),
         trim_clauses=turn.request.response_format is None,
     )

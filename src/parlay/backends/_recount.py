@@ -14,35 +14,44 @@ single call, which is why this is an option.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
 
 from parlay.backends._attempt import CALL_EVENTS, Attempt
+from parlay.backends._settings import EngineSettings
 from parlay.backends._turn import Turn
-from parlay.events import Event, Finish, ToolCallEnd
-from parlay.request import REQUIRED
-
-if TYPE_CHECKING:
-    from parlay.backends.prompted import PromptedBackend
+from parlay.events import Event, Finish
+from parlay.reply import gather
+from parlay.request import REQUIRED, ChatRequest
 
 
-async def calls_to_hand_on(engine: PromptedBackend, turn: Turn, released: Attempt) -> list[Event]:
+class Rerun(Protocol):
+    """The engine with some settings changed, streaming a request (`configure().stream`)."""
+
+    def __call__(self, request: ChatRequest, **changes: Any) -> AsyncIterator[Event]: ...
+
+
+async def calls_to_hand_on(
+    settings: EngineSettings, turn: Turn, released: Attempt, rerun: Rerun
+) -> list[Event]:
     """The events that hand the reply on: the released attempt's, or the recount's calls."""
-    several = await recounted(engine, turn) if worth_recounting(engine, turn, released) else None
+    worth = worth_recounting(settings, turn, released)
+    several = await recounted(turn, rerun) if worth else None
     if several is None:
         turn.emitted_calls = released.emitted_calls
         return released.release()
-    turn.emitted_calls = sum(isinstance(event, ToolCallEnd) for event in several)
+    turn.emitted_calls = len(gather(several).calls)
     return several
 
 
-def worth_recounting(engine: PromptedBackend, turn: Turn, released: Attempt) -> bool:
+def worth_recounting(settings: EngineSettings, turn: Turn, released: Attempt) -> bool:
     """One call, written by the json format under `auto` with parallel calls allowed,
     and nothing of the reply shown yet."""
     return (
-        engine.rules.on("recount_calls")
-        and engine.options.action_format == "json"
-        and turn.choice.mode == "auto"
-        and turn.request.parallel_tool_calls is not False
+        settings.rules.on("recount_calls")
+        and settings.options.action_format == "json"
+        and turn.policy.model_decides
+        and turn.policy.parallel
         and released.emitted_calls == 1
         and released.live_calls == 0
         and not released.shown_text
@@ -50,18 +59,18 @@ def worth_recounting(engine: PromptedBackend, turn: Turn, released: Attempt) -> 
     )
 
 
-async def recounted(engine: PromptedBackend, turn: Turn) -> list[Event] | None:
+async def recounted(turn: Turn, rerun: Rerun) -> list[Event] | None:
     """The call events of the typed format's reply when it made two calls or more, else
     None (the json reply's call stands). Its usage and what it found are the turn's."""
-    typed = engine.configure(action_format="typed", rules_off=["recount_calls"])
     events: list[Event] = []
-    async for out in typed.stream(turn.request.replace(tool_choice=REQUIRED)):
+    required = turn.request.replace(tool_choice=REQUIRED)
+    async for out in rerun(required, action_format="typed", rules_off=["recount_calls"]):
         if isinstance(out, Finish):
             turn.add_usage(out)
             continue
         if isinstance(out, CALL_EVENTS):
             events.append(out)
-    calls = [event.call for event in events if isinstance(event, ToolCallEnd)]
+    calls = gather(events).calls
     if len(calls) < 2:
         turn.notes.append(f"recount: the typed format wrote {len(calls)} call(s); one stands")
         return None

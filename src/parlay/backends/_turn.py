@@ -14,6 +14,8 @@ from parlay.backends._attempt import Attempt
 from parlay.context import Message
 from parlay.contract.own_words import OwnWords
 from parlay.contract.parser import ParseResult
+from parlay.contract.pieces import ActionFormat
+from parlay.contract.policy import StreamingMode, TurnPolicy
 from parlay.contract.refusal import RefusalSignal
 from parlay.contract.render import Contract
 from parlay.diagnostics import Diagnostics, RetryRecord
@@ -26,6 +28,7 @@ class Turn:
     """The state of one request while the engine works on it."""
 
     request: ChatRequest
+    policy: TurnPolicy
     contract: Contract
     constrained: bool
     # Whether the engine reads the model's choice of tool names (`parlay.contract.forced`).
@@ -41,7 +44,7 @@ class Turn:
     retries: list[RetryRecord] = Factory(list)
     fired: list[str] = Factory(list)  # the rules that acted, in order (`Diagnostics.rules`)
     notes: list[str] = Factory(list)
-    modes: list[str] = Factory(list)
+    modes: list[StreamingMode] = Factory(list)
     usage: Usage | None = None
     # An attempt ended without a count (the guard closed its stream before the server
     # sent one): the sum of the others would pass for the whole, so the turn has none.
@@ -106,7 +109,7 @@ class Turn:
         elif finish.reason == "length":
             self.notes.append("the reply was cut by the token limit")
 
-    def finish(self, action_format: str) -> Finish:
+    def finish(self, action_format: ActionFormat) -> Finish:
         """The closing event: why the reply ended, its usage, and what the engine did."""
         reason: FinishReason = "tool_calls" if self.emitted_calls else "stop"
         if self.emitted_calls and self.cut_call:

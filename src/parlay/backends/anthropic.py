@@ -9,6 +9,7 @@ import httpx
 
 from parlay.backends._http import DEFAULT_TIMEOUT, HttpTransport
 from parlay.backends.base import Capabilities, checked_base_url
+from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.backends.tokens import CountMethod, TokenCount, estimate
 from parlay.errors import BackendProtocolError, BackendStatusError
 from parlay.events import Event
@@ -65,7 +66,11 @@ class AnthropicBackend:
     def capabilities(self) -> Capabilities:
         return self._capabilities
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+    def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        # A server may return a call to any name: only the offered ones go on.
+        return offered_calls_only(self._stream(request), offered_names(request))
+
+    async def _stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         body = codec.encode_request(request, model=self.model, stream=self.streaming)
         if not body.get("model"):
             raise BackendProtocolError("the Anthropic backend needs a model name")

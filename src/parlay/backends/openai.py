@@ -15,6 +15,7 @@ import httpx
 
 from parlay.backends._http import DEFAULT_TIMEOUT, HttpTransport
 from parlay.backends.base import Capabilities, checked_base_url
+from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.backends.tokens import CountMethod, TokenCount, estimate
 from parlay.errors import BackendProtocolError, BackendStatusError, ConfigurationError
 from parlay.events import Event
@@ -93,7 +94,11 @@ class OpenAIBackend:
             return []
         return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+    def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        # A server may return a call to any name: only the offered ones go on.
+        return offered_calls_only(self._stream(request), offered_names(request))
+
+    async def _stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         if request.model is None and self.model is None:
             request = request.replace(model=await self.served_model())
         if not self.streaming:

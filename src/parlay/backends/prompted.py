@@ -45,6 +45,7 @@ from parlay.backends._next_attempt import (
 )
 from parlay.backends._opening import NAME_ALTERNATIVES, begin_turn, next_attempt
 from parlay.backends._recount import calls_to_hand_on
+from parlay.backends._settings import EngineSettings
 from parlay.backends._turn import Turn
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.bounds import (
@@ -53,9 +54,10 @@ from parlay.backends.bounds import (
     guarded,
     with_max_tokens,
 )
+from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.backends.tokens import TokenCount, count_tokens
 from parlay.contract.leaning import answer_share
-from parlay.contract.parser import ActionStreamParser
+from parlay.contract.parser import ActionStreamParser, ParseResult
 from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases
 from parlay.contract.render import (
     DEFAULT_FORMAT,
@@ -65,7 +67,7 @@ from parlay.contract.render import (
 )
 from parlay.contract.results_answer import results_answer
 from parlay.contract.retry import RetryPolicy
-from parlay.contract.rules import VALUE_RULES, CallRule, shipped
+from parlay.contract.rules import CallRule, Rules, shipped
 from parlay.contract.state import has_tool_activity
 from parlay.errors import BackendStatusError, ConfigurationError
 from parlay.events import Event, Finish, ScoredTextDelta, TextDelta
@@ -166,11 +168,14 @@ class PromptedBackend:
             raise ConfigurationError(
                 f"min_offered_share must be between 0 and 1, got {min_offered_share}"
             )
+        if max_tokens is not None and max_tokens < 1:
+            raise ConfigurationError(f"max_tokens must be 1 or more, got {max_tokens}")
         self.inner = inner
         self.constrained = constrained
+        grammar = constrained is not False and inner.capabilities.json_schema
         if action_format is None:
-            action_format = "typed" if self.grammar_available else DEFAULT_FORMAT
-        self.options = ContractOptions(
+            action_format = "typed" if grammar else DEFAULT_FORMAT
+        options = ContractOptions(
             action_format=action_format,
             few_shot=few_shot,
             max_examples=max_examples,
@@ -180,17 +185,48 @@ class PromptedBackend:
             listed_calls=listed_calls,
             restate_request=restate_request,
         )
-        self.rules = shipped(call_rules).switched(
+        rules = shipped(call_rules).switched(
             off=rules_off, on=rules_on, values=check_values, missed_calls=check_missed_calls
         )
-        self.policy = RetryPolicy(max_retries, self.rules)
-        self.refusal_phrases = refusal_phrases
-        self.refusal_window = refusal_window
-        self.min_offered_share = min_offered_share
-        if max_tokens is not None and max_tokens < 1:
-            raise ConfigurationError(f"max_tokens must be 1 or more, got {max_tokens}")
-        self.max_tokens = max_tokens
-        self.repetition = repetition
+        self.settings = EngineSettings(
+            options=options,
+            policy=RetryPolicy(max_retries, rules),
+            refusal_phrases=refusal_phrases,
+            refusal_window=refusal_window,
+            min_offered_share=min_offered_share,
+            grammar_available=grammar,
+            max_tokens=max_tokens,
+            repetition=repetition,
+        )
+
+    # What the settings hold, where a caller (a benchmark, a test) looks for it.
+    @property
+    def options(self) -> ContractOptions:
+        return self.settings.options
+
+    @property
+    def policy(self) -> RetryPolicy:
+        return self.settings.policy
+
+    @property
+    def rules(self) -> Rules:
+        return self.settings.rules
+
+    @property
+    def min_offered_share(self) -> float:
+        return self.settings.min_offered_share
+
+    @property
+    def max_tokens(self) -> int | None:
+        return self.settings.max_tokens
+
+    @property
+    def check_values(self) -> bool:
+        return self.settings.check_values
+
+    @property
+    def check_missed_calls(self) -> bool:
+        return self.settings.check_missed_calls
 
     @property
     def action_format(self) -> str:
@@ -200,33 +236,25 @@ class PromptedBackend:
     def max_retries(self) -> int:
         return self.policy.max_retries
 
-    @property
-    def check_values(self) -> bool:
-        """Whether any value rule is on (the value checks are then worked out)."""
-        return any(self.rules.on(rule) for rule in VALUE_RULES)
-
-    @property
-    def check_missed_calls(self) -> bool:
-        return self.rules.on("missed_tool")
-
     def configure(self, **changes: Any) -> PromptedBackend:
         """A copy with some settings changed (same inner backend): handy for benchmarks."""
+        options, kept = self.settings.options, self.settings
         settings: dict[str, Any] = {
-            "action_format": self.options.action_format,
-            "max_retries": self.policy.max_retries,
+            "action_format": options.action_format,
+            "max_retries": kept.policy.max_retries,
             "constrained": self.constrained,
-            "few_shot": self.options.few_shot,
-            "refusal_phrases": self.refusal_phrases,
-            "template_dir": self.options.template_dir,
-            "max_result_chars": self.options.max_result_chars,
-            "thought_limit": self.options.thought_limit,
-            "refusal_window": self.refusal_window,
-            "max_examples": self.options.max_examples,
-            "listed_calls": self.options.listed_calls,
-            "restate_request": self.options.restate_request,
-            "min_offered_share": self.min_offered_share,
-            "max_tokens": self.max_tokens,
-            "repetition": self.repetition,
+            "few_shot": options.few_shot,
+            "refusal_phrases": kept.refusal_phrases,
+            "template_dir": options.template_dir,
+            "max_result_chars": options.max_result_chars,
+            "thought_limit": options.thought_limit,
+            "refusal_window": kept.refusal_window,
+            "max_examples": options.max_examples,
+            "listed_calls": options.listed_calls,
+            "restate_request": options.restate_request,
+            "min_offered_share": kept.min_offered_share,
+            "max_tokens": kept.max_tokens,
+            "repetition": kept.repetition,
         }
         # The rules as they are, then switched as asked (not rebuilt from the defaults).
         rules = self.rules.switched(
@@ -255,57 +283,46 @@ class PromptedBackend:
     def grammar_available(self) -> bool:
         """Whether replies may be held to a grammar: the inner backend takes JSON schemas
         and `constrained` is not False."""
-        return self.constrained is not False and self.inner.capabilities.json_schema
-
-    def uses_constraint(self, request: ChatRequest) -> bool:
-        return self.grammar_available and request.tool_choice.mode != "none"
+        return self.settings.grammar_available
 
     async def count_tokens(self, request: ChatRequest) -> TokenCount:
         """The tokens of what the inner model is sent for `request`: the rendered
         contract, tools and all, counted by the inner backend."""
         if not request.tools and not has_tool_activity(request.messages):
             return await count_tokens(self.inner, request)
-        contract = render_contract(request, self.options, constrained=self.uses_constraint(request))
+        constrained = self.settings.uses_constraint(request)
+        contract = render_contract(request, self.options, constrained=constrained)
         return await count_tokens(self.inner, ChatRequest(contract.messages))
 
     # -- the engine -----------------------------------------------------------------------
-    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+    def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        # Retries spent, a call to a tool not offered becomes a plain answer naming it.
+        return offered_calls_only(self._stream(request), offered_names(request))
+
+    async def _stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         if not request.tools and not has_tool_activity(request.messages):
             async for event in self.inner.stream(request):
                 yield event
             return
-        turn = begin_turn(self, request)
+        turn = begin_turn(self.settings, request)
         for attempt_no in range(self.policy.max_retries + 1):
-            can_retry = turn.choice.mode != "none" and self.policy.allows(attempt_no)
-            attempt = next_attempt(self, turn, can_retry)
+            can_retry = turn.policy.may_retry(attempt_no)
+            attempt = next_attempt(self.settings, turn, can_retry)
             parser = ActionStreamParser(turn.specs, thought_limit=self.options.thought_limit)
             try:
                 async for out in self._run(turn, attempt, parser):
                     yield out
             except BackendStatusError as exc:
-                # Only a refusal of the schema itself (400/422 naming it): a 5xx, 429 or
-                # 401 is no reason to send the request again, nor is anything shown.
-                if not turn.constrained or turn.yielded or self.constrained:
-                    raise
-                if not schema_rejected(exc):
+                if not self._runs_unconstrained(turn, exc):
                     raise
                 async for out in self._unconstrained(request, exc.status_code):
                     yield out
                 return
-            parsed = parser.result()
-            turn.record(attempt, parsed)
-            if attempt_no == 0:
-                turn.answer_share = answer_share(attempt.tokens, self.options.action_format)
-            if wants_words(self, turn, attempt, parsed, attempt_no):
-                ask_for_words(self, turn, attempt, parsed)
+            again, released = self._settle(turn, attempt, parser.result(), attempt_no, can_retry)
+            if again:
                 continue
-            verdict = verdict_on(self, turn, attempt, parsed, can_retry)
-            if verdict is not None:
-                retry(self, turn, verdict, attempt)
-                continue
-            released = to_release(self, turn, attempt, parsed, can_retry)
             if released is not None:
-                for out in await calls_to_hand_on(self, turn, released):
+                for out in await calls_to_hand_on(self.settings, turn, released, self._rerun):
                     turn.yielded += 1
                     yield out
             break
@@ -315,11 +332,40 @@ class PromptedBackend:
         logger.debug("prompted reply: %s", finish.diagnostics)
         yield finish
 
+    def _runs_unconstrained(self, turn: Turn, error: BackendStatusError) -> bool:
+        """Whether a failed attempt goes again without the grammar: only on a refusal of
+        the schema itself (400/422 naming it), before anything was shown, and unless the
+        caller asked for the grammar. A 5xx, 429 or 401 is no reason to send the request
+        again."""
+        if not turn.constrained or turn.yielded or self.constrained:
+            return False
+        return schema_rejected(error)
+
+    def _settle(
+        self, turn: Turn, attempt: Attempt, parsed: ParseResult, attempt_no: int, can_retry: bool
+    ) -> tuple[bool, Attempt | None]:
+        """What follows an attempt: whether the engine asks again, else the attempt
+        whose events go out (None: nothing does)."""
+        turn.record(attempt, parsed)
+        if attempt_no == 0:
+            turn.answer_share = answer_share(attempt.tokens, self.options.action_format)
+        if wants_words(self.settings, turn, attempt, parsed, attempt_no):
+            ask_for_words(self.settings, turn, attempt, parsed)
+            return True, None
+        verdict = verdict_on(self.settings, turn, attempt, parsed, can_retry)
+        if verdict is not None:
+            retry(self.settings, turn, verdict, attempt)
+            return True, None
+        return False, to_release(self.settings, turn, attempt, parsed, can_retry)
+
+    def _rerun(self, request: ChatRequest, **changes: Any) -> AsyncIterator[Event]:
+        return self.configure(**changes).stream(request)
+
     async def _closing(self, turn: Turn, request: ChatRequest) -> AsyncIterator[Event]:
         """After the attempts, when nothing was left to show: words asked for once more,
         and under tool_choice none, the tool results as the answer of last resort, or the
         last reply the echo filter held back (the user gets text, whatever came)."""
-        if turn.dropped and turn.choice.mode != "none" and self.rules.on("words_after_drop"):
+        if turn.dropped and turn.policy.may_call and self.rules.on("words_after_drop"):
             # Ask once more, told to answer in words, with no retry message in sight to
             # repeat (SmolLM2 ended a turn after a tool result with only the retry's
             # words, and the user got an empty message).
@@ -331,7 +377,7 @@ class PromptedBackend:
                 else:
                     turn.yielded += 1
                     yield out
-        if turn.choice.mode != "none" or turn.yielded:
+        if turn.policy.may_call or turn.yielded:
             return
         results = results_answer(request.messages, self.options.max_result_chars)
         if results and self.rules.on("results_as_answer"):
@@ -357,8 +403,8 @@ class PromptedBackend:
             response_format=turn.response_format,
             options=turn.options,
         )
-        inner_request = with_max_tokens(inner_request, self.max_tokens)
-        async for event in guarded(self.inner.stream(inner_request), self.repetition):
+        inner_request = with_max_tokens(inner_request, self.settings.max_tokens)
+        async for event in guarded(self.inner.stream(inner_request), self.settings.repetition):
             if isinstance(event, Finish):
                 attempt.finish = event
                 continue

@@ -17,7 +17,7 @@ from parlay.contract.grounding import copied_value, invented_value, same_value
 from parlay.contract.render import Contract
 from parlay.contract.repair import repair_call
 from parlay.contract.retry import CallIssue
-from parlay.contract.rules import CallRule
+from parlay.contract.rules import CallRule, OwnRuleName
 from parlay.request import ToolSpec
 
 
@@ -68,7 +68,7 @@ def check_call(
     if repaired.error is None:
         for rule in own_rules:
             if problem := rule.check(fixed, spec):
-                issues.append(CallIssue(fixed, rule.name, str(problem), spec))
+                issues.append(CallIssue(fixed, OwnRuleName(rule.name), str(problem), spec))
     return CheckedCall(fixed, tuple(issues), notes)
 
 

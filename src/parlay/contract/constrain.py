@@ -16,6 +16,7 @@ from attrs import evolve
 
 from parlay.contract import definitions
 from parlay.contract.parser.vocabulary import BLOCK_KEYS
+from parlay.contract.pieces import ActionFormat
 from parlay.request import ResponseFormat, ToolChoice, ToolSpec
 
 # An answer has at least one character: under the answer-only grammar SmolLM2 once closed
@@ -55,7 +56,7 @@ TYPED_FINAL_SCHEMA: dict[str, Any] = {
 TYPED_MIN_SEVERAL = 2
 
 
-def final_schema(action_format: str) -> dict[str, Any]:
+def final_schema(action_format: ActionFormat) -> dict[str, Any]:
     """A plain answer in the format's reply shape."""
     return TYPED_FINAL_SCHEMA if action_format == "typed" else FINAL_SCHEMA
 
@@ -79,7 +80,7 @@ def _typed_schema(kind: str, key: str, value: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _named_call(spec: ToolSpec, action_format: str) -> dict[str, Any]:
+def _named_call(spec: ToolSpec, action_format: ActionFormat) -> dict[str, Any]:
     """One call object: the tool's name and its arguments (`args` in the json format)."""
     key = "args" if action_format == "json" else "parameters"
     return {
@@ -89,7 +90,7 @@ def _named_call(spec: ToolSpec, action_format: str) -> dict[str, Any]:
     }
 
 
-def call_schema(spec: ToolSpec, action_format: str) -> dict[str, Any]:
+def call_schema(spec: ToolSpec, action_format: ActionFormat) -> dict[str, Any]:
     """A reply making one call of `spec`."""
     if action_format == "typed":
         return _typed_schema("tool_call", "tool", _typed_entry(spec))
@@ -99,7 +100,7 @@ def call_schema(spec: ToolSpec, action_format: str) -> dict[str, Any]:
     return inner
 
 
-def calls_schema(tools: list[ToolSpec], action_format: str) -> dict[str, Any]:
+def calls_schema(tools: list[ToolSpec], action_format: ActionFormat) -> dict[str, Any]:
     """A reply making one or more calls at once: `{"actions": [call, ...]}` (typed:
     `{"type": "tool_calls", "tools": [...]}`, two or more)."""
     if action_format == "typed":
@@ -127,7 +128,7 @@ def calls_schema(tools: list[ToolSpec], action_format: str) -> dict[str, Any]:
 def action_schema(
     tools: tuple[ToolSpec, ...],
     choice: ToolChoice,
-    action_format: str,
+    action_format: ActionFormat,
     answer: dict[str, Any] | None = None,
     *,
     parallel: bool = False,
@@ -187,7 +188,7 @@ def _answer_first(schema: dict[str, Any]) -> dict[str, Any]:
 def action_response_format(
     tools: tuple[ToolSpec, ...],
     choice: ToolChoice,
-    action_format: str,
+    action_format: ActionFormat,
     *,
     answer: dict[str, Any] | None = None,
     parallel: bool = False,

@@ -25,6 +25,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from parlay.contract.pieces import ActionFormat
 from parlay.events import TokenChoice
 
 # Per format: where the reply's kind is written, the word for answering, the words for
@@ -40,7 +41,7 @@ LEAN_TO_WORDS: dict[str, float] = {"typed": 0.3}
 _LOOK = 64
 
 
-def answer_share(tokens: Sequence[TokenChoice], action_format: str) -> float | None:
+def answer_share(tokens: Sequence[TokenChoice], action_format: ActionFormat) -> float | None:
     """The share of the model's weight on answering at the token that wrote the reply's
     kind; None when the format writes no kind, the reply does not start with one, or that
     token carries no alternatives."""
@@ -85,7 +86,7 @@ def _starts(alternative: str, word: str) -> bool:
     return word.startswith(alternative) or alternative.startswith(word)
 
 
-def leans_to_words(share: float | None, action_format: str) -> bool:
+def leans_to_words(share: float | None, action_format: ActionFormat) -> bool:
     """Whether a reply with this lean to answering, in this format, leans to words."""
     threshold = LEAN_TO_WORDS.get(action_format)
     return share is not None and threshold is not None and share >= threshold

@@ -6,7 +6,7 @@ set of tool results are written in each format (from the Jinja2 templates under
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, get_args
 
 from attrs import field, frozen
 
@@ -19,28 +19,34 @@ from parlay.templating import environment
 # unsure which tool to name (`parlay.contract.forced` reads that as no choice at all).
 NAME_PLACEHOLDER = "TOOL_NAME"
 
-FORMATS = ("fenced", "json", "command", "typed")
+# The shapes a reply takes (see `PromptedBackend`): one folder each in
+# templates/contract/formats/.
+ActionFormat = Literal["fenced", "json", "command", "typed"]
+FORMATS: tuple[ActionFormat, ...] = get_args(ActionFormat)
 # Formats whose reply is one JSON object in any case (the others are held to the bare
 # shape under a grammar).
-OBJECT_FORMATS = ("json", "typed")
+OBJECT_FORMATS: tuple[ActionFormat, ...] = ("json", "typed")
 # Reply shapes that are one JSON object: the calls of a reply are projected as one.
 OBJECT_SHAPES = (*OBJECT_FORMATS, "bare")
-DEFAULT_FORMAT = "fenced"
+DEFAULT_FORMAT: ActionFormat = "fenced"
 DEFAULT_MAX_RESULT_CHARS = 4000
 # How much of the user's request a continuation may restate (a template's choice).
 RESTATED_CHARS = 400
 
 
-def _check_format(_: Any, __: Any, value: str) -> None:
-    if value not in FORMATS:
-        raise ConfigurationError(f"action_format {value!r} is not one of {', '.join(FORMATS)}")
+def as_action_format(value: str) -> ActionFormat:
+    """`value` as an action format, or a `ConfigurationError` naming the formats."""
+    for known in FORMATS:
+        if value == known:
+            return known
+    raise ConfigurationError(f"action_format {value!r} is not one of {', '.join(FORMATS)}")
 
 
 @frozen
 class ContractOptions:
     """How the contract is rendered; every field is a knob benchmarks may vary."""
 
-    action_format: str = field(default=DEFAULT_FORMAT, validator=_check_format)
+    action_format: ActionFormat = field(default=DEFAULT_FORMAT, converter=as_action_format)
     few_shot: bool = True
     max_examples: int = 4
     max_result_chars: int = DEFAULT_MAX_RESULT_CHARS

@@ -4,6 +4,8 @@ the second attempt on)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from parlay.context import ToolCall
 from parlay.contract.examples import example_arguments
 from parlay.contract.render import (
@@ -13,13 +15,16 @@ from parlay.contract.render import (
     render_template,
     shape_of,
 )
-from parlay.contract.rules import RULES
+from parlay.contract.rules import RULES, OwnRuleName, VerdictReason
 from parlay.contract.tool_view import tool_view
 from parlay.request import ToolChoice, ToolSpec
 
+# What a retry message answers: a verdict, or under tool_choice none a reply without words.
+RetryReason = VerdictReason | OwnRuleName | Literal["words_only"]
+
 
 def retry_instruction(
-    reason: str,
+    reason: RetryReason,
     detail: str,
     attempt: int,
     tools: tuple[ToolSpec, ...],

@@ -14,6 +14,7 @@ judged after the engine's checks of a call.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Literal, NewType
 
 from attrs import field, frozen
 
@@ -21,8 +22,46 @@ from parlay.context import ToolCall
 from parlay.errors import ConfigurationError
 from parlay.request import ToolSpec
 
-# Retry triggers, in the order the policy judges them (`parlay.contract.retry`).
-VERDICT_RULES: dict[str, str] = {
+# Retry triggers, in the order the policy judges them (`parlay.contract.retry`): the
+# reason of each `Verdict`.
+VerdictReason = Literal[
+    "unknown_tool",
+    "invalid_arguments",
+    "repeated_call",
+    "unreadable",
+    "forced_call",
+    "leaned_to_words",
+    "unrelated_call",
+    "wrong_tool",
+    "example_value",
+    "invented_value",
+    "same_value",
+    "no_call",
+    "placeholder_answer",
+    "pretended_call",
+    "example_answer",
+    "refusal",
+    "missed_tool",
+]
+# What the engine does besides asking again.
+EngineRule = Literal[
+    "words_fallback",
+    "kept_insisted_value",
+    "echo_filter",
+    "first_answer_stands",
+    "words_only",
+    "duplicate_calls",
+    "recount_calls",
+    "repeat_to_words",
+    "repeat_beside_new",
+    "words_after_drop",
+    "results_as_answer",
+]
+RuleName = VerdictReason | EngineRule
+# The name of a rule of the user's own (`CallRule.name`), told apart from the engine's.
+OwnRuleName = NewType("OwnRuleName", str)
+
+VERDICT_RULES: dict[VerdictReason, str] = {
     "unknown_tool": "a call names a tool that does not exist",
     "invalid_arguments": "a call's arguments do not fit its tool's schema, even repaired",
     "repeated_call": "every call of the reply repeats one the history already answered",
@@ -47,8 +86,7 @@ VERDICT_RULES: dict[str, str] = {
     "refusal": "a soft refusal ('I can't access real-time data') where a tool could help",
     "missed_tool": "under auto, a first plain answer to a request naming what a tool does",
 }
-# What the engine does besides asking again.
-OTHER_RULES: dict[str, str] = {
+OTHER_RULES: dict[EngineRule, str] = {
     "words_fallback": (
         "after a doubt about the turn, a forced call or a made-up value is asked again "
         "under the answer-only grammar, without an instruction"
@@ -95,7 +133,8 @@ OTHER_RULES: dict[str, str] = {
         "results the conversation ends with are the answer, one line each"
     ),
 }
-RULES: dict[str, str] = {**VERDICT_RULES, **OTHER_RULES}
+# Looked up by any name (a user may ask for one that is not there): keyed by `str`.
+RULES: dict[str, str] = {**dict(VERDICT_RULES.items()), **dict(OTHER_RULES.items())}
 # The rules that keep a failure from reaching the user whatever a benchmark scores: a
 # call to a tool that does not exist or with arguments its schema refuses, a loop, a
 # tool asked again for a result the history holds, a forced tool_choice left without its
@@ -107,7 +146,7 @@ RULES: dict[str, str] = {**VERDICT_RULES, **OTHER_RULES}
 # 27, when its gain on the newest engines was within its interval). They stay on by
 # default; the others must earn their place on the benchmark
 # (`bench/results/bfcl-ablation.md`).
-GUARDS = frozenset(
+GUARDS: frozenset[RuleName] = frozenset(
     {
         "unknown_tool",
         "invalid_arguments",
@@ -130,15 +169,15 @@ GUARDS = frozenset(
     }
 )
 # The rules `check_values` and `check_missed_calls` switch off (False) or on (True).
-VALUE_RULES = frozenset(
+VALUE_RULES: frozenset[RuleName] = frozenset(
     {"example_value", "invented_value", "same_value", "example_answer", "pretended_call"}
 )
-MISSED_CALL_RULES = frozenset({"missed_tool"})
+MISSED_CALL_RULES: frozenset[RuleName] = frozenset({"missed_tool"})
 # Heuristics whose gain on the development benchmark was not beyond its interval, on
 # either model or pooled over both: off unless asked for (`PromptedBackend(rules_on=...)`;
 # the figures are in `parlay.contract.measured`). invented_value and words_fallback
 # earned their place and stay on.
-HEURISTICS_OPT_IN = frozenset(
+HEURISTICS_OPT_IN: frozenset[RuleName] = frozenset(
     {"same_value", "refusal", "missed_tool", "kept_insisted_value", "first_answer_stands"}
 )
 # `recount_calls` costs one more generation for every single call it looks at
@@ -150,7 +189,11 @@ HEURISTICS_OPT_IN = frozenset(
 # language than the tools' are never judged (`parlay.contract.language`).
 # `leaned_to_words` gained the same on both halves for Qwen, +3.0 points, within its
 # interval on each (`parlay.contract.measured`).
-OPT_IN: frozenset[str] = HEURISTICS_OPT_IN | {"recount_calls", "unrelated_call", "leaned_to_words"}
+OPT_IN: frozenset[RuleName] = HEURISTICS_OPT_IN | {
+    "recount_calls",
+    "unrelated_call",
+    "leaned_to_words",
+}
 
 
 CallCheck = Callable[[ToolCall, ToolSpec], "str | None"]

@@ -1,82 +1,8 @@
-"""A whole reply gathered from the event stream: what non-streaming encoders write out."""
+"""A whole reply gathered from the event stream: what non-streaming encoders write out.
 
-from __future__ import annotations
+The gathering is the core's (`parlay.reply`), shared with the session and the engine.
+"""
 
-from collections.abc import AsyncIterable, Iterable
+from parlay.reply import Reply, ReplyBuilder, agather, gather
 
-from attrs import frozen
-
-from parlay.context import ToolCall
-from parlay.events import (
-    Event,
-    Finish,
-    ScoredTextDelta,
-    TextDelta,
-    TokenChoice,
-    ToolCallEnd,
-    ToolCallStart,
-    Usage,
-)
-
-
-@frozen
-class Reply:
-    """The visible text, the finished calls in order, and the `Finish` event.
-
-    `tokens`: the scored tokens of the text (from its `ScoredTextDelta`s), () when the
-    text came without them."""
-
-    text: str
-    calls: tuple[ToolCall, ...]
-    finish: Finish
-    tokens: tuple[TokenChoice, ...] = ()
-
-    @property
-    def usage(self) -> Usage:
-        return self.finish.usage or Usage()
-
-
-class ReplyBuilder:
-    """Feeds on events; `build()` once the `Finish` came."""
-
-    def __init__(self) -> None:
-        self._text: list[str] = []
-        self._tokens: list[TokenChoice] = []
-        self._order: list[str] = []
-        self._calls: dict[str, ToolCall] = {}
-        self._finish: Finish | None = None
-
-    def feed(self, event: Event) -> None:
-        if isinstance(event, TextDelta):
-            self._text.append(event.text)
-            if isinstance(event, ScoredTextDelta):
-                self._tokens.extend(event.tokens)
-        elif isinstance(event, ToolCallStart):
-            if event.id not in self._order:
-                self._order.append(event.id)
-        elif isinstance(event, ToolCallEnd):
-            if event.id not in self._order:
-                self._order.append(event.id)
-            self._calls[event.id] = event.call
-        elif isinstance(event, Finish):
-            self._finish = event
-
-    def build(self) -> Reply:
-        finish = self._finish or Finish("stop")
-        # A call that started but never ended is dropped: its arguments are unknown.
-        calls = tuple(self._calls[i] for i in self._order if i in self._calls)
-        return Reply("".join(self._text), calls, finish, tuple(self._tokens))
-
-
-def gather(events: Iterable[Event]) -> Reply:
-    builder = ReplyBuilder()
-    for event in events:
-        builder.feed(event)
-    return builder.build()
-
-
-async def agather(events: AsyncIterable[Event]) -> Reply:
-    builder = ReplyBuilder()
-    async for event in events:
-        builder.feed(event)
-    return builder.build()
+__all__ = ["Reply", "ReplyBuilder", "agather", "gather"]

@@ -49,19 +49,20 @@ with a problem; an atom over 100 characters is never read as a number (a string,
 NaN and infinities become null. Stringified arguments are read by this parser, not by a
 general JSON repair.
 
-The package, one job per module (each layer a class adding to the one before; see
-`state.py`):
+The package, one job per module; the parser is composed of four readers, each an object
+with its own state, beside the reading position they share:
 
 - `results`: `ParseResult`, `ParseProblem`, the values a parse reports;
 - `vocabulary`: the keys, aliases and fence labels that mark an action;
-- `state`: the parser's mutable state, output plumbing and size bounds;
-- `arguments`: normalising argument JSON as it streams, and closing it when cut off;
-- `calls`: assembling names, arguments and thoughts into calls;
-- `strings`: JSON strings, their escapes, and code fences inside them;
-- `json_scan`: the JSON state machine (structure, value roles, atoms, depth);
-- `blocks`: opening, reading and closing one action block;
-- `recognise`: the text path, fences and `@tool` command lines;
-- `stream`: `ActionStreamParser` itself (`feed`, `finish`, `result`);
+- `state`: `ParserState`, where the reading stands and what went out, and its size bounds;
+- `recognise`: `TextReader`, the text path, fences and `@tool` command lines;
+- `blocks`: `BlockReader`, one action block from its opening to its end;
+- `json_scan`: `JsonScanner`, the JSON of a block (structure, value roles, atoms, depth);
+- `strings`: `StringReader`, JSON strings, their escapes, and code fences inside them;
+- `calls`: `CallAssembler`, names, arguments (normalised as they stream) and thoughts
+  into calls; `arguments`: atoms as JSON;
+- `stream`: `ActionStreamParser`, which builds the readers and runs them (`feed`,
+  `finish`, `result`);
 - `whole`: `parse()`, a whole reply at once.
 """
 

@@ -4,67 +4,110 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from parlay.context import ToolCall
-from parlay.contract.parser.arguments import ArgumentWriter
-from parlay.contract.parser.results import ParseProblem
-from parlay.contract.parser.state import MAX_UNDECIDED, Record
-from parlay.events import ToolCallArgsDelta, ToolCallEnd, ToolCallStart
+from parlay.contract.parser.results import ParseProblem, ParseResult, ProblemKind
+from parlay.contract.parser.state import MAX_UNDECIDED, Frame, ParserState, Record, args_delta
+from parlay.events import Event, ToolCallArgsDelta, ToolCallEnd, ToolCallStart
 
 _SUB_NAME = "_"  # the name a stringified arguments' own parse gives its call
 
 
-class CallAssembler(ArgumentWriter):
-    """Turns the records the JSON scanner fills into call events and `ToolCall`s."""
+class WholeReader(Protocol):
+    """What reading stringified arguments needs of a parser."""
 
-    __slots__ = ()
+    def feed(self, text: str) -> list[Event]: ...
+    def finish(self) -> list[Event]: ...
+    def result(self) -> ParseResult: ...
 
-    def _new_record(self) -> None:
-        if self._record is not None:
-            self._end_record(cut=False)
-        self._record = Record()
 
-    def _set_name(self, name: str, key: str) -> None:
-        record = self._record
-        if record is None or record.name is not None or not name or self._block_as_text:
+class CallAssembler:
+    """Turns the records the JSON scanner fills into call events and `ToolCall`s, and
+    writes each call's arguments as normalised JSON fragments as they are read."""
+
+    __slots__ = (
+        "args_depth",
+        "calls",
+        "fresh_parser",
+        "held_key",
+        "problems",
+        "record",
+        "st",
+        "stack",
+        "thoughts",
+    )
+
+    def __init__(
+        self, st: ParserState, stack: list[Frame], fresh_parser: Callable[[], WholeReader]
+    ) -> None:
+        self.st = st
+        self.stack = stack  # the scanner's JSON stack: where in the arguments a value is
+        # A new parser like the one this assembler is part of, for stringified arguments.
+        self.fresh_parser = fresh_parser
+        self.record: Record | None = None
+        self.calls: list[ToolCall] = []
+        self.problems: list[ParseProblem] = []
+        self.thoughts: list[str] = []
+        # Where the arguments' root sits on the stack while they are read.
+        self.args_depth: int | None = None
+        # An argument key read, written out only once its value starts (a key whose value
+        # is cut off, or dropped, is dropped with it).
+        self.held_key: str | None = None
+
+    def reset_block(self, command: bool) -> None:
+        """A block opens: a command's record exists from its name on."""
+        self.record = Record() if command else None
+        self.args_depth = None
+        self.held_key = None
+
+    def new_record(self) -> None:
+        if self.record is not None:
+            self.end_record(cut=False)
+        self.record = Record()
+
+    def set_name(self, name: str, key: str) -> None:
+        record = self.record
+        if record is None or record.name is not None or not name or self.st.block_as_text:
             return
         record.name = name
         record.name_key = key.lower()
         if (
-            not self._block_labeled
-            and not self._block_emitted
+            not self.st.block_labeled
+            and not self.st.block_emitted
             and record.name_key not in ("tool", "action", "tool_name")
-            and self._tools
-            and name not in self._tools
-            and self._pos - self._block_start <= MAX_UNDECIDED
+            and self.st.tools
+            and name not in self.st.tools
+            and self.st.pos - self.st.block_start <= MAX_UNDECIDED
         ):
             # {"name": "Ada", ...} in an answer is data, not an action. (Past
             # MAX_UNDECIDED the block's raw text is no longer kept: it stays an action.)
-            self._block_as_text = True
+            self.st.block_as_text = True
             return
-        self._start_call()
+        self.start_call()
 
-    def _start_call(self) -> None:
-        record = self._record
+    def start_call(self) -> None:
+        record = self.record
         assert record is not None and record.name is not None
-        record.id = self._new_id()
+        record.id = self.st.new_id()
         record.started = True
-        self._block_emitted = True
-        self._emit(ToolCallStart(record.id, record.name, len(self._calls)))
+        self.st.block_emitted = True
+        self.st.emit(ToolCallStart(record.id, record.name, len(self.calls)))
         if record.args_pending:
-            self._emit(ToolCallArgsDelta(record.id, "".join(record.args_pending)))
+            self.st.emit(ToolCallArgsDelta(record.id, "".join(record.args_pending)))
             record.args_pending = []
 
-    def _end_record(self, cut: bool, why: str = "was cut off") -> None:
-        record = self._record
+    def end_record(self, cut: bool, why: str = "was cut off", dropped: str = "") -> None:
+        """The record ends (`dropped`: what cut-off arguments lost, see
+        `JsonScanner.close_block`): a call, or a problem saying why not."""
+        record = self.record
         if record is None:
             return
-        dropped = self._finish_open_args() if self._args_depth is not None else ""
-        self._record = None
-        if record.name is None or self._block_as_text:
-            if record.args_seen and not self._block_as_text:
-                self._problems.append(
+        self.record = None
+        if record.name is None or self.st.block_as_text:
+            if record.args_seen and not self.st.block_as_text:
+                self.problems.append(
                     ParseProblem("no_tool_name", "an action block has arguments but no tool name")
                 )
             return
@@ -75,53 +118,105 @@ class CallAssembler(ArgumentWriter):
                 "write each argument as a plain JSON value, computed"
             )
         if problem:
-            self._problems.append(ParseProblem("unreadable_arguments", f"{record.name}: {problem}"))
+            self.problems.append(ParseProblem("unreadable_arguments", f"{record.name}: {problem}"))
         for kind, detail in record.notes:
-            self._problems.append(ParseProblem(kind, f"{record.name}: {detail}"))
+            self.problems.append(ParseProblem(kind, f"{record.name}: {detail}"))
         if cut:
             detail = f"the {record.name} call {why}"
             if dropped:
                 detail += f"; its unfinished value {dropped[:60]!r} was dropped"
-            self._problems.append(ParseProblem("cut_off", detail))
+            self.problems.append(ParseProblem("cut_off", detail))
         assert record.id is not None
         call = ToolCall(record.name, arguments, record.id)
-        self._calls.append(call)
-        self._emit(ToolCallEnd(call))
+        self.calls.append(call)
+        self.st.emit(ToolCallEnd(call))
 
-    def _args_from_string(self, value: str) -> None:
+    def args_from_string(self, value: str) -> None:
         """Arguments written as a JSON string ("stringified"): emit them as JSON."""
-        record = self._record
+        record = self.record
         assert record is not None
-        parsed = _stringified_arguments(value, self._thought_limit)
+        parsed = _stringified_arguments(value, self.fresh_parser())
         if parsed is None:
             record.args_string = value
             return
         arguments, notes = parsed
         record.args_object = True
         record.notes.extend(notes)
-        self._norm(json.dumps(arguments, ensure_ascii=False))
+        self.norm(json.dumps(arguments, ensure_ascii=False))
 
-    def _add_thought(self, value: str) -> None:
-        if len(value) > self._thought_limit:
-            detail = f"{len(value)} characters, cut to {self._thought_limit}"
-            self._problems.append(ParseProblem("thought_too_long", detail))
-            value = value[: self._thought_limit]
-        self._thoughts.append(value)
+    # -- arguments ------------------------------------------------------------------
+    def begin_args(self) -> None:
+        record = self.record
+        if record is None:
+            record = self.record = Record()
+        record.args_seen = True
+        record.args_json = []
+        record.args_pending = []
+        self.args_depth = len(self.stack)
+        self.held_key = None
+
+    def _in_arg_frame(self) -> bool:
+        """Inside the arguments' JSON, below their root (where keys and commas are written)."""
+        depth = self.args_depth
+        return depth is not None and len(self.stack) > depth
+
+    def norm_value_start(self) -> None:
+        """A value starts in the arguments: a key it follows without a colon gets one."""
+        if self._in_arg_frame():
+            top = self.stack[-1]
+            if top.kind == "{" and top.expect == "colon":
+                top.expect = "value"
+
+    def norm_member(self, text: str) -> None:
+        """Write the start of a value: the comma and key before it, then `text`."""
+        if self._in_arg_frame():
+            top = self.stack[-1]
+            prefix = ", " if top.members else ""
+            top.members += 1
+            if top.kind == "{":
+                key = self.held_key if self.held_key is not None else '"_"'
+                prefix += key + ": "
+            self.held_key = None
+            text = prefix + text
+        self.norm(text)
+
+    def hold_key(self, key: str) -> None:
+        if self._in_arg_frame():
+            self.held_key = json.dumps(key, ensure_ascii=False)
+
+    def norm(self, text: str) -> None:
+        record = self.record
+        if record is None or self.args_depth is None:
+            return
+        record.args_json.append(text)
+        if not record.args_object:
+            return  # arguments that are not an object never stream (see Record)
+        if record.started and not self.st.block_as_text:
+            self.st.emit(args_delta(record.id or "", text))
+        else:
+            record.args_pending.append(text)
+
+    def note(self, kind: ProblemKind, detail: str) -> None:
+        if self.record is not None:
+            self.record.notes.append((kind, detail))
+
+    def add_thought(self, value: str) -> None:
+        if len(value) > self.st.thought_limit:
+            detail = f"{len(value)} characters, cut to {self.st.thought_limit}"
+            self.problems.append(ParseProblem("thought_too_long", detail))
+            value = value[: self.st.thought_limit]
+        self.thoughts.append(value)
 
 
 def _stringified_arguments(
-    value: str, thought_limit: int
-) -> tuple[dict[str, Any], list[tuple[str, str]]] | None:
+    value: str, parser: WholeReader
+) -> tuple[dict[str, Any], list[tuple[ProblemKind, str]]] | None:
     """Stringified arguments read by the parser itself, as a command's arguments: the same
     tolerance and the same bounds as arguments written out (linear, never raising), where
     a general JSON repair costs seconds on a string of 10,000 `{`. None: not an object."""
     text = value.lstrip()
     if not text.startswith("{"):
         return None
-    # The parser's own class, imported here: the stream module is built on this one.
-    from parlay.contract.parser.stream import ActionStreamParser
-
-    parser = ActionStreamParser(id_factory=lambda: "", thought_limit=thought_limit)
     parser.feed(f"@tool {_SUB_NAME} {text}")
     parser.finish()
     result = parser.result()

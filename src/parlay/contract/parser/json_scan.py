@@ -10,8 +10,11 @@ dropped and noted.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from parlay.contract.parser.arguments import normalise_atom, overlong_number
-from parlay.contract.parser.state import MAX_DEPTH, Frame
+from parlay.contract.parser.calls import CallAssembler
+from parlay.contract.parser.state import MAX_DEPTH, Frame, FrameRole, ParserState, after_value
 from parlay.contract.parser.strings import StringReader
 from parlay.contract.parser.vocabulary import (
     ARGS_KEYS,
@@ -22,36 +25,67 @@ from parlay.contract.parser.vocabulary import (
     LIST_KEYS,
     LITERALS,
     NAME_KEYS,
-    QUOTES,
     THOUGHT_KEYS,
     WRAPPER_KEYS,
 )
 
 _OPERATORS = frozenset("*/%^()")
+# What a value about to start means, from its parent and its key.
+ValueRole = Literal[
+    "args", "args_start", "root", "name", "final", "call_list", "thought", "kind", "content",
+    "skip",
+]  # fmt: skip
 
 
-class JsonScanner(StringReader):
-    """Reads the JSON of an action block, one structural character or string run at a time."""
+class JsonScanner:
+    """Reads the JSON of an action block, one structural character at a time, and says
+    what each value is for (a tool name, arguments, a thought, final content)."""
 
-    __slots__ = ()
+    __slots__ = (
+        "atom",
+        "atom_is_key",
+        "atom_role",
+        "calls",
+        "skip_depth",
+        "st",
+        "stack",
+        "strings",
+    )
 
-    def _structural(self, ch: str) -> None:
-        if self._skip_depth:
+    def __init__(
+        self, st: ParserState, stack: list[Frame], strings: StringReader, calls: CallAssembler
+    ) -> None:
+        self.st = st
+        self.stack = stack  # the open objects and arrays of the block
+        self.strings = strings
+        self.calls = calls
+        self.atom: list[str] = []  # a number, literal or unquoted word being read
+        self.atom_is_key = False
+        self.atom_role = ""
+        self.skip_depth = 0  # > 0: inside a value nested too deep, skipped
+
+    def reset_block(self) -> None:
+        self.stack.clear()
+        self.atom = []
+        self.skip_depth = 0
+
+    def structural(self, ch: str) -> None:
+        if self.skip_depth:
             self._skipped(ch)
             return
-        top = self._stack[-1]
+        top = self.stack[-1]
         if ch in "\"'“‘”":
-            self._begin_string(ch, top.kind == "{" and top.expect in ("key", "comma"))
+            self.begin_string(ch, top.kind == "{" and top.expect in ("key", "comma"))
         elif ch in "{[":
             if top.kind == "{" and top.expect in ("key", "comma"):
                 # A value where a key should be: read it anyway, under a made-up key so
                 # the normalised arguments stay JSON.
                 top.key = "_"
                 top.expect = "value"
-                self._hold_key("_")
-            self._open_value(ch)
+                self.calls.hold_key("_")
+            self.open_value(ch)
         elif ch in "}]":
-            self._close_value()
+            self.close_value()
         elif ch == ":":
             if top.kind == "{" and top.expect == "colon":
                 top.expect = "value"
@@ -61,46 +95,46 @@ class JsonScanner(StringReader):
             elif top.expect == "comma":
                 top.expect = "key"
         elif ch in _OPERATORS:
-            if self._record is not None and self._args_depth is not None:
-                self._record.expression = self._record.expression or ch
+            if self.calls.record is not None and self.calls.args_depth is not None:
+                self.calls.record.expression = self.calls.record.expression or ch
         elif ATOM_CHARS.match(ch):
             is_key = top.kind == "{" and top.expect in ("key", "comma")
-            self._atom = [ch]
-            self._atom_is_key = is_key
+            self.atom = [ch]
+            self.atom_is_key = is_key
             if not is_key:
-                role = self._value_role()
+                role = self.value_role()
                 if role == "args_start":
-                    self._begin_args()
+                    self.calls.begin_args()
                     role = "args"
                 if role == "args":
-                    self._norm_value_start()
-                self._atom_role = role
+                    self.calls.norm_value_start()
+                self.atom_role = role
 
     def _skipped(self, ch: str) -> None:
         """A character of a value nested too deep: only strings and brackets count."""
         if ch in "\"'“‘”":
-            self._begin_string(ch, False)
+            self.begin_string(ch, False)
         elif ch in "{[":
-            self._skip_depth += 1
+            self.skip_depth += 1
         elif ch in "}]":
-            self._skip_depth -= 1
-            if not self._skip_depth:
-                self._after_value()
+            self.skip_depth -= 1
+            if not self.skip_depth:
+                after_value(self.stack)
 
     # -- value roles ----------------------------------------------------------------------
-    def _value_role(self) -> str:
+    def value_role(self) -> ValueRole:
         """What the value about to start means, from its parent and its key."""
-        if self._args_depth is not None:
+        if self.calls.args_depth is not None:
             return "args"
-        if not self._stack:
+        if not self.stack:
             return "root"
-        top = self._stack[-1]
+        top = self.stack[-1]
         key = (top.key or "").lower()
         if top.role in ("root", "call"):
             if key in ARGS_KEYS:
                 # The first arguments of a call are its arguments: a second set would
                 # make the streamed JSON two objects.
-                record = self._record
+                record = self.calls.record
                 return "skip" if record is not None and record.args_seen else "args_start"
             if key in NAME_KEYS or (top.role == "root" and key in WRAPPER_KEYS):
                 return "name"  # a string names the tool; an object is a call wrapper
@@ -112,7 +146,7 @@ class JsonScanner(StringReader):
                 return "thought"
             if top.role == "root" and key == KIND_KEY:
                 return "kind"
-            if top.role == "root" and self._typed_final and key in CONTENT_KEYS:
+            if top.role == "root" and self.st.typed_final and key in CONTENT_KEYS:
                 return "final"
             return "skip"
         if top.role == "final" and key in CONTENT_KEYS:
@@ -121,114 +155,118 @@ class JsonScanner(StringReader):
             return "root"
         return "skip"
 
-    def _open_value(self, kind: str) -> None:
-        if len(self._stack) >= MAX_DEPTH:
+    def open_value(self, kind: str) -> None:
+        if len(self.stack) >= MAX_DEPTH:
             self._skip_too_deep()
             return
-        if self._block_mode == "command" and not self._stack:
-            self._begin_args()
-            role = "args"
-        else:
-            role = self._value_role()
-            if role == "args_start":
-                self._begin_args()
-                role = "args"
-            elif role == "root":
-                if kind == "[":
-                    role = "calls"
-                else:
-                    self._new_record()
-            elif role == "name":
-                role = "call" if kind == "{" else "skip"
-            elif role == "final":
-                role = "final" if kind == "{" else "skip"
-            elif role == "call_list":
-                role = "calls" if kind == "[" else "skip"
-            elif role != "args":
-                role = "skip"
+        bracket: Literal["{", "["] = "{" if kind == "{" else "["
+        role = self._frame_role(bracket)
         if role == "args":
-            record = self._record
-            if record is not None and len(self._stack) == self._args_depth:
-                record.args_object = kind == "{"
-            self._norm_value_start()
-            self._norm_member(kind)
-        self._stack.append(Frame(kind, role))
+            record = self.calls.record
+            if record is not None and len(self.stack) == self.calls.args_depth:
+                record.args_object = bracket == "{"
+            self.calls.norm_value_start()
+            self.calls.norm_member(bracket)
+        self.stack.append(Frame(bracket, role))
+
+    def _frame_role(self, kind: Literal["{", "["]) -> FrameRole:
+        """What the object or array opening here is (starting a call's record or its
+        arguments on the way)."""
+        if self.st.block_mode == "command" and not self.stack:
+            self.calls.begin_args()
+            return "args"
+        role = self.value_role()
+        if role == "args_start":
+            self.calls.begin_args()
+            return "args"
+        if role == "root":
+            if kind == "[":
+                return "calls"
+            self.calls.new_record()
+            return "root"
+        if role == "name":
+            return "call" if kind == "{" else "skip"
+        if role == "final":
+            return "final" if kind == "{" else "skip"
+        if role == "call_list":
+            return "calls" if kind == "[" else "skip"
+        return "args" if role == "args" else "skip"
 
     def _skip_too_deep(self) -> None:
-        self._skip_depth = 1
-        if self._args_depth is not None or self._value_role() == "args_start":
-            self._held_key = None
-            self._note(
+        self.skip_depth = 1
+        if self.calls.args_depth is not None or self.value_role() == "args_start":
+            self.calls.held_key = None
+            self.calls.note(
                 "unreadable_arguments",
                 f"a value nested deeper than {MAX_DEPTH} levels was dropped",
             )
 
-    def _close_value(self) -> None:
-        frame = self._stack.pop()
-        if frame.role == "args" and self._args_depth is not None:
+    def close_value(self) -> None:
+        frame = self.stack.pop()
+        if frame.role == "args" and self.calls.args_depth is not None:
             if frame.kind == "{" and frame.expect in ("colon", "value"):
                 # A last key without its value, the object closed (`{"a": 1, "b"}`): null
                 # keeps the key the model wrote. (Cut off instead, the key is dropped.)
-                self._stack.append(frame)
-                self._norm_member("null")
-                self._stack.pop()
-            self._norm("}" if frame.kind == "{" else "]")
-        if self._args_depth is not None and len(self._stack) == self._args_depth:
-            self._args_depth = None
+                self.stack.append(frame)
+                self.calls.norm_member("null")
+                self.stack.pop()
+            self.calls.norm("}" if frame.kind == "{" else "]")
+        if self.calls.args_depth is not None and len(self.stack) == self.calls.args_depth:
+            self.calls.args_depth = None
         if frame.role == "root":
-            self._end_record(cut=False)
-        self._after_value()
+            self.calls.end_record(cut=False)
+        after_value(self.stack)
 
     # -- strings --------------------------------------------------------------------------
-    def _begin_string(self, quote: str, is_key: bool) -> None:
-        self._str_quote = quote
-        self._str_close = QUOTES.get(quote, quote)
-        self._str_chars = []
-        self._str_fence = False
-        self._str_tail = ""
-        self._line_start_in_block = True  # a string's text starts a line of its own
-        if self._skip_depth:
-            self._str_role = "skip"
+    def begin_string(self, quote: str, is_key: bool) -> None:
+        self.strings.begin(quote)
+        self.st.line_start_in_block = True  # a string's text starts a line of its own
+        if self.skip_depth:
+            self.strings.role = "skip"
             return
         if is_key:
-            self._str_role = "key"
+            self.strings.role = "key"
             return
-        role = self._value_role()
+        role = self.value_role()
         if role == "args_start":
-            self._begin_args()
-            self._str_role = "args_string"
+            self.calls.begin_args()
+            self.strings.role = "args_string"
         elif role == "args":
-            self._str_role = "args"
-            self._norm_value_start()
-            self._norm_member('"')
+            self.strings.role = "args"
+            self.calls.norm_value_start()
+            self.calls.norm_member('"')
         elif role == "final":
-            self._str_role = "content"
+            self.strings.role = "content"
         elif role in ("name", "thought", "content", "kind"):
-            self._str_role = role
+            self.strings.role = role
         else:
-            self._str_role = "skip"
+            self.strings.role = "skip"
 
     # -- atoms (numbers, literals, unquoted keys and names) ---------------------------------
-    def _end_atom(self) -> None:
-        atom = "".join(self._atom)
-        self._atom = []
-        top = self._stack[-1] if self._stack else None
-        if atom in ("+", "-") and self._record is not None and self._args_depth is not None:
-            self._record.expression = self._record.expression or atom
-        if self._atom_is_key:
+    def end_atom(self) -> None:
+        atom = "".join(self.atom)
+        self.atom = []
+        top = self.stack[-1] if self.stack else None
+        if (
+            atom in ("+", "-")
+            and self.calls.record is not None
+            and self.calls.args_depth is not None
+        ):
+            self.calls.record.expression = self.calls.record.expression or atom
+        if self.atom_is_key:
             if top is not None:
                 top.key = atom
                 top.expect = "colon"
-            self._hold_key(atom)
+            self.calls.hold_key(atom)
             return
-        role = self._atom_role
+        role = self.atom_role
         if role == "args":
             note = overlong_number(atom)
             if note:
-                self._note("unreadable_arguments", note)
-            self._norm_member(normalise_atom(atom))
+                self.calls.note("unreadable_arguments", note)
+            self.calls.norm_member(normalise_atom(atom))
         elif role == "name" and atom not in LITERALS:
-            self._set_name(atom, (top.key or "") if top else "")
-        if self._args_depth is not None and len(self._stack) == self._args_depth:
-            self._args_depth = None
-        self._after_value()
+            self.calls.set_name(atom, (top.key or "") if top else "")
+        if self.calls.args_depth is not None and len(self.stack) == self.calls.args_depth:
+            self.calls.args_depth = None
+        after_value(self.stack)

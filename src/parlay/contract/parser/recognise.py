@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 
 from parlay.contract.parser.blocks import BlockReader
+from parlay.contract.parser.calls import CallAssembler
+from parlay.contract.parser.state import ParserState
 from parlay.contract.parser.vocabulary import (
     ACTION_FENCES,
     BLOCK_KEYS,
@@ -62,106 +64,112 @@ def _names_a_kind(buf: str, i: int, end: int, final: bool) -> bool | None:
     return buf[i + 1 : stop].strip().lower() in REPLY_KINDS
 
 
-class TextReader(BlockReader):
-    """Reads text between blocks and recognises the start of each block."""
+class TextReader:
+    """Reads text between blocks and recognises the start of each block (handing it to
+    the block reader)."""
 
-    __slots__ = ()
+    __slots__ = ("block", "calls", "st")
+
+    def __init__(self, st: ParserState, block: BlockReader, calls: CallAssembler) -> None:
+        self.st = st
+        self.block = block
+        self.calls = calls
 
     # -- text -----------------------------------------------------------------------------
-    def _run_text(self, final: bool) -> bool:
-        buf, pos = self._buf, self._pos
+    def run_text(self, final: bool) -> bool:
+        buf, pos = self.st.buf, self.st.pos
         while True:
             match = _TEXT_TRIGGER.search(buf, pos)
             if match is None:
                 segment = buf[pos:]
                 if segment and not segment.isspace():
-                    self._line_blank = False
-                self._emit_text(segment)
-                self._pos = len(buf)
+                    self.st.line_blank = False
+                self.st.emit_text(segment)
+                self.st.pos = len(buf)
                 return False
             at = match.start()
             segment = buf[pos:at]
-            blank = self._line_blank and (not segment or segment.isspace())
+            blank = self.st.line_blank and (not segment or segment.isspace())
             ch = buf[at]
             if ch == "\n":
-                self._emit_text(buf[pos : at + 1])
-                self._line_blank = True
+                self.st.emit_text(buf[pos : at + 1])
+                self.st.line_blank = True
                 pos = at + 1
                 continue
             if ch == "`":
                 decided = self._text_backtick(segment, at, blank, final)
                 if decided is not None:
                     return decided
-                self._emit_text(buf[pos : at + 1])
-                self._line_blank = False
+                self.st.emit_text(buf[pos : at + 1])
+                self.st.line_blank = False
                 pos = at + 1
                 continue
             if not blank:
-                self._emit_text(buf[pos : at + 1])
-                self._line_blank = False
+                self.st.emit_text(buf[pos : at + 1])
+                self.st.line_blank = False
                 pos = at + 1
                 continue
             if ch == "@":
                 decided = self._text_command(segment, at, final)
                 if decided is not None:
                     return decided
-                self._emit_text(buf[pos : at + 1])
-                self._line_blank = False
+                self.st.emit_text(buf[pos : at + 1])
+                self.st.line_blank = False
                 pos = at + 1
                 continue
             # "{" at the start of a line: an action if its first key says so.
-            verdict = self._peek_first_key(at, final)
+            verdict = self.peek_first_key(at, final)
             if verdict is None:
-                self._emit_text(segment)
-                self._line_blank = True
-                self._pos = at
+                self.st.emit_text(segment)
+                self.st.line_blank = True
+                self.st.pos = at
                 return False
             if verdict:
-                self._emit_text(segment)
-                self._pos = at
-                self._open_block(at, fenced=False, labeled=False)
+                self.st.emit_text(segment)
+                self.st.pos = at
+                self.block.open_block(at, fenced=False, labeled=False)
                 return True
-            self._emit_text(buf[pos : at + 1])
-            self._line_blank = False
+            self.st.emit_text(buf[pos : at + 1])
+            self.st.line_blank = False
             pos = at + 1
 
     def _text_backtick(self, segment: str, at: int, blank: bool, final: bool) -> bool | None:
         """A backtick in text: a fence opens (True), may still open (False: wait for more),
         or it is prose (None)."""
-        head = self._buf[at : at + 3]
+        head = self.st.buf[at : at + 3]
         if head == "```":
-            self._emit_text(segment)
-            self._pos = at + 3
-            self._block_start = at
-            self._state = "info"
+            self.st.emit_text(segment)
+            self.st.pos = at + 3
+            self.st.block_start = at
+            self.st.mode = "info"
             return True
         if len(head) < 3 and "```".startswith(head) and not final:
-            self._emit_text(segment)
-            self._line_blank = blank
-            self._pos = at
+            self.st.emit_text(segment)
+            self.st.line_blank = blank
+            self.st.pos = at
             return False
         return None
 
     def _text_command(self, segment: str, at: int, final: bool) -> bool | None:
         """An `@` at the start of a line: an `@tool NAME` command opens (True), may still
         open (False: wait for more), or it is prose (None)."""
-        head = self._buf[at : at + 6]
+        head = self.st.buf[at : at + 6]
         if len(head) < 6 and "@tool ".startswith(head) and not final:
-            self._emit_text(segment)
-            self._line_blank = True
-            self._pos = at
+            self.st.emit_text(segment)
+            self.st.line_blank = True
+            self.st.pos = at
             return False
         if head[:5] == "@tool" and len(head) == 6 and head[5] in " \t":
-            self._emit_text(segment)
-            self._pos = at + 6
-            self._block_start = at
-            self._state = "cmd_name"
+            self.st.emit_text(segment)
+            self.st.pos = at + 6
+            self.st.block_start = at
+            self.st.mode = "cmd_name"
             return True
         return None
 
-    def _peek_first_key(self, at: int, final: bool) -> bool | None:
+    def peek_first_key(self, at: int, final: bool) -> bool | None:
         """Does the object at `at` start with an action key? None: cannot tell yet."""
-        buf = self._buf
+        buf = self.st.buf
         i = at + 1
         end = min(len(buf), at + _MAX_KEY_PEEK)
         while i < end and buf[i] in " \t\r\n":
@@ -185,9 +193,9 @@ class TextReader(BlockReader):
         return key in BLOCK_KEYS
 
     # -- fences ---------------------------------------------------------------------------
-    def _run_info(self, final: bool) -> bool:
-        buf = self._buf
-        start = self._pos
+    def run_info(self, final: bool) -> bool:
+        buf = self.st.buf
+        start = self.st.pos
         i = start
         end = min(len(buf), start + MAX_INFO)
         while i < end and buf[i] not in "\n{[`":
@@ -198,7 +206,7 @@ class TextReader(BlockReader):
             return self._fence_as_code(i)
         info = buf[start:i].strip().lower()
         if info in ACTION_FENCES:
-            self._open_block(self._block_start, fenced=True, labeled=True, at=i)
+            self.block.open_block(self.st.block_start, fenced=True, labeled=True, at=i)
             return True
         if info not in JSON_FENCES or buf[i] == "`":
             return self._fence_as_code(i)
@@ -212,44 +220,44 @@ class TextReader(BlockReader):
             return self._fence_as_code(i)
         if j >= len(buf):
             return False if not final else self._fence_as_code(i)
-        verdict = self._peek_first_key(j, final) if buf[j] == "{" else False
+        verdict = self.peek_first_key(j, final) if buf[j] == "{" else False
         if verdict is None:
             return False
         if verdict:
-            self._open_block(self._block_start, fenced=True, labeled=False, at=i)
+            self.block.open_block(self.st.block_start, fenced=True, labeled=False, at=i)
             return True
         return self._fence_as_code(i)
 
     def _fence_as_code(self, i: int) -> bool:
-        self._state = "code"
-        self._emit_text(self._buf[self._block_start : i])
-        self._pos = i
-        self._line_blank = False
+        self.st.mode = "code"
+        self.st.emit_text(self.st.buf[self.st.block_start : i])
+        self.st.pos = i
+        self.st.line_blank = False
         return True
 
-    def _run_code(self, final: bool) -> bool:
+    def run_code(self, final: bool) -> bool:
         """Inside a non-action fence: visible text up to and including the closing fence."""
-        buf = self._buf
-        at = buf.find("```", self._pos)
+        buf = self.st.buf
+        at = buf.find("```", self.st.pos)
         if at < 0:
             # Keep a possible partial closing fence back.
             cut = len(buf)
-            while cut > self._pos and buf[cut - 1] == "`" and not final:
+            while cut > self.st.pos and buf[cut - 1] == "`" and not final:
                 cut -= 1
-            self._emit_text(buf[self._pos : cut])
-            self._pos = cut
+            self.st.emit_text(buf[self.st.pos : cut])
+            self.st.pos = cut
             return False
-        self._emit_text(buf[self._pos : at + 3])
-        self._pos = at + 3
-        self._state = "text"
-        self._line_blank = False
+        self.st.emit_text(buf[self.st.pos : at + 3])
+        self.st.pos = at + 3
+        self.st.mode = "text"
+        self.st.line_blank = False
         return True
 
     # -- commands -------------------------------------------------------------------------
-    def _run_cmd_name(self, final: bool) -> bool:
-        buf = self._buf
-        limit = self._pos + _MAX_COMMAND_HEAD
-        i = _after_blanks(buf, self._pos, limit)
+    def run_cmd_name(self, final: bool) -> bool:
+        buf = self.st.buf
+        limit = self.st.pos + _MAX_COMMAND_HEAD
+        i = _after_blanks(buf, self.st.pos, limit)
         match = _NAME_CHARS.match(buf, i, limit)
         end = match.end() if match else i
         if end >= len(buf) and end < limit and not final:
@@ -257,25 +265,27 @@ class TextReader(BlockReader):
         name = buf[i:end]
         if not name or end >= limit:
             # "@tool" with no name, or blanks and a name too long for one: prose after all.
-            self._state = "text"
-            self._emit_text(buf[self._block_start : end])
-            self._pos = end
-            self._line_blank = False
+            self.st.mode = "text"
+            self.st.emit_text(buf[self.st.block_start : end])
+            self.st.pos = end
+            self.st.line_blank = False
             return True
-        self._open_block(self._block_start, fenced=False, labeled=True, at=end, mode="command")
-        self._state = "cmd_args"
-        assert self._record is not None
-        self._record.name = name
-        self._record.name_key = "tool"
-        self._start_call()
+        self.block.open_block(
+            self.st.block_start, fenced=False, labeled=True, at=end, mode="command"
+        )
+        self.st.mode = "cmd_args"
+        assert self.calls.record is not None
+        self.calls.record.name = name
+        self.calls.record.name_key = "tool"
+        self.calls.start_call()
         return True
 
-    def _run_cmd_args(self, final: bool) -> bool:
-        buf = self._buf
-        j = self._pos = _after_blanks(buf, self._pos)
+    def run_cmd_args(self, final: bool) -> bool:
+        buf = self.st.buf
+        j = self.st.pos = _after_blanks(buf, self.st.pos)
         if j >= len(buf) and not final:
             return False
-        self._state = "block"
+        self.st.mode = "block"
         if j >= len(buf) or buf[j] not in "{[":
-            self._close_block(cut=False)  # a command with no arguments
+            self.block.close_block(cut=False)  # a command with no arguments
         return True

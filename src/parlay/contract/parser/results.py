@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from attrs import frozen
 
 from parlay.context import ToolCall
+
+ProblemKind = Literal["no_tool_name", "unreadable_arguments", "cut_off", "thought_too_long"]
 
 
 @frozen
 class ParseProblem:
     """Something in the reply that could not be read as intended (the retry policy acts on it)."""
 
-    kind: str  # "no_tool_name" | "unreadable_arguments" | "cut_off" | "thought_too_long"
+    kind: ProblemKind
     detail: str = ""
 
 

@@ -1,26 +1,23 @@
-"""The parser's mutable state and its output plumbing.
+"""What the parser's readers share: where the reading stands and the output plumbing.
 
-`ActionStreamParser` is one object built in layers, one module per job, each layer a class
-adding its methods to the one below:
+`ActionStreamParser` (stream) is composed of four readers, each an object with one job
+and its own state, beside the `ParserState` they share:
 
-    ParserState (state) -> ArgumentWriter (arguments) -> CallAssembler (calls)
-    -> StringReader (strings) -> JsonScanner (json_scan) -> BlockReader (blocks)
-    -> TextReader (recognise) -> ActionStreamParser (stream)
-
-Every layer reads and writes the state set up here directly rather than through
-collaborator objects: the scanning loops touch it per character, so it stays one attribute
-lookup away, as it was when the parser was a single class (bench/parser_bench.py guards
-the throughput).
+- `TextReader` (recognise): text between blocks, and where a block starts;
+- `JsonScanner` (json_scan): the JSON of an action block, from its opening to its end;
+- `StringReader` (strings): the strings of a block and what each value does once read;
+- `CallAssembler` (calls): names, arguments and thoughts into call events and calls.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from typing import Literal
 
 import attrs
 
-from parlay.context import ToolCall, new_call_id
-from parlay.contract.parser.results import ParseProblem
+from parlay.context import new_call_id
+from parlay.contract.parser.results import ProblemKind
 from parlay.events import Event, TextDelta, ToolCallArgsDelta
 
 THOUGHT_LIMIT = 200
@@ -75,14 +72,22 @@ def args_delta(call_id: str, text: str) -> ToolCallArgsDelta:
     return delta
 
 
+# What the text reader is reading: prose, a fence's info string, an action block, a
+# code fence shown as text, a command's name, a command's arguments.
+ReaderMode = Literal["text", "info", "block", "code", "cmd_name", "cmd_args"]
+# What an open object or array of a block is: the action, a call inside a wrapper, the
+# final answer, a list of calls, arguments, or something skipped.
+FrameRole = Literal["root", "call", "final", "calls", "args", "skip"]
+
+
 class Frame:
     """One open JSON object or array, and what it expects next."""
 
     __slots__ = ("expect", "key", "kind", "members", "role")
 
-    def __init__(self, kind: str, role: str) -> None:
-        self.kind = kind  # "{" or "["
-        self.role = role  # root | call | final | calls | args | skip
+    def __init__(self, kind: Literal["{", "["], role: FrameRole) -> None:
+        self.kind = kind
+        self.role = role
         self.key: str | None = None
         self.expect = "key" if kind == "{" else "value"
         self.members = 0  # values written so far (argument frames: a comma before the next)
@@ -117,59 +122,43 @@ class Record:
         # as unreadable and the call gets `{}`, so the deltas always load to its arguments).
         self.args_object = False
         self.args_string: str | None = None  # arguments given as a JSON string
-        self.notes: list[tuple[str, str]] = []  # (problem kind, detail) found in the arguments
+        self.notes: list[tuple[ProblemKind, str]] = []  # problems found in the arguments
         # An operator met between argument values (`2 * Math.PI`): JSON has no arithmetic,
         # and reading on would shift keys and values, so the call is reported unreadable.
         self.expression: str | None = None
 
 
 class ParserState:
-    """What a parse remembers between characters and between feeds, and how it emits."""
+    """Where the reading stands and what went out: the text read and not yet consumed,
+    the reader's mode, the facts of the block being read, and the events and visible text
+    emitted. The four readers (`recognise.TextReader`, `json_scan.JsonScanner`,
+    `strings.StringReader`, `calls.CallAssembler`) share it; each keeps its own state."""
 
-    # Slots, not a __dict__: the scanning loops and `feed` read this state per character
-    # and per chunk, and slot reads are the cheapest attribute access CPython has (past 30
-    # attributes an instance dict no longer shares its keys). Each layer adds no state:
-    # its `__slots__` is empty. An attribute set in __init__ must be listed here.
+    # Slots, not a __dict__: the scanning loops read this state per character and `feed`
+    # per chunk, and slot reads are the cheapest attribute access CPython has.
     __slots__ = (
-        "_args_depth",
-        "_atom",
-        "_atom_is_key",
-        "_atom_role",
-        "_block_as_text",
-        "_block_emitted",
-        "_block_fenced",
-        "_block_labeled",
-        "_block_mode",
-        "_block_start",
-        "_blocks",
-        "_buf",
-        "_calls",
-        "_ended",
-        "_final",
-        "_held_key",
-        "_line_blank",
-        "_line_start_in_block",
-        "_new_id",
-        "_out",
-        "_pending",
-        "_plain",
-        "_pos",
-        "_problems",
-        "_record",
-        "_skip_depth",
-        "_stack",
-        "_state",
-        "_str_chars",
-        "_str_close",
-        "_str_fence",
-        "_str_quote",
-        "_str_role",
-        "_str_tail",
-        "_text",
-        "_thought_limit",
-        "_thoughts",
-        "_tools",
-        "_typed_final",
+        "block_as_text",
+        "block_emitted",
+        "block_fenced",
+        "block_labeled",
+        "block_mode",
+        "block_start",
+        "blocks",
+        "buf",
+        "ended",
+        "final",
+        "line_blank",
+        "line_start_in_block",
+        "mode",
+        "new_id",
+        "out",
+        "pending",
+        "plain",
+        "pos",
+        "text",
+        "thought_limit",
+        "tools",
+        "typed_final",
     )
 
     def __init__(
@@ -179,75 +168,57 @@ class ParserState:
         id_factory: Callable[[], str] = new_call_id,
         thought_limit: int = THOUGHT_LIMIT,
     ) -> None:
-        self._tools = frozenset(tool_names)
-        self._new_id = id_factory
-        self._thought_limit = thought_limit
-        self._buf = ""
-        self._pos = 0
-        self._state = "text"  # text | info | block | code | cmd_name | cmd_args
-        self._line_blank = True
-        self._out: list[Event] = []
-        self._pending: list[str] = []
-        # Text state, nothing held back, the line not blank: `feed` may take its fast path.
-        self._plain = False
-        self._text: list[str] = []
-        self._calls: list[ToolCall] = []
-        self._problems: list[ParseProblem] = []
-        self._thoughts: list[str] = []
-        self._blocks = 0
-        self._ended = False
-        # block state
-        self._block_start = 0
-        self._block_fenced = False
-        self._block_labeled = False
-        self._block_mode = "call"  # call | command
-        self._block_as_text = False
-        self._block_emitted = False
-        self._stack: list[Frame] = []
-        self._record: Record | None = None
-        self._args_depth: int | None = None
-        # An argument key read, written out only once its value starts (a key whose value
-        # is cut off, or dropped, is dropped with it).
-        self._held_key: str | None = None
-        self._skip_depth = 0  # > 0: inside a value nested too deep, skipped
-        self._str_quote: str | None = None
-        self._str_role = ""
-        self._str_chars: list[str] = []
-        self._str_close = ""
-        self._str_fence = False  # a code fence opened inside the current string
-        self._str_tail = ""  # the current string's last character other than a blank
-        self._atom: list[str] = []
-        self._atom_is_key = False
-        self._atom_role = ""
-        self._line_start_in_block = True
-        self._final = False
+        self.tools = frozenset(tool_names)
+        self.new_id = id_factory
+        self.thought_limit = thought_limit
+        self.buf = ""
+        self.pos = 0
+        self.mode: ReaderMode = "text"
+        self.line_blank = True
+        self.out: list[Event] = []
+        self.pending: list[str] = []
+        # Text mode, nothing held back, the line not blank: `feed` may take its fast path.
+        self.plain = False
+        self.text: list[str] = []
+        self.blocks = 0
+        self.ended = False
+        self.final = False
+        # the block being read
+        self.block_start = 0
+        self.block_fenced = False
+        self.block_labeled = False
+        self.block_mode: Literal["call", "command"] = "call"
+        self.block_as_text = False
+        self.block_emitted = False
+        self.line_start_in_block = True
         # The block's `"type"` said it is a final answer: its `"content"` is the answer.
-        self._typed_final = False
+        self.typed_final = False
 
     # -- output ---------------------------------------------------------------------------
-    def _take(self) -> list[Event]:
-        if self._pending:
-            self._flush_text()
-        out, self._out = self._out, []
+    def take(self) -> list[Event]:
+        if self.pending:
+            self.flush_text()
+        out, self.out = self.out, []
         return out
 
-    def _emit_text(self, text: str) -> None:
+    def emit_text(self, text: str) -> None:
         if text:
-            self._text.append(text)
-            self._pending.append(text)
+            self.text.append(text)
+            self.pending.append(text)
 
-    def _flush_text(self) -> None:
+    def flush_text(self) -> None:
         # Text pieces join into one delta per run of text (joined once: linear).
-        if self._pending:
-            self._out.append(text_delta("".join(self._pending)))
-            self._pending = []
+        if self.pending:
+            self.out.append(text_delta("".join(self.pending)))
+            self.pending = []
 
-    def _emit(self, event: Event) -> None:
-        if self._pending:
-            self._flush_text()
-        self._out.append(event)
+    def emit(self, event: Event) -> None:
+        if self.pending:
+            self.flush_text()
+        self.out.append(event)
 
-    # -- the JSON stack -------------------------------------------------------------------
-    def _after_value(self) -> None:
-        if self._stack:
-            self._stack[-1].expect = "comma"
+
+def after_value(stack: list[Frame]) -> None:
+    """A value ended: its parent expects a comma next."""
+    if stack:
+        stack[-1].expect = "comma"

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import re
 from json.encoder import encode_basestring  # json.dumps(s, ensure_ascii=False), in C
+from typing import Literal
 
 from parlay.contract.parser.calls import CallAssembler
+from parlay.contract.parser.state import Frame, ParserState, after_value
 from parlay.contract.parser.vocabulary import FINAL_KINDS, QUOTES
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\"}
@@ -44,169 +46,196 @@ _STOPS = {
 _BACKTICKS = re.compile("`+")
 _JSON_CLOSERS = ("}", "]")
 _NEWLINE_RUN = re.compile(r"\n\s*").match
-WAIT = -1  # `_string_span`: an escape or a fence is cut by the end of the text read so far
-FENCE_END = -2  # `_string_span`: a bare fence ended the block (`_pos` is past it)
+# What the open string is: a key, a tool name, arguments (or their start as one string),
+# a thought, final content, the typed format's kind, or something skipped.
+StringRole = Literal[
+    "", "key", "name", "args", "args_string", "thought", "content", "kind", "skip"
+]  # fmt: skip
+WAIT = -1  # `StringReader.span`: an escape or a fence is cut by the end of the text read so far
+FENCE_END = -2  # `StringReader.span`: a bare fence ended the block (`pos` is past it)
 
 
-class StringReader(CallAssembler):
-    """Reads the strings of an action block."""
+class StringReader:
+    """Reads the strings of an action block: their characters, escapes and fences, where
+    each ends, and what its value does once read (`role`: set by the scanner, which
+    knows what the value is for)."""
 
-    __slots__ = ()
+    __slots__ = ("calls", "chars", "close", "fence", "quote", "role", "st", "stack", "tail")
 
-    def _string_span(self, i: int) -> int:
+    def __init__(self, st: ParserState, stack: list[Frame], calls: CallAssembler) -> None:
+        self.st = st
+        self.stack = stack
+        self.calls = calls
+        self.quote: str | None = None  # the open string's quote (None: no string open)
+        self.close = ""  # the quote that closes it
+        self.role: StringRole = ""
+        self.chars: list[str] = []
+        self.fence = False  # a code fence opened inside the current string
+        self.tail = ""  # the current string's last character other than a blank
+
+    def begin(self, quote: str) -> None:
+        """A string opens at `quote` (its role is set next, by the scanner)."""
+        self.quote = quote
+        self.close = QUOTES.get(quote, quote)
+        self.chars = []
+        self.fence = False
+        self.tail = ""
+
+    def span(self, i: int) -> int:
         """Consume string characters from `i`: the index after them, WAIT or FENCE_END."""
-        buf = self._buf
+        st = self.st
+        buf = st.buf
         n = len(buf)
-        stop = _STOPS[self._str_close, self._block_fenced](buf, i)
+        stop = _STOPS[self.close, st.block_fenced](buf, i)
         j = n if stop is None else stop.start()
         if j > i:
-            self._string_chars(buf[i:j])
+            self.add(buf[i:j])
         if j >= n:
-            self._pos = j
+            st.pos = j
             return j
         ch = buf[j]
         if ch == "\\":
-            return self._string_escape(j)
+            return self._escape(j)
         if ch == "`":
-            return self._string_backtick(j)
+            return self._backtick(j)
         if ch == "\n":  # with the blanks after it: none of them ends a line start
             run = _NEWLINE_RUN(buf, j)
             assert run is not None  # there is one at `j`
-            self._string_chars(run.group())
-            self._line_start_in_block = True
+            self.add(run.group())
+            self.st.line_start_in_block = True
             return run.end()
-        if self._str_role == "content":
+        if self.role == "content":
             self._close_quoted_json()
-        self._pos = j + 1  # where the value ends (a tool name's position is checked)
-        self._finish_string()
+        self.st.pos = j + 1  # where the value ends (a tool name's position is checked)
+        self.finish()
         return j + 1
 
-    def _string_escape(self, j: int) -> int:
-        buf = self._buf
+    def _escape(self, j: int) -> int:
+        buf = self.st.buf
         n = len(buf)
-        if j + 1 >= n and not self._final:
-            self._pos = j
+        if j + 1 >= n and not self.st.final:
+            self.st.pos = j
             return WAIT
         nxt = buf[j + 1] if j + 1 < n else "\\"
         if nxt == "u":
             hexa = buf[j + 2 : j + 6]
-            if len(hexa) < 4 and not self._final:
-                self._pos = j
+            if len(hexa) < 4 and not self.st.final:
+                self.st.pos = j
                 return WAIT
             if len(hexa) == 4 and all(c in "0123456789abcdefABCDEF" for c in hexa):
-                self._string_escape_u(hexa)
+                self._escape_u(hexa)
                 return j + 6
-            self._string_chars("u")
+            self.add("u")
             return j + 2
-        self._string_chars(_ESCAPES.get(nxt, nxt))
+        self.add(_ESCAPES.get(nxt, nxt))
         return j + 2
 
-    def _string_backtick(self, j: int) -> int:
+    def _backtick(self, j: int) -> int:
         """A backtick in a string of a fenced block: content, unless it is the block's own
         closing fence (the rule in the module docstring)."""
-        if not self._line_start_in_block:  # backticks inside a line are content
-            end = _BACKTICKS.match(self._buf, j)
+        if not self.st.line_start_in_block:  # backticks inside a line are content
+            end = _BACKTICKS.match(self.st.buf, j)
             assert end is not None  # there is one at `j`
-            self._string_chars(end.group())
+            self.add(end.group())
             return end.end()
-        head = self._buf[j : j + 3]
-        if len(head) < 3 and head == "`" * len(head) and not self._final:
-            self._pos = j
+        head = self.st.buf[j : j + 3]
+        if len(head) < 3 and head == "`" * len(head) and not self.st.final:
+            self.st.pos = j
             return WAIT
         if head != "```":
-            self._string_chars("`")
+            self.add("`")
             return j + 1
-        if self._str_fence:
-            self._str_fence = False  # closes the code block the string holds
-            self._string_chars("```")
+        if self.fence:
+            self.fence = False  # closes the code block the string holds
+            self.add("```")
             return j + 3
-        info = self._fence_has_info(j + 3) if self._str_tail in _JSON_CLOSERS else True
+        info = self._fence_has_info(j + 3) if self.tail in _JSON_CLOSERS else True
         if info is None:
-            self._pos = j
+            self.st.pos = j
             return WAIT
         if info:
-            self._str_fence = True  # opens a code block inside the string
-            self._string_chars("```")
+            self.fence = True  # opens a code block inside the string
+            self.add("```")
             return j + 3
-        if self._str_role != "args":
-            self._finish_string()  # an argument string is closed with the arguments
-        self._pos = j + 3
+        if self.role != "args":
+            self.finish()  # an argument string is closed with the arguments
+        self.st.pos = j + 3
         return FENCE_END
 
     def _fence_has_info(self, k: int) -> bool | None:
         """Does the fence ending at `k` have an info string (anything but blanks before its
         line ends)? None: the text read so far does not say."""
-        buf = self._buf
+        buf = self.st.buf
         match = _BLANKS.match(buf, k, k + _FENCE_PEEK)
         assert match is not None  # `[ \t]*` matches anywhere
         end = match.end()
         if end >= k + _FENCE_PEEK:
             return True
         if end >= len(buf):
-            return False if self._final else None
+            return False if self.st.final else None
         return buf[end] not in "\r\n"
 
-    def _string_chars(self, text: str) -> None:
+    def add(self, text: str) -> None:
         visible = text.rstrip()
         if visible:
-            self._line_start_in_block = False
-            self._str_tail = visible[-1]
-        role = self._str_role
+            self.st.line_start_in_block = False
+            self.tail = visible[-1]
+        role = self.role
         if role == "args":
-            self._norm(encode_basestring(text)[1:-1])
+            self.calls.norm(encode_basestring(text)[1:-1])
         elif role == "content":
-            if not self._block_as_text:  # else the whole block is shown as it was written
-                self._block_emitted = True
-                self._emit_text(text)
-                self._str_chars.append(text)
+            if not self.st.block_as_text:  # else the whole block is shown as it was written
+                self.st.block_emitted = True
+                self.st.emit_text(text)
+                self.chars.append(text)
         elif role != "skip":
-            self._str_chars.append(text)
+            self.chars.append(text)
 
     def _close_quoted_json(self) -> None:
         """Final content that quotes JSON and ends inside one of its strings lost the
         quote that closes it: the model wrote it unescaped, and that quote ended the
         content instead (under a grammar the rest is then cut off). Close the quoted JSON
         so the answer reads whole."""
-        if self._block_as_text:
+        if self.st.block_as_text:
             return
-        closing = quoted_json_closing("".join(self._str_chars))
+        closing = quoted_json_closing("".join(self.chars))
         if closing:
-            self._emit_text(closing)
+            self.st.emit_text(closing)
 
-    def _string_escape_u(self, hexa: str) -> None:
-        if self._str_role == "args":
-            self._norm("\\u" + hexa)
+    def _escape_u(self, hexa: str) -> None:
+        if self.role == "args":
+            self.calls.norm("\\u" + hexa)
             return
         code = int(hexa, 16)
-        self._string_chars("\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code))
+        self.add("\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code))
 
-    def _finish_string(self) -> None:
-        role = self._str_role
-        value = "".join(self._str_chars)
-        self._str_quote = None
-        self._str_chars = []
-        self._str_fence = False
-        self._str_tail = ""
-        top = self._stack[-1] if self._stack else None
+    def finish(self) -> None:
+        role = self.role
+        value = "".join(self.chars)
+        self.quote = None
+        self.chars = []
+        self.fence = False
+        self.tail = ""
+        top = self.stack[-1] if self.stack else None
         if role == "key":
             if top is not None:
                 top.key = value
                 top.expect = "colon"
-            self._hold_key(value)
+            self.calls.hold_key(value)
             return
         if role == "args":
-            self._norm('"')
+            self.calls.norm('"')
         elif role == "args_string":
-            self._args_from_string(value)
+            self.calls.args_from_string(value)
         elif role == "name":
-            self._set_name(value, (top.key or "") if top else "")
+            self.calls.set_name(value, (top.key or "") if top else "")
         elif role == "thought":
-            self._add_thought(value)
+            self.calls.add_thought(value)
         elif role == "kind":
-            self._typed_final = value.strip().lower() in FINAL_KINDS
-        if self._args_depth is not None and len(self._stack) == self._args_depth:
-            self._args_depth = None
-        self._after_value()
+            self.st.typed_final = value.strip().lower() in FINAL_KINDS
+        if self.calls.args_depth is not None and len(self.stack) == self.calls.args_depth:
+            self.calls.args_depth = None
+        after_value(self.stack)
 
 
 def quoted_json_closing(content: str) -> str:

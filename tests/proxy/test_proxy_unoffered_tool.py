@@ -1,0 +1,106 @@
+"""No client receives a call to a tool it did not offer (issue 37, item 3).
+
+Claude Code offered `Bash`; the model behind parlay kept asking for `add`, and after
+three tries parlay sent Claude Code a `tool_use` for `add`. Here an upstream that only
+ever calls a tool the client did not offer, in prompted mode (a plain-chat model writing
+actions) and native mode (a server returning a native call), through both protocols,
+streamed and not: the client gets a plain answer naming the tool, never the call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+from proxy_harness import RunningServer, running
+from proxy_stub import StubUpstream
+
+from parlay import OpenAIBackend, PromptedBackend, ScriptedBackend
+from parlay.backends.base import Capabilities
+from parlay.server import create_app
+
+SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}}}
+OPENAI_TOOLS: list[Any] = [{"type": "function", "function": {"name": "Bash", "parameters": SCHEMA}}]
+ANTHROPIC_TOOLS: list[Any] = [{"name": "Bash", "input_schema": SCHEMA}]
+ASK: list[Any] = [{"role": "user", "content": "What is 2 + 3?"}]
+ADD = '```json action\n{"tool": "add", "parameters": {"a": 2, "b": 3}}\n```'
+
+
+@pytest.fixture(scope="module")
+def prompted() -> Iterator[RunningServer]:
+    plain = Capabilities(native_tools=False, json_schema=False)
+    upstream = ScriptedBackend(lambda request: ADD, capabilities=plain, chunk_size=5)
+    engine = PromptedBackend(upstream, max_retries=2)
+    with running(create_app(engine, models=["m"], client_keys=["sk-test"])) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def native(stub_upstream: StubUpstream) -> Iterator[RunningServer]:
+    # The stub's "call" model answers every request with a native get_weather call.
+    upstream = OpenAIBackend("call", base_url=stub_upstream.base_url, api_key="", timeout=5)
+    with running(create_app(upstream, client_keys=["sk-test"])) as server:
+        yield server
+
+
+@pytest.fixture(params=["prompted", "native"])
+def proxy(request: pytest.FixtureRequest) -> tuple[RunningServer, str]:
+    wanted = "add" if request.param == "prompted" else "get_weather"
+    return request.getfixturevalue(request.param), wanted
+
+
+def _openai(server: RunningServer) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="sk-test", max_retries=0, timeout=10)
+
+
+def _anthropic(server: RunningServer) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=server.url, api_key="sk-test", max_retries=0, timeout=10)
+
+
+def test_openai_client_never_receives_a_call_to_a_tool_it_did_not_offer(
+    proxy: tuple[RunningServer, str],
+) -> None:
+    server, wanted = proxy
+    reply = _openai(server).chat.completions.create(model="m", messages=ASK, tools=OPENAI_TOOLS)
+    choice = reply.choices[0]
+    assert not choice.message.tool_calls
+    assert choice.finish_reason == "stop"
+    assert wanted in (choice.message.content or "")
+
+
+def test_openai_stream_never_carries_a_call_to_a_tool_it_did_not_offer(
+    proxy: tuple[RunningServer, str],
+) -> None:
+    server, wanted = proxy
+    stream = _openai(server).chat.completions.stream(model="m", messages=ASK, tools=OPENAI_TOOLS)
+    with stream as events:
+        completion = events.get_final_completion()
+    choice = completion.choices[0]
+    assert not choice.message.tool_calls
+    assert choice.finish_reason == "stop"
+    assert wanted in (choice.message.content or "")
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_anthropic_client_never_receives_a_tool_use_it_did_not_offer(
+    proxy: tuple[RunningServer, str], streamed: bool
+) -> None:
+    server, wanted = proxy
+    client = _anthropic(server)
+    kwargs: dict[str, Any] = {
+        "model": "m",
+        "max_tokens": 200,
+        "messages": ASK,
+        "tools": ANTHROPIC_TOOLS,
+    }
+    if streamed:
+        with client.messages.stream(**kwargs) as stream:
+            message = stream.get_final_message()
+    else:
+        message = client.messages.create(**kwargs)
+    assert [block.type for block in message.content] == ["text"]
+    assert message.stop_reason == "end_turn"
+    assert wanted in message.content[0].text  # type: ignore[union-attr]
