@@ -104,3 +104,19 @@ def test_anthropic_client_never_receives_a_tool_use_it_did_not_offer(
     assert [block.type for block in message.content] == ["text"]
     assert message.stop_reason == "end_turn"
     assert wanted in message.content[0].text  # type: ignore[union-attr]
+
+
+def test_a_backend_of_the_users_own_cannot_hand_a_client_an_unoffered_call() -> None:
+    """The built-in backends drop such calls themselves; a backend written by a user (here
+    a scripted one) behind `parlay serve` is gated by the proxy too."""
+    from parlay.backends.scripted import calls
+
+    own = ScriptedBackend([calls(("add", {"a": 2, "b": 3}))])
+    with running(create_app(own, client_keys=["sk-test"])) as server:
+        reply = _openai(server).chat.completions.create(
+            model="m", messages=ASK, tools=OPENAI_TOOLS
+        )
+    message = reply.choices[0].message
+    assert not message.tool_calls
+    assert "add" in (message.content or "")
+    assert reply.choices[0].finish_reason == "stop"

@@ -26,7 +26,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from parlay.backends.base import Backend
+from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.backends.tokens import count_tokens
+from parlay.events import Event
 from parlay.request import ChatRequest
 from parlay.server.errors import SHUTTING_DOWN, Failure, ProxyError, classify, log_failure
 from parlay.server.shutdown import drain_on_signals, mark_exited
@@ -148,6 +150,11 @@ class Proxy:
             reply.headers.update(extra)
         return reply
 
+    def _events(self, chat: ChatRequest) -> AsyncIterator[Event]:
+        """The backend's events, less any call to a tool the client did not offer: the
+        built-in backends drop those themselves; a backend of the user's own may not."""
+        return offered_calls_only(self.backend.stream(chat), offered_names(chat))
+
     async def _whole_reply(
         self, wire: Wire, request: Request, chat: ChatRequest, model: str, body: Any
     ) -> Response:
@@ -158,7 +165,7 @@ class Proxy:
         try:
             async with cancel_on_disconnect(request.receive) as watch:
                 try:
-                    async with aclosing(self.backend.stream(chat)) as events:  # type: ignore[type-var]
+                    async with aclosing(self._events(chat)) as events:  # type: ignore[type-var]
                         async for event in events:
                             builder.feed(event)
                 except asyncio.CancelledError:
@@ -177,7 +184,7 @@ class Proxy:
     async def _stream(
         self, wire: Wire, request: Request, chat: ChatRequest, model: str, body: Any
     ) -> Response:
-        pump = Pump(self.backend.stream(chat))
+        pump = Pump(self._events(chat))
         self._pumps.add(pump)
 
         async def cleanup() -> None:
