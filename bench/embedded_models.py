@@ -4,7 +4,8 @@ llama.cpp runtime, as `start_session()` would with that model.
 
 For each example: did the model call the right tool with the right arguments, does the
 answer carry the tool's result, and how long did it take (model load included for the
-first). Also each model's download size and load time.
+first). Also each model's download size and load time. Sampling is greedy, as
+`start_session()` runs the embedded model.
 
     flock /tmp/parlay-model.lock python -m bench.embedded_models [--repeat 3]
 
@@ -25,7 +26,7 @@ import parlay
 from bench._table import markdown_table, write_result
 from bench.bfcl.models import Model, models
 from parlay.backends.local import LocalBackend
-from parlay.start import embedded_engine
+from parlay.start import embedded_engine, greedy
 
 
 def add(a: int, b: int) -> int:
@@ -88,7 +89,8 @@ def engine_for(model: Model) -> parlay.Backend:
 
 
 def run_example(backend: parlay.Backend, example: Example) -> dict[str, Any]:
-    session = parlay.Session(backend, tools=list(example.tools))
+    # Greedy, as `start_session()` runs the embedded model.
+    session = parlay.Session(backend, tools=list(example.tools), options=greedy(None))
     started = time.perf_counter()
     try:
         thunk = example.ask(session)
@@ -123,7 +125,7 @@ def count(outcomes: list[dict[str, Any]], key: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="smollm2,qwen")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each example")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each example")
     args = parser.parse_args()
     rows: list[list[object]] = []
     summary: list[list[object]] = []
@@ -158,9 +160,10 @@ def main() -> None:
     print(totals)
     print(table)
     how = (
-        f"Each example {args.repeat} times, at the sampling settings a newcomer gets (none "
-        "set), on 2 cores. A right answer holds the expected value as a word of its own; "
-        "'built on the tool's result' is a right answer after the right call."
+        f"Each example {args.repeat} time(s), greedy (temperature 0, as `start_session()` "
+        "runs the embedded model), on 2 cores. A right answer holds the expected value as a "
+        "word of its own; 'built on the tool's result' is a right answer after the right "
+        "call."
     )
     write_result(
         "embedded-models",

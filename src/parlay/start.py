@@ -59,6 +59,24 @@ def default_backend(*, threads: int | None = None) -> Backend:
     return embedded_engine(LocalBackend(threads=threads))
 
 
+def embedded_backend(name: str, *, threads: int | None = None) -> Backend:
+    """The embedded model `name` (`parlay.backends.catalogue`: smollm2, qwen2.5-coder)
+    behind the engine: SmolLM2 as `embedded_engine` sets it, any other with the engine's
+    defaults and the embedded token budget (as `$PARLAY_LOCAL_MODEL` gets)."""
+    from parlay.backends.catalogue import EMBEDDED_MODELS, SMOLLM2, embedded_model
+    from parlay.backends.local import LocalBackend
+    from parlay.backends.prompted import PromptedBackend
+
+    model = embedded_model(name)
+    if model is None:
+        known = ", ".join(m.name for m in EMBEDDED_MODELS)
+        raise ConfigurationError(f"no embedded model is called {name!r}: there are {known}")
+    local = LocalBackend(model.locate(), threads=threads)
+    if model is SMOLLM2:
+        return embedded_engine(local)
+    return PromptedBackend(local, max_tokens=EMBEDDED_MAX_TOKENS)
+
+
 def embedded_engine(model: Backend) -> PromptedBackend:
     """The engine as the embedded SmolLM2-135M ships with it, in front of `model`.
 
@@ -102,6 +120,7 @@ def greedy(options: GenerationOptions | None) -> GenerationOptions:
 def start_session(
     backend: Backend | None = None,
     *,
+    model: str | None = None,
     tools: Iterable[Tool | Callable[..., Any]] | None = None,
     system: str | None = None,
     chain_limit: int = 5,
@@ -110,7 +129,9 @@ def start_session(
     options: GenerationOptions | None = None,
     resume: bool | str | int | None = None,
 ) -> Session:
-    """A new session; with no backend, the embedded local model (see `default_backend`).
+    """A new session; with no backend, the embedded local model (see `default_backend`),
+    or the embedded model named by `model` (`parlay models` lists them: smollm2, the
+    default, and qwen2.5-coder).
 
     The embedded model samples greedily (temperature 0) unless `options` set a
     temperature: a 135M-parameter model follows the tool contract far more reliably that
@@ -123,10 +144,13 @@ def start_session(
     logged system prompt. With `log`, the new turns join the logged conversation, or,
     resumed from an earlier response, are a fork of it (`parlay logs tree`).
     """
+    if backend is not None and model is not None:
+        raise ConfigurationError("start_session takes a backend or a model name, not both")
     if backend is None:
         options = greedy(options)
+        backend = default_backend() if model is None else embedded_backend(model)
     session = session_class(
-        backend if backend is not None else default_backend(),
+        backend,
         tools=tools,
         system=system if resume in (None, False) else None,
         chain_limit=chain_limit,

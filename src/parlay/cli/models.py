@@ -1,6 +1,8 @@
 """`-m/--model`: from what the user typed to a backend.
 
 - nothing, `embedded` or `local`: the embedded model (`parlay.start.default_backend`);
+- an embedded model's short name (`smollm2`, `qwen2.5-coder`; `parlay models` lists
+  them): that model on the embedded runtime, behind the engine;
 - a path to a `.gguf` file: that file on the embedded llama.cpp runtime;
 - `http(s)://host/v1` or `NAME@http(s)://host/v1`: an OpenAI-compatible server;
 - `openai:NAME`: OpenAI (`$OPENAI_BASE_URL`, `$OPENAI_API_KEY`);
@@ -16,12 +18,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from parlay.backends.base import PLAIN_CHAT, Backend, Capabilities
+from parlay.backends.catalogue import embedded_model
 from parlay.backends.prompted import behind_engine
 from parlay.errors import ConfigurationError
 
 EMBEDDED = ("", "embedded", "local", "default")
 MODEL_HELP = (
-    "The model: 'embedded' (default), a .gguf file, an OpenAI-compatible URL "
+    "The model: 'embedded' (default), an embedded model's name (smollm2, qwen2.5-coder), "
+    "a .gguf file, an OpenAI-compatible URL "
     "(http://host:port/v1 or NAME@http://host:port/v1), 'openai:NAME' or 'anthropic:NAME'."
 )
 
@@ -47,6 +51,11 @@ def resolve_model(
         backend = default_backend(threads=threads)
         # default_backend already puts a plain-chat model behind the engine;
         # `behind_engine` then only changes its format.
+        return behind_engine(backend, **engine) if use_prompted else backend
+    if embedded_model(text) is not None:
+        from parlay.start import embedded_backend
+
+        backend = embedded_backend(text, threads=threads)
         return behind_engine(backend, **engine) if use_prompted else backend
     if "://" in text:
         from parlay.backends.openai import OpenAIBackend

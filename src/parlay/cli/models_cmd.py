@@ -12,6 +12,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from parlay.backends.catalogue import EMBEDDED_MODELS, SMOLLM2
+
 
 @frozen
 class ModelForm:
@@ -35,6 +37,16 @@ def model_forms() -> list[ModelForm]:
             "-m embedded",
             "the embedded model (the default; also 'local')",
             embedded_ready,
+        ),
+        *(
+            ModelForm(
+                model.name,
+                f"-m {model.name}",
+                f"{model.label}, embedded, {model.size_mib} MiB"
+                + (" (the default)" if model is SMOLLM2 else ""),
+                "installed" if model.installed() else "not installed: see below",
+            )
+            for model in EMBEDDED_MODELS
         ),
         ModelForm(
             "PATH.gguf",
@@ -79,4 +91,10 @@ def models(
     for form in forms:
         what = f"{form.what} [dim]({escape(form.form)})[/]"
         table.add_row(escape(form.example), what, escape(form.ready))
-    Console(highlight=False).print(table)
+    console = Console(highlight=False)
+    console.print(table)
+    # Whole lines, never wrapped, so they can be copied as they are.
+    for model in EMBEDDED_MODELS:
+        if not model.installed():
+            console.print(f"To install {model.name}:", soft_wrap=True)
+            console.print(f"  {escape(model.install)}", soft_wrap=True)
