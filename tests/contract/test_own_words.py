@@ -13,7 +13,12 @@ from parlay.backends.base import Capabilities
 from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
-from parlay.contract.placeholders import PLACEHOLDERS, is_placeholder, may_become_placeholder
+from parlay.contract.placeholders import (
+    PLACEHOLDERS,
+    is_debris,
+    is_placeholder,
+    may_become_placeholder,
+)
 from parlay.events import Event, Finish, TextDelta
 from parlay.request import ChatRequest, ToolChoice
 
@@ -169,3 +174,33 @@ async def test_the_last_try_for_words_is_held_to_the_answer_grammar() -> None:
     # action left is the history's own.
     last = "\n".join(m.content for m in inner.requests[2].messages)
     assert "your answer" not in last and last.count('"action"') == 1
+
+
+@pytest.mark.parametrize("debris", [",", "}} ", '{"', " . ", "}}\n```"])
+async def test_a_reply_of_punctuation_or_action_debris_is_no_answer(debris: str) -> None:
+    """docs/tool-results.md's manual insert printed `,` on the embedded model, and
+    `parlay prompt "What is 7 times 6?"` answered `}} ...`: a reply without one letter or
+    digit is asked again, never handed over as the answer."""
+    inner = ScriptedBackend([debris, "2 + 3 is 5."], capabilities=PLAIN)
+    text, finish = await run(PromptedBackend(inner), ChatRequest(AFTER_RESULT, tools=TOOLS))
+    assert text == "2 + 3 is 5."
+    assert finish.diagnostics is not None
+    assert [r.reason for r in finish.diagnostics.retries] == ["placeholder_answer"]
+
+
+async def test_debris_with_no_retry_left_falls_back_to_the_results() -> None:
+    inner = ScriptedBackend([",", "}}"], capabilities=PLAIN, chunk_size=1)
+    backend = PromptedBackend(inner, max_retries=0)  # live: text would stream at once
+    text, finish = await run(backend, ChatRequest(AFTER_RESULT, tools=TOOLS))
+    assert text == "add returned 5"
+    assert finish.diagnostics is not None
+    assert any("only punctuation" in note for note in finish.diagnostics.notes)
+
+
+@pytest.mark.parametrize(
+    ("text", "debris"),
+    [(",", True), ("}} ", True), ("", False), ("  ", False), ("5", False),
+     ("Yes.", False), ("日本", False), ("...", True)],
+)  # fmt: skip
+def test_debris_is_told_from_short_answers(text: str, debris: bool) -> None:
+    assert is_debris(text) is debris

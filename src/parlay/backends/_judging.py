@@ -21,7 +21,7 @@ from parlay.contract.grounding import copied_answer, echoes
 from parlay.contract.leaning import leans_to_words
 from parlay.contract.own_words import OwnWords
 from parlay.contract.parser import ParseResult
-from parlay.contract.placeholders import is_placeholder
+from parlay.contract.placeholders import is_debris, is_placeholder
 from parlay.contract.refusal import RefusalSignal, asks_user, detect_refusal
 from parlay.contract.relevance import at_first_decision, fitting_tool
 from parlay.contract.retry import Verdict, only_repeats
@@ -85,7 +85,7 @@ def _judged(
         pretended_tool=named_tool(parsed.text, contract.tools) if copied else None,
         fitting_tool=missed_tool(settings, turn, parsed.calls),
         forced=forced,
-        placeholder=is_placeholder(parsed.text),
+        placeholder=is_placeholder(parsed.text) or is_debris(parsed.text),
         unrelated=turn.unrelated,
         leaned=leaned_to_words(settings, turn),
     )
@@ -220,6 +220,8 @@ def own_words(
         return ""
     if is_placeholder(parsed.text):
         return "a stand-in of the format instructions"
+    if is_debris(parsed.text):
+        return "no words, only punctuation or an action's syntax"
     if instruction and echoes(parsed.text, instruction):
         return "the retry message"
     if continuation.repeated_by(parsed.text, cut=attempt.cut_by_limit) or attempt.trim.took_all:

@@ -9,6 +9,8 @@ engine asks again in words (`placeholder_answer`) or drops it.
 
 from __future__ import annotations
 
+import re
+
 from parlay.contract.render import NAME_PLACEHOLDER
 
 # Every stand-in the packaged format and retry templates write (tests check the list
@@ -33,6 +35,16 @@ def _fold(text: str) -> str:
 def is_placeholder(text: str) -> bool:
     """Whether `text` is nothing but one of the contract's stand-ins."""
     return len(text) <= 4 * _LONGEST and _fold(text) in _FOLDED
+
+
+def is_debris(text: str) -> bool:
+    """Whether `text` has characters but not one letter or digit: punctuation, or the
+    braces and quotes of an action left over. After a tool result SmolLM2 answered `,`
+    and `}} `; handed over, the user had no answer at all."""
+    return bool(text.strip()) and _WORDLESS.fullmatch(text) is not None
+
+
+_WORDLESS = re.compile(r"[\W_]+")
 
 
 def may_become_placeholder(text: str) -> bool:
