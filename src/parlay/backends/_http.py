@@ -125,10 +125,13 @@ class HttpTransport:
         return f"{self.base_url}{path}"
 
     async def get_json(self, path: str) -> Any:
-        return await self.post_json(path, None)
+        return await self._json(path, None)
 
-    async def post_json(self, path: str, body: Mapping[str, Any] | None) -> Any:
-        """The JSON answer to a POST of `body` (a GET when `body` is None)."""
+    async def post_json(self, path: str, body: Mapping[str, Any]) -> Any:
+        return await self._json(path, body)
+
+    async def _json(self, path: str, body: Mapping[str, Any] | None) -> Any:
+        """The JSON answer to a POST of `body`, or to a GET when there is none."""
         async with self._request(path, body) as response:
             await response.aread()
             try:

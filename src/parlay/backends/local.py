@@ -226,17 +226,18 @@ class LocalBackend:
         `parlay serve` does at start, to say when it is ready)."""
         self._ensure()
 
+    async def _started(self) -> OpenAIBackend:
+        """The client of the running server, starting it (off the event loop) if need be."""
+        if self._backend is not None:
+            return self._backend
+        return await asyncio.to_thread(self._ensure)
+
     async def count_tokens(self, request: ChatRequest) -> TokenCount:
         """With the model's own chat template and tokenizer (loading it if need be)."""
-        backend = self._backend
-        if backend is None:
-            backend = await asyncio.to_thread(self._ensure)
-        return await backend.count_tokens(request)
+        return await (await self._started()).count_tokens(request)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
-        backend = self._backend
-        if backend is None:
-            backend = await asyncio.to_thread(self._ensure)
+        backend = await self._started()
         request = with_max_tokens(request, self.max_tokens)
         async for event in guarded(backend.stream(request), self.repetition):
             yield event

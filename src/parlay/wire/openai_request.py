@@ -35,7 +35,13 @@ from parlay.wire._check import (
     stop_list,
 )
 from parlay.wire.arguments import parse_arguments
-from parlay.wire.validate import DEFAULT_LIMITS, Limits, check_count, check_schema, check_tools
+from parlay.wire.validate import (
+    DEFAULT_LIMITS,
+    Limits,
+    check_count,
+    check_tools,
+    output_format,
+)
 
 
 @frozen
@@ -173,20 +179,13 @@ def decode_response_format(raw: Any) -> ResponseFormat | None:
     if not isinstance(raw, Mapping):
         raise InvalidRequestError("`response_format` must be an object")
     kind = raw.get("type")
-    if kind == "text":
-        return None
-    if kind == "json_object":
-        return ResponseFormat({"type": "object"}, "json_object", strict=False)
+    spec: Mapping[str, Any] = {}
     if kind == "json_schema":
         spec = field(raw, "json_schema", dict, where="response_format", required=True)
-        schema = field(spec, "schema", dict, where="response_format.json_schema") or {}
-        check_schema(schema, "response_format.json_schema.schema")
-        name = field(spec, "name", str, where="response_format.json_schema") or "response"
-        strict = flag(spec, "strict", where="response_format.json_schema")
-        return ResponseFormat(schema, name, strict)
-    raise InvalidRequestError(
-        "`response_format.type` must be 'text', 'json_object' or 'json_schema'"
-    )
+    return output_format(
+        kind, spec, "response_format.json_schema", kind_at="response_format.type",
+        schema_required=False,
+    )  # fmt: skip
 
 
 def decode_top_logprobs(body: Mapping[str, Any]) -> int | None:

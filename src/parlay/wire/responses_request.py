@@ -36,7 +36,13 @@ from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolC
 from parlay.wire._check import bounded_int, bounded_number, called_tool, field, flag
 from parlay.wire.arguments import parse_arguments
 from parlay.wire.openai_request import _content_text as content_text
-from parlay.wire.validate import DEFAULT_LIMITS, Limits, check_count, check_schema, check_tools
+from parlay.wire.validate import (
+    DEFAULT_LIMITS,
+    Limits,
+    check_count,
+    check_tools,
+    output_format,
+)
 
 # Input items that carry nothing a chat model can read, or record tools parlay never
 # offers: left out of what the model sees. Reasoning is the upstream model's own (and
@@ -238,17 +244,11 @@ def decode_text_format(raw: Any) -> ResponseFormat | None:
     if not isinstance(raw, Mapping):
         raise InvalidRequestError("`text` must be an object")
     spec = field(raw, "format", dict, where="text")
-    if spec is None or spec.get("type") == "text":
+    if spec is None:
         return None
-    kind = spec.get("type")
-    if kind == "json_object":
-        return ResponseFormat({"type": "object"}, "json_object", strict=False)
-    if kind == "json_schema":
-        schema = field(spec, "schema", dict, where="text.format", required=True)
-        check_schema(schema, "text.format.schema")
-        name = field(spec, "name", str, where="text.format") or "response"
-        return ResponseFormat(schema, name, flag(spec, "strict", where="text.format"))
-    raise InvalidRequestError("`text.format.type` must be 'text', 'json_object' or 'json_schema'")
+    return output_format(
+        spec.get("type"), spec, "text.format", kind_at="text.format.type", schema_required=True
+    )
 
 
 # -- input -----------------------------------------------------------------------------

@@ -20,7 +20,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from parlay.errors import InvalidRequestError
-from parlay.request import ToolSpec
+from parlay.request import ResponseFormat, ToolSpec
+from parlay.wire._check import field, flag
 
 
 @frozen
@@ -180,3 +181,21 @@ def _problem(schema: Mapping[str, Any]) -> str | None:
     except RecursionError:  # a schema nested within max_depth cannot get here; a guard
         return "it is nested too deeply"
     return None
+
+
+def output_format(
+    kind: Any, spec: Mapping[str, Any], where: str, *, kind_at: str, schema_required: bool
+) -> ResponseFormat | None:
+    """A structured-output request of either OpenAI API as a `ResponseFormat`: `text` is
+    none, `json_object` any object, `json_schema` the schema, name and strictness of
+    `spec` (found at `where`); `kind_at` names the type's field in errors."""
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return ResponseFormat({"type": "object"}, "json_object", strict=False)
+    if kind == "json_schema":
+        schema = field(spec, "schema", dict, where=where, required=schema_required) or {}
+        check_schema(schema, f"{where}.schema")
+        name = field(spec, "name", str, where=where) or "response"
+        return ResponseFormat(schema, name, flag(spec, "strict", where=where))
+    raise InvalidRequestError(f"`{kind_at}` must be 'text', 'json_object' or 'json_schema'")
