@@ -24,9 +24,8 @@ from attrs import frozen
 
 import parlay
 from bench._table import markdown_table, write_result
-from bench.bfcl.models import Model, models
-from parlay.backends.local import LocalBackend
-from parlay.start import embedded_engine, greedy
+from bench.bfcl.models import models
+from parlay.start import embedded_backend, greedy
 
 
 def add(a: int, b: int) -> int:
@@ -79,15 +78,6 @@ EXAMPLES = (
 )  # fmt: skip
 
 
-def engine_for(model: Model) -> parlay.Backend:
-    """The model as the embedded default would run it: SmolLM2 with the settings parlay
-    ships for it, any other with the engine's defaults (what `PARLAY_LOCAL_MODEL` gets)."""
-    local = LocalBackend(model.path)
-    if model.embedded:
-        return embedded_engine(local)
-    return parlay.PromptedBackend(local)
-
-
 def run_example(backend: parlay.Backend, example: Example) -> dict[str, Any]:
     # Greedy, as `start_session()` runs the embedded model.
     session = parlay.Session(backend, tools=list(example.tools), options=greedy(None))
@@ -130,7 +120,8 @@ def main() -> None:
     rows: list[list[object]] = []
     summary: list[list[object]] = []
     for model in models(tuple(args.models.split(","))):
-        backend = engine_for(model)
+        # As `start_session(model=...)` and `-m NAME` run it.
+        backend = embedded_backend(model.key)
         started = time.perf_counter()
         _ = parlay.Session(backend).chat("Say hi.").value  # loads the model
         load = time.perf_counter() - started

