@@ -2,7 +2,7 @@
 `top_logprobs`, on the real llama.cpp server, under the json action grammar.
 
 The prompted engine asks for 5 alternatives per token whenever a reply under `auto` is
-held to a grammar (`parlay.contract.forced`). llama.cpp then sorts the vocabulary for
+held to a grammar (`parlay.engine.checks.forced`). llama.cpp then sorts the vocabulary for
 every token, so this measures the price, side by side in one run: each round sends the
 same request twice, once plain and once with alternatives, in alternating order, and
 reads the server's own timings (tokens per second of generation).
@@ -24,9 +24,9 @@ import httpx
 from bench._table import markdown_table, write_result
 from bench.bfcl.models import models
 from parlay.backends.local import LlamaServer
-from parlay.backends.prompted import NAME_ALTERNATIVES
 from parlay.context import UserMessage
-from parlay.contract.constrain import action_response_format
+from parlay.engine.backend import NAME_ALTERNATIVES
+from parlay.engine.contract.constrain import action_response_format
 from parlay.request import AUTO, ChatRequest, GenerationOptions, ToolSpec
 from parlay.wire.openai_client import encode_request
 

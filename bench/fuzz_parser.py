@@ -34,7 +34,7 @@ from typing import Any
 from _table import RESULTS, markdown_table, write_result
 from fuzz_inputs import GENERATORS, make_input
 
-from parlay.contract.parser import ActionStreamParser
+from parlay.engine.contract.parser import ActionStreamParser
 from parlay.events import Event, TextDelta, ToolCallArgsDelta, ToolCallEnd, ToolCallStart
 
 TOOLS = ("get_weather", "add", "search", "write_file")

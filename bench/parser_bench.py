@@ -26,7 +26,7 @@ import time
 
 from _table import markdown_table, write_result
 
-from parlay.contract.parser import ActionStreamParser
+from parlay.engine.contract.parser import ActionStreamParser
 
 SIZE = 1_000_000
 CHUNK = 4

@@ -12,8 +12,8 @@ import pytest
 
 from parlay import GenerationOptions, Session
 from parlay.backends.base import Backend
-from parlay.backends.prompted import PromptedBackend
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
+from parlay.engine.backend import PromptedBackend
 from parlay.events import Finish, ScoredTextDelta, TextDelta, ToolCallEnd
 from parlay.request import ChatRequest, ToolChoice, ToolSpec
 from parlay.start import EMBEDDED_ACTION_FORMAT, EMBEDDED_MIN_OFFERED_SHARE

@@ -5,7 +5,7 @@ import pytest
 import parlay
 from parlay import ConfigurationError, LocalBackend, OpenAIBackend
 from parlay.backends import catalogue, local
-from parlay.backends.prompted import PromptedBackend
+from parlay.engine.backend import PromptedBackend
 
 
 def test_start_session_defaults_to_the_embedded_model_behind_the_engine(monkeypatch):

@@ -42,7 +42,7 @@ from bench.bfcl.split import interleave, select
 from bench.bfcl.store import Key, Store
 from bench.bfcl.systems import BackendSystem, Setup, parlay_system
 from parlay.backends.local import shared_server
-from parlay.contract.rules import GUARDS, RULES
+from parlay.engine.checks.rules import GUARDS, RULES
 
 ABLATION_STORE = STORE.with_name("bfcl-ablation.jsonl")
 Outcome = Mapping[str, Any]

@@ -6,7 +6,7 @@ the shipped engine's balanced score minus the ablated one's (balanced: the mean 
 right share on the call categories and the abstentions on live_irrelevance, as on the
 dev page), with a 95 % interval from a paired bootstrap over questions (2,000 resamples,
 each stratum resampled on its own, seeded). A rule earns its place when the whole
-interval is above zero; the guards (`parlay.contract.rules.GUARDS`) stay on whatever
+interval is above zero; the guards (`parlay.engine.checks.rules.GUARDS`) stay on whatever
 the score, because they keep a failure from reaching the user.
 """
 
@@ -21,7 +21,7 @@ from attrs import frozen
 
 from bench._table import markdown_table
 from bench.bfcl.data import ABSTAIN_CATEGORIES, CALL_CATEGORIES, RELEVANCE_CATEGORIES
-from parlay.contract.rules import GUARDS, RULES
+from parlay.engine.checks.rules import GUARDS, RULES
 
 Outcome = Mapping[str, Any]
 Pair = tuple[bool, bool]  # (shipped right, ablated right)

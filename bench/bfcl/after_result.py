@@ -33,7 +33,7 @@ from bench.bfcl.data import CALL_CATEGORIES, Question
 from bench.bfcl.outcome import Reply, jsonable
 from bench.bfcl.split import Half, id_hash, interleave, select
 from parlay.context import AssistantMessage, ToolCall, ToolResult
-from parlay.contract.placeholders import PLACEHOLDERS
+from parlay.engine.checks.placeholders import PLACEHOLDERS
 
 Stage = Literal["all", "some"]
 STAGES: tuple[Stage, ...] = ("all", "some")

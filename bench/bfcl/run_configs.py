@@ -12,7 +12,7 @@ from bench.bfcl.models import Model
 from parlay.backends.base import PLAIN_CHAT, Backend, Capabilities
 from parlay.backends.local import LlamaServer
 from parlay.backends.openai import OpenAIBackend
-from parlay.backends.prompted import PromptedBackend
+from parlay.engine.backend import PromptedBackend
 
 NATIVE = Capabilities(native_tools=True, json_schema=True)
 
@@ -37,7 +37,7 @@ NATIVE_CONFIG = Config("llama.cpp native tools")
 
 def engine_formats() -> tuple[str, ...]:
     """The action formats the prompted engine offers."""
-    from parlay.contract.render import FORMATS
+    from parlay.engine.contract.render import FORMATS
 
     return tuple(FORMATS)
 

@@ -13,7 +13,7 @@ from typing import Any
 from bench.bfcl.checker import check
 from bench.bfcl.data import ABSTAIN_CATEGORIES, load_category
 from bench.bfcl.run_configs import NATIVE_CONFIG
-from parlay.contract.parser import parse
+from parlay.engine.contract.parser import parse
 
 
 def summarize(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -34,8 +34,8 @@ from bench.bfcl.split import interleave, select
 from bench.bfcl.store import Store
 from bench.bfcl.systems import VARIANTS, Setup, parlay_system
 from parlay.backends.local import shared_server
-from parlay.contract.leaning import leans_to_words
-from parlay.contract.relevance import unrelated_tools
+from parlay.engine.checks.leaning import leans_to_words
+from parlay.engine.checks.relevance import unrelated_tools
 
 
 def unrelated_judged(question: Question, outcome: Outcome) -> bool:

@@ -30,7 +30,7 @@ from bench.bfcl.outcome import Reply
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.local import LocalBackend
 from parlay.backends.openai import OpenAIBackend
-from parlay.backends.prompted import PromptedBackend
+from parlay.engine.backend import PromptedBackend
 from parlay.events import Finish, TextDelta, ToolCallEnd
 from parlay.request import ChatRequest, GenerationOptions
 from parlay.server.config import ServerConfig, build_backend
@@ -49,7 +49,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "typed": {"action_format": "typed"},
     "json": {"action_format": "json"},
     # The json reply decides whether to call, the typed format how many
-    # (the opt-in rule `recount_calls`, parlay.backends._recount).
+    # (the opt-in rule `recount_calls`, parlay.engine.recount).
     "recount": {"rules_on": ["recount_calls"]},
     # A call to a tool sharing no word with the request, answered in words instead
     # (the opt-in rule `unrelated_call`), in either format (`bench.bfcl.switched_on`).

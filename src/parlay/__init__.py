@@ -6,7 +6,6 @@ from parlay.backends.anthropic import AnthropicBackend
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.local import LocalBackend
 from parlay.backends.openai import OpenAIBackend
-from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.branches import BranchTree
 from parlay.compare import Comparison, compare
@@ -21,9 +20,10 @@ from parlay.context import (
     ToolResult,
     UserMessage,
 )
-from parlay.contract.refusal import DEFAULT_REFUSALS, RefusalPhrases
-from parlay.contract.rules import CallRule
 from parlay.diagnostics import Diagnostics, RetryRecord
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.checks.refusal import DEFAULT_REFUSALS, RefusalPhrases
+from parlay.engine.checks.rules import CallRule
 from parlay.errors import (
     BackendConnectionError,
     BackendError,

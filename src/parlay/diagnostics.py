@@ -32,10 +32,10 @@ class Diagnostics:
     # What a reply kept repeating when the repetition guard stopped it
     # (`parlay.backends.bounds`); the reply then finished with reason "length".
     repetition: str | None = None
-    # The engine's rules that acted on this reply, in order (`parlay.contract.rules`).
+    # The engine's rules that acted on this reply, in order (`parlay.engine.checks.rules`).
     rules: tuple[str, ...] = ()
     # Where the first reply wrote its kind under a grammar, the share of the model's weight
-    # on answering in words rather than calling (`parlay.contract.leaning`); None when the
+    # on answering in words rather than calling (`parlay.engine.checks.leaning`); None when the
     # backend reported no alternatives there.
     answer_share: float | None = None
     # Tools the model called that were not offered: their calls were dropped

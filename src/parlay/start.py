@@ -19,7 +19,7 @@ from parlay.thunk import ModelOutputThunk
 from parlay.tools import Tool
 
 if TYPE_CHECKING:
-    from parlay.backends.prompted import PromptedBackend
+    from parlay.engine.backend import PromptedBackend
 
 # `PromptedBackend.min_offered_share` for the embedded SmolLM2-135M (see `embedded_engine`).
 EMBEDDED_MIN_OFFERED_SHARE = 0.1
@@ -45,7 +45,7 @@ def default_backend(*, threads: int | None = None) -> Backend:
     the embedded llama.cpp model, always behind the engine, with `threads` (None:
     `$PARLAY_THREADS`, else the cores free when it starts).
     """
-    from parlay.backends.prompted import PromptedBackend
+    from parlay.engine.backend import PromptedBackend
 
     base_url = os.environ.get("PARLAY_OPENAI_BASE_URL")
     if base_url:
@@ -65,7 +65,7 @@ def embedded_backend(name: str, *, threads: int | None = None) -> Backend:
     defaults and the embedded token budget (as `$PARLAY_LOCAL_MODEL` gets)."""
     from parlay.backends.catalogue import EMBEDDED_MODELS, SMOLLM2, embedded_model
     from parlay.backends.local import LocalBackend
-    from parlay.backends.prompted import PromptedBackend
+    from parlay.engine.backend import PromptedBackend
 
     model = embedded_model(name)
     if model is None:
@@ -86,7 +86,7 @@ def embedded_engine(model: Backend) -> PromptedBackend:
     writes the json format (see `EMBEDDED_ACTION_FORMAT`); each attempt gets the
     embedded model's own budget.
     """
-    from parlay.backends.prompted import PromptedBackend
+    from parlay.engine.backend import PromptedBackend
 
     return PromptedBackend(
         model,
@@ -99,7 +99,7 @@ def embedded_engine(model: Backend) -> PromptedBackend:
 
 def _configured_server(base_url: str) -> Backend:
     from parlay.backends.openai import OpenAIBackend
-    from parlay.backends.prompted import PromptedBackend
+    from parlay.engine.backend import PromptedBackend
 
     mode = os.environ.get("PARLAY_TOOLS", "native").strip().lower() or "native"
     if mode not in ("native", "prompted"):

@@ -20,8 +20,8 @@ from parlay.backends.bounds import (
     guarded,
 )
 from parlay.backends.local import LocalBackend
-from parlay.backends.prompted import PromptedBackend
 from parlay.context import UserMessage
+from parlay.engine.backend import PromptedBackend
 from parlay.errors import ConfigurationError
 from parlay.events import Event, Finish, ScoredTextDelta, TextDelta, TokenChoice, Usage
 from parlay.request import ChatRequest, GenerationOptions, ToolChoice, ToolSpec

@@ -15,8 +15,8 @@ from bench.bfcl.toolproxy_system import args_model
 
 from parlay.backends.local import LocalBackend
 from parlay.backends.openai import OpenAIBackend
-from parlay.backends.prompted import PromptedBackend
 from parlay.context import SystemMessage, UserMessage
+from parlay.engine.backend import PromptedBackend
 from parlay.start import EMBEDDED_MIN_OFFERED_SHARE, default_backend
 from parlay.wire.openai_client import encode_request
 

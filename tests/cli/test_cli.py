@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend, calls
 from parlay.cli.app import app
 from parlay.context import ToolResult
+from parlay.engine.backend import PromptedBackend
 from parlay.store import Store
 
 runner = CliRunner()

@@ -12,11 +12,11 @@ from typer.testing import CliRunner
 from parlay.backends.anthropic import AnthropicBackend
 from parlay.backends.local import LocalBackend
 from parlay.backends.openai import OpenAIBackend
-from parlay.backends.prompted import PromptedBackend
 from parlay.cli.app import app
 from parlay.cli.models import resolve_model
 from parlay.cli.options import ActionFormat, RunOptions, build_session
-from parlay.contract.render import FORMATS
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.contract.render import FORMATS
 from parlay.errors import ConfigurationError
 from parlay.start import EMBEDDED_ACTION_FORMAT
 

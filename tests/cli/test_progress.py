@@ -19,8 +19,8 @@ import pytest
 from scripted_parlay import HERE, run
 
 from parlay.backends.local import LocalBackend
-from parlay.backends.prompted import PromptedBackend
 from parlay.cli.progress import _unloaded_model
+from parlay.engine.backend import PromptedBackend
 
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 WAITING = "waiting for the model's reply"

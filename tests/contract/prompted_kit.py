@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from parlay.backends.base import Capabilities
-from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import UserMessage
+from parlay.engine.backend import PromptedBackend
 from parlay.events import Event, Finish, TextDelta, ToolCallEnd
 from parlay.request import ChatRequest, ToolChoice, ToolSpec
 

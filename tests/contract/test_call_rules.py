@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from parlay.backends.prompted import PromptedBackend
 from parlay.context import ToolCall, UserMessage
-from parlay.contract.render import ContractOptions
-from parlay.contract.retry_message import retry_instruction
-from parlay.contract.rules import CallRule, Rules
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.checks.retry_message import retry_instruction
+from parlay.engine.checks.rules import CallRule, Rules
+from parlay.engine.contract.render import ContractOptions
 from parlay.errors import ConfigurationError
 from parlay.request import ToolChoice, ToolSpec
 

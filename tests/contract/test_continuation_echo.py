@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 
 from parlay.backends.base import Capabilities
-from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
-from parlay.contract.own_words import continuation_words, own_passages
-from parlay.contract.pieces import ContractOptions
-from parlay.contract.render import render_contract
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.checks.own_words import continuation_words, own_passages
+from parlay.engine.contract.pieces import ContractOptions
+from parlay.engine.contract.render import render_contract
 from parlay.request import ChatRequest, ToolChoice
 
 from .conftest import TOOLS
@@ -86,7 +86,7 @@ async def test_an_echo_of_the_continuation_is_dropped_and_an_answer_asked_for(
         "The request asked for 2 + 3, and the result above gives 5.",
         "No result above gives anything else the request asks for: 2 + 3 is 5.",
         # Clauses of the user's or the continuation's words beside the answer's own
-        # (`parlay.contract.echo_trim` reads a reply in clauses).
+        # (`parlay.engine.checks.echo_trim` reads a reply in clauses).
         "The result of add: 5. Anything else?",
         "The answer: 5.\nThe tool add returned it.",
         "What is 2 + 3? It is 5. Let me know if you need another sum.",

@@ -14,13 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
-from parlay.contract.echo_trim import EchoTrim
-from parlay.contract.own_words import continuation_words
-from parlay.contract.pieces import ContractOptions
-from parlay.contract.render import render_contract
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.checks.echo_trim import EchoTrim
+from parlay.engine.checks.own_words import continuation_words
+from parlay.engine.contract.pieces import ContractOptions
+from parlay.engine.contract.render import render_contract
 from parlay.events import Event, Finish
 from parlay.request import ChatRequest
 

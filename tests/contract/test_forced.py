@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator, Sequence
 import pytest
 
 from parlay.backends.base import Capabilities
-from parlay.backends.prompted import NAME_ALTERNATIVES, PromptedBackend
 from parlay.context import ToolCall, UserMessage
-from parlay.contract.constrain import final_schema
-from parlay.contract.forced import name_choices
-from parlay.contract.rules import HEURISTICS_OPT_IN
+from parlay.engine.backend import NAME_ALTERNATIVES, PromptedBackend
+from parlay.engine.checks.forced import name_choices
+from parlay.engine.checks.rules import HEURISTICS_OPT_IN
+from parlay.engine.contract.constrain import final_schema
 from parlay.errors import ConfigurationError
 from parlay.events import (
     Event,

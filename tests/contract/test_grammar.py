@@ -9,10 +9,10 @@ import json
 import jsonschema
 import pytest
 
-from parlay.backends._next_attempt import words_format
 from parlay.context import UserMessage
-from parlay.contract.constrain import action_schema, final_schema
-from parlay.contract.render import FORMATS
+from parlay.engine.contract.constrain import action_schema, final_schema
+from parlay.engine.contract.render import FORMATS
+from parlay.engine.next_attempt import words_format
 from parlay.request import ChatRequest, ToolChoice
 
 from .conftest import TOOLS

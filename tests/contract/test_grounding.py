@@ -6,17 +6,17 @@ import json
 
 import pytest
 
-from parlay.backends.prompted import PromptedBackend
 from parlay.context import AssistantMessage, SystemMessage, ToolResult, UserMessage
-from parlay.contract.examples import EXAMPLE_RESULT
-from parlay.contract.grounding import (
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.checks.rules import HEURISTICS_OPT_IN
+from parlay.engine.contract.examples import EXAMPLE_RESULT
+from parlay.engine.contract.grounding import (
     copied_answer,
     echoes,
     grounds_of,
     invented_value,
     same_value,
 )
-from parlay.contract.rules import HEURISTICS_OPT_IN
 from parlay.request import ChatRequest, ToolSpec
 
 from .conftest import CALL, TOOLS, WEATHER
@@ -383,7 +383,7 @@ async def test_a_pretended_call_with_made_up_values_gives_way_to_an_answer() -> 
 
 
 def test_a_tool_name_inside_another_word_is_no_pretended_call() -> None:
-    from parlay.backends._judging import named_tool as _named_tool
+    from parlay.engine.judging import named_tool as _named_tool
 
     assert _named_tool("math.add returned 3", TOOLS) is None
     assert _named_tool("add_more returned 3", TOOLS) is None

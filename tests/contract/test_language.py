@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from parlay.context import UserMessage
-from parlay.contract.language import reads_as_english
-from parlay.contract.relevance import unrelated_tools
+from parlay.engine.checks.language import reads_as_english
+from parlay.engine.checks.relevance import unrelated_tools
 from parlay.request import ToolSpec
 
 WEATHER = ToolSpec(

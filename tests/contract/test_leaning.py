@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from parlay.backends.prompted import PromptedBackend
 from parlay.context import AssistantMessage, ToolCall, ToolResult
-from parlay.contract.leaning import answer_share
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.checks.leaning import answer_share
 from parlay.events import TextDelta, TokenChoice, ToolCallEnd
 from parlay.request import ChatRequest, ToolChoice
 

@@ -1,4 +1,4 @@
-"""The gains the engine's rules state (`parlay.contract.measured`) are the ones the
+"""The gains the engine's rules state (`parlay.engine.checks.measured`) are the ones the
 ablation table in bench/results/bfcl-ablation.md shows (or, for an opt-in rule measured
 by asking every question with it on, bench/results/bfcl-opt-in.md), and every heuristic
 states one."""
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from parlay.contract.measured import MEASURED, Gain, describe
-from parlay.contract.rules import GUARDS, RULES
+from parlay.engine.checks.measured import MEASURED, Gain, describe
+from parlay.engine.checks.rules import GUARDS, RULES
 
 RESULTS = Path(__file__).parents[2] / "bench" / "results"
 TABLES = (RESULTS / "bfcl-ablation.md", RESULTS / "bfcl-opt-in.md")

@@ -10,9 +10,9 @@ import json
 import pytest
 
 from parlay.backends.base import Capabilities
-from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import UserMessage
+from parlay.engine.backend import PromptedBackend
 from parlay.request import ChatRequest, ToolChoice
 
 from .conftest import TOOLS

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from parlay.backends.base import Capabilities
-from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
-from parlay.contract.placeholders import (
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.checks.placeholders import (
     PLACEHOLDERS,
     is_debris,
     is_placeholder,

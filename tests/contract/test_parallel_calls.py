@@ -9,12 +9,12 @@ import pytest
 
 from parlay import GenerationOptions, Session
 from parlay.backends.base import Capabilities
-from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import AssistantMessage, ToolCall, UserMessage
-from parlay.contract.constrain import action_schema
-from parlay.contract.parser import ActionStreamParser, parse
-from parlay.contract.render import ContractOptions, project_history, render_contract
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.contract.constrain import action_schema
+from parlay.engine.contract.parser import ActionStreamParser, parse
+from parlay.engine.contract.render import ContractOptions, project_history, render_contract
 from parlay.events import Event, ToolCallEnd, ToolCallStart
 from parlay.request import ChatRequest, ToolChoice
 

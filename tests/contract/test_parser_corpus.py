@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from parlay.contract.parser import parse
+from parlay.engine.contract.parser import parse
 
 TOOLS = ("get_weather", "add", "search")
 PARIS = [("get_weather", {"city": "Paris"})]

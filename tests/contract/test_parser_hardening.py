@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from parlay.context import ToolCall
-from parlay.contract.parser import ActionStreamParser, ParseResult
-from parlay.contract.parser.state import MAX_DEPTH, MAX_UNDECIDED
-from parlay.contract.repair import repair_call
+from parlay.engine.contract.parser import ActionStreamParser, ParseResult
+from parlay.engine.contract.parser.state import MAX_DEPTH, MAX_UNDECIDED
+from parlay.engine.contract.repair import repair_call
 from parlay.events import Event, TextDelta, ToolCallArgsDelta, ToolCallEnd, ToolCallStart
 from parlay.request import ToolSpec
 

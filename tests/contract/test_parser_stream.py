@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from parlay.contract.parser import ActionStreamParser, parse
-from parlay.contract.parser.state import text_delta
+from parlay.engine.contract.parser import ActionStreamParser, parse
+from parlay.engine.contract.parser.state import text_delta
 from parlay.events import TextDelta, ToolCallArgsDelta, ToolCallEnd, ToolCallStart
 
 TOOLS = ("get_weather", "add", "search")

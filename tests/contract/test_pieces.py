@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
-from parlay.contract.constrain import action_schema
-from parlay.contract.refusal import DEFAULT_REFUSALS, detect_refusal
-from parlay.contract.repair import repair_call
-from parlay.contract.state import ToolState, tool_state
+from parlay.engine.checks.refusal import DEFAULT_REFUSALS, detect_refusal
+from parlay.engine.contract.constrain import action_schema
+from parlay.engine.contract.repair import repair_call
+from parlay.engine.contract.state import ToolState, tool_state
 from parlay.request import ToolChoice, ToolSpec
 
 from .conftest import ADD, TOOLS, WEATHER
@@ -127,13 +127,13 @@ def test_constraint_schemas() -> None:
 def test_example_values_come_from_the_description_when_it_gives_one(
     description: str, value: str
 ) -> None:
-    from parlay.contract.examples import example_value
+    from parlay.engine.contract.examples import example_value
 
     assert example_value("ref", {"type": "string", "description": description}) == value
 
 
 def test_the_ask_example_names_the_values_a_tool_needs() -> None:
-    from parlay.contract.examples import ask_example
+    from parlay.engine.contract.examples import ask_example
 
     from .conftest import ADD, WEATHER
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from parlay.contract.policy import TurnPolicy
+from parlay.engine.policy import TurnPolicy
 
 from .prompted_kit import ask
 

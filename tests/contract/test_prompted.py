@@ -10,10 +10,10 @@ import pytest
 
 from parlay import Session
 from parlay.backends.base import Capabilities
-from parlay.backends.prompted import PromptedBackend
 from parlay.context import AssistantMessage, ToolResult, UserMessage
-from parlay.contract.refusal import DEFAULT_REFUSALS
-from parlay.contract.rules import HEURISTICS_OPT_IN
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.checks.refusal import DEFAULT_REFUSALS
+from parlay.engine.checks.rules import HEURISTICS_OPT_IN
 from parlay.errors import ConfigurationError
 from parlay.events import (
     Event,

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from parlay.backends.prompted import PromptedBackend
 from parlay.context import AssistantMessage, ToolResult, UserMessage
+from parlay.engine.backend import PromptedBackend
 from parlay.errors import BackendStatusError
 from parlay.events import (
     Event,

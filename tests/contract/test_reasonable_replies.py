@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from parlay.backends.prompted import PromptedBackend
 from parlay.context import UserMessage
-from parlay.contract.grounding import grounds_of, invented_value
-from parlay.contract.refusal import asks_user, detect_refusal
-from parlay.contract.rules import HEURISTICS_OPT_IN
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.checks.refusal import asks_user, detect_refusal
+from parlay.engine.checks.rules import HEURISTICS_OPT_IN
+from parlay.engine.contract.grounding import grounds_of, invented_value
 
 from .conftest import WEATHER
 from .prompted_kit import PLAIN_SCHEMA, ask, block, calls_of, run, scripted, text_of

@@ -6,9 +6,9 @@ Opt-in (one more generation for every single call); measured in bench/results/bf
 from __future__ import annotations
 
 from parlay.backends.base import Capabilities
-from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import UserMessage
+from parlay.engine.backend import PromptedBackend
 from parlay.events import Finish, ToolCallEnd
 from parlay.request import ChatRequest, ToolChoice
 

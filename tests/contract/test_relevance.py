@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from parlay.backends.prompted import PromptedBackend
 from parlay.context import AssistantMessage, ToolResult, UserMessage
-from parlay.contract.examples import EXAMPLE_RESULT
-from parlay.contract.relevance import content_words, fitting_tool
-from parlay.contract.rules import HEURISTICS_OPT_IN
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.checks.relevance import content_words, fitting_tool
+from parlay.engine.checks.rules import HEURISTICS_OPT_IN
+from parlay.engine.contract.examples import EXAMPLE_RESULT
 from parlay.request import ToolSpec
 
 from .conftest import CALL, TOOLS

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
-from parlay.contract.render import (
+from parlay.engine.checks.retry_message import retry_instruction
+from parlay.engine.contract.render import (
     FORMATS,
     ContractOptions,
     render_contract,
     render_results,
 )
-from parlay.contract.retry_message import retry_instruction
-from parlay.contract.state import ToolState
+from parlay.engine.contract.state import ToolState
 from parlay.request import ChatRequest, ToolChoice
 
 from .conftest import FRESH, HISTORY, TOOLS

@@ -7,8 +7,8 @@ runner would have run it again until its chain limit.
 
 from __future__ import annotations
 
-from parlay.backends.prompted import PromptedBackend
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
+from parlay.engine.backend import PromptedBackend
 from parlay.request import ChatRequest, ToolChoice
 
 from .conftest import TOOLS

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
-from parlay.contract.results_answer import results_answer
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.checks.results_answer import results_answer
 from parlay.request import ChatRequest, ToolChoice
 
 from .conftest import TOOLS

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from parlay.backends.prompted import PromptedBackend
 from parlay.context import ToolCall
-from parlay.contract.retry import CallIssue, RetryPolicy
-from parlay.contract.rules import HEURISTICS_OPT_IN, OPT_IN, VALUE_RULES, VERDICT_RULES, Rules
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.checks.retry import CallIssue, RetryPolicy
+from parlay.engine.checks.rules import HEURISTICS_OPT_IN, OPT_IN, VALUE_RULES, VERDICT_RULES, Rules
 from parlay.errors import ConfigurationError
 from parlay.request import ToolChoice
 
@@ -32,7 +32,7 @@ def test_an_unknown_rule_name_is_refused_naming_the_known_ones() -> None:
 def test_every_verdict_the_policy_can_give_has_a_rule_of_its_name() -> None:
     """Each check of the policy is switched by a rule of the engine (the user's own call
     rules aside), and every retry trigger has its check."""
-    from parlay.contract.retry import CHECKS
+    from parlay.engine.checks.retry import CHECKS
 
     names = [check.name for check in CHECKS]
     assert names.count(None) == 1  # the user's own call rules, switched one by one
@@ -154,7 +154,7 @@ def test_configure_switches_the_rules_as_they_are_not_as_they_ship() -> None:
 
 
 def test_an_opt_in_rule_is_off_as_shipped_and_on_when_asked(monkeypatch) -> None:
-    from parlay.contract import rules
+    from parlay.engine.checks import rules
 
     monkeypatch.setattr(rules, "OPT_IN", frozenset({"missed_tool"}))
     shipped = PromptedBackend(scripted(caps=PLAIN_SCHEMA))
@@ -182,9 +182,9 @@ def test_the_rule_name_types_list_every_rule_in_the_policys_order() -> None:
     reads, name the same rules in the same order (a rule added to one only fails here)."""
     from typing import get_args
 
-    from parlay.contract.pieces import FORMATS, ActionFormat
-    from parlay.contract.retry import IssueKind
-    from parlay.contract.rules import OTHER_RULES, VERDICT_RULES, EngineRule, VerdictReason
+    from parlay.engine.checks.retry import IssueKind
+    from parlay.engine.checks.rules import OTHER_RULES, VERDICT_RULES, EngineRule, VerdictReason
+    from parlay.engine.contract.pieces import FORMATS, ActionFormat
 
     assert get_args(VerdictReason) == tuple(VERDICT_RULES)
     assert get_args(EngineRule) == tuple(OTHER_RULES)
@@ -193,8 +193,8 @@ def test_the_rule_name_types_list_every_rule_in_the_policys_order() -> None:
 
 
 def test_the_policys_checks_are_an_ordered_list_a_user_can_extend() -> None:
-    from parlay.contract.retry import CHECKS, RuleCheck, Verdict
-    from parlay.contract.rules import OwnRuleName
+    from parlay.engine.checks.retry import CHECKS, RuleCheck, Verdict
+    from parlay.engine.checks.rules import OwnRuleName
     from parlay.request import ToolChoice
 
     def no_paris(reply) -> Verdict | None:  # type: ignore[no-untyped-def]

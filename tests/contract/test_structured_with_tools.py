@@ -11,10 +11,10 @@ from pydantic import BaseModel
 
 from parlay import Session
 from parlay.backends.base import Capabilities
-from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
-from parlay.contract.constrain import action_schema
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.contract.constrain import action_schema
 from parlay.request import ChatRequest, ResponseFormat, ToolChoice, ToolSpec
 
 from .conftest import TOOLS

@@ -12,12 +12,12 @@ import json
 import pytest
 
 from parlay.backends.base import Capabilities
-from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
-from parlay.contract.constrain import action_schema
-from parlay.contract.parser import parse
-from parlay.contract.render import ContractOptions, project_history, render_contract
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.contract.constrain import action_schema
+from parlay.engine.contract.parser import parse
+from parlay.engine.contract.render import ContractOptions, project_history, render_contract
 from parlay.events import ToolCallEnd
 from parlay.request import ChatRequest, ToolChoice
 

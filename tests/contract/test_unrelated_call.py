@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from parlay.backends.prompted import PromptedBackend
 from parlay.context import AssistantMessage, ToolResult, UserMessage
-from parlay.contract.relevance import unrelated_tools
-from parlay.contract.rules import HEURISTICS_OPT_IN, OPT_IN
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.checks.relevance import unrelated_tools
+from parlay.engine.checks.rules import HEURISTICS_OPT_IN, OPT_IN
 from parlay.request import ToolSpec
 
 from .conftest import CALL, TOOLS

@@ -8,7 +8,7 @@ from mcp_harness import GUARD, SERVER, within
 
 from parlay import GenerationOptions, Session, ToolLoopError, ToolResult
 from parlay.backends.openai import OpenAIBackend
-from parlay.backends.prompted import PromptedBackend
+from parlay.engine.backend import PromptedBackend
 from parlay.mcp import MCPTools
 from parlay.start import EMBEDDED_MIN_OFFERED_SHARE
 

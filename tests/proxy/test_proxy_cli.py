@@ -98,7 +98,7 @@ def test_the_body_limit_comes_from_the_environment_too() -> None:
 
 
 def test_engine_rules_are_switched_by_flag_or_environment() -> None:
-    from parlay.backends.prompted import PromptedBackend
+    from parlay.engine.backend import PromptedBackend
     from parlay.server import ServerConfig
     from parlay.server.config import build_backend
 

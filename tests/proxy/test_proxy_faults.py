@@ -158,7 +158,7 @@ def test_stream_cut_inside_an_action_block_through_the_engine(
     """A plain-chat upstream dies halfway through writing an action block. Depending on
     whether the engine had released anything yet, the client gets a 502 error body or a
     stream that ends in an error event; either way in its own protocol, and promptly."""
-    from parlay.backends.prompted import PromptedBackend
+    from parlay.engine.backend import PromptedBackend
 
     inner = OpenAIBackend(
         "cut",

@@ -20,8 +20,8 @@ from proxy_stub import WEATHER_TOOL
 
 from parlay import Capabilities, OpenAIBackend
 from parlay.backends.local import LlamaServer
-from parlay.backends.prompted import PromptedBackend
-from parlay.contract.placeholders import is_placeholder
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.checks.placeholders import is_placeholder
 from parlay.server import create_app
 from parlay.start import EMBEDDED_MIN_OFFERED_SHARE
 

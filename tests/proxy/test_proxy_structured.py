@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from parlay import ScriptedBackend
 from parlay.backends.base import Capabilities
-from parlay.backends.prompted import PromptedBackend
+from parlay.engine.backend import PromptedBackend
 from parlay.server import create_app
 
 GRAMMAR = Capabilities(native_tools=False, json_schema=True)

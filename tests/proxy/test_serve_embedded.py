@@ -61,7 +61,7 @@ def test_serve_loads_the_embedded_model_at_start_and_says_when_it_is_ready() -> 
 
 
 def test_embedded_backend_is_default_backend_greedy() -> None:
-    from parlay.backends.prompted import PromptedBackend
+    from parlay.engine.backend import PromptedBackend
     from parlay.start import EMBEDDED_MIN_OFFERED_SHARE
 
     backend = build_backend(ServerConfig(threads=1))

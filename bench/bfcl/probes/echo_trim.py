@@ -1,6 +1,6 @@
 """What the echo trim would change in every stored reply after a tool result.
 
-`parlay.contract.echo_trim` takes out the clauses of a reply that only repeat the
+`parlay.engine.checks.echo_trim` takes out the clauses of a reply that only repeat the
 continuation. This probe runs it, offline, over the text of every reply stored by the
 turn-after-a-result benchmark (`bench/results/bfcl-after.jsonl`), each with the
 continuation its system answered (the restated request on, as shipped, for all but the
@@ -11,7 +11,7 @@ every result, and how many replies parroting an instruction clause still do.
     python -m bench.bfcl.probes.echo_trim --none   # as if under tool_choice none
 
 With `--none`, the words of the instruction not to call are added to parlay's own, as
-under tool_choice none (`parlay.backends._opening.not_to_call`), and each reply is
+under tool_choice none (`parlay.engine.opening.not_to_call`), and each reply is
 compared with its trim without them: what those words alone would take out of the
 stored replies, whatever `tool_choice` they were asked under.
 """
@@ -28,14 +28,14 @@ from typing import Any
 from bench.bfcl.after import STORE
 from bench.bfcl.after_result import Continuation, carries, continuations, parrots
 from bench.bfcl.split import HALVES
-from parlay.backends._opening import not_to_call
-from parlay.backends.prompted import PromptedBackend
 from parlay.backends.scripted import ScriptedBackend
 from parlay.context import UserMessage
-from parlay.contract.echo_trim import EchoTrim
-from parlay.contract.own_words import continuation_words
-from parlay.contract.pieces import ContractOptions
-from parlay.contract.render import render_contract
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.checks.echo_trim import EchoTrim
+from parlay.engine.checks.own_words import continuation_words
+from parlay.engine.contract.pieces import ContractOptions
+from parlay.engine.contract.render import render_contract
+from parlay.engine.opening import not_to_call
 from parlay.request import NONE, ChatRequest
 
 

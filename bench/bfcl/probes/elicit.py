@@ -21,9 +21,9 @@ from bench.bfcl.models import models
 from bench.bfcl.probes.shapes import calls_in
 from bench.bfcl.split import select
 from bench.bfcl.systems import Setup, shipped_engine
-from parlay.backends._next_attempt import grammar_for
 from parlay.backends.local import shared_server
-from parlay.contract.render import render_contract
+from parlay.engine.contract.render import render_contract
+from parlay.engine.next_attempt import grammar_for
 from parlay.request import ChatRequest
 from parlay.wire.openai_client import encode_request
 

@@ -25,10 +25,10 @@ from bench.bfcl.models import models
 from bench.bfcl.probes.shapes import counted, keyed_grammar, scored, typed_grammar
 from bench.bfcl.split import select
 from bench.bfcl.systems import Setup, shipped_engine
-from parlay.backends._next_attempt import grammar_for
 from parlay.backends.local import shared_server
-from parlay.backends.prompted import PromptedBackend
-from parlay.contract.render import Contract, render_contract
+from parlay.engine.backend import PromptedBackend
+from parlay.engine.contract.render import Contract, render_contract
+from parlay.engine.next_attempt import grammar_for
 from parlay.request import ChatRequest
 from parlay.wire.openai_client import encode_request
 
@@ -51,8 +51,8 @@ SEVERAL_CALLS_RULE = 'Rules:\n- When the user asks for several things, or for on
 
 def use_three_call_example() -> None:
     """The two-call example of the contract gains a third call (one tool: left as it is)."""
-    import parlay.contract.render as render
-    from parlay.contract.examples import Pair, _varied_example, pair_example
+    import parlay.engine.contract.render as render
+    from parlay.engine.contract.examples import Pair, _varied_example, pair_example
 
     def three(tools):  # type: ignore[no-untyped-def]
         pair = pair_example(tools)

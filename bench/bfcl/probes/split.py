@@ -32,8 +32,8 @@ from bench.bfcl.models import models
 from bench.bfcl.split import select
 from bench.bfcl.systems import Setup, gather, greedy, shipped_engine
 from parlay.backends.local import shared_server
-from parlay.backends.prompted import PromptedBackend
 from parlay.context import UserMessage
+from parlay.engine.backend import PromptedBackend
 from parlay.request import ChatRequest
 
 SPLITTER = (

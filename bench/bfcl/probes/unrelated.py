@@ -32,7 +32,7 @@ from bench.bfcl.split import select
 from bench.bfcl.stats import wilson
 from bench.bfcl.store import Store, by_question
 from bench.bfcl.switched_on import unrelated_judged
-from parlay.contract.relevance import unrelated_tools
+from parlay.engine.checks.relevance import unrelated_tools
 
 TAG = "stop16"
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from parlay.backends.base import PLAIN_CHAT, Backend, Capabilities
 from parlay.backends.catalogue import embedded_model
-from parlay.backends.prompted import behind_engine
+from parlay.engine.backend import behind_engine
 from parlay.errors import ConfigurationError
 
 EMBEDDED = ("", "embedded", "local", "default")
@@ -39,7 +39,7 @@ def resolve_model(
     threads: int | None = None,
 ) -> Backend:
     """The backend for a `-m` value (see the module docstring). `action_format` (one of
-    `parlay.contract.render.FORMATS`) and `rules_on` (opt-in rules of the engine) imply
+    `parlay.engine.contract.render.FORMATS`) and `rules_on` (opt-in rules of the engine) imply
     `use_prompted`; `threads` goes to an embedded model (None: the cores free at start)."""
     text = (spec or "").strip()
     use_prompted = use_prompted or action_format is not None or bool(rules_on)

@@ -99,7 +99,7 @@ PromptedOpt = Annotated[
     bool,
     typer.Option("--prompted", help="Use prompted tool calling (for models without native tools)."),
 ]
-# parlay.contract.render.FORMATS as a type, so typer offers (and checks) the three choices.
+# parlay.engine.contract.render.FORMATS as a type, so typer offers (and checks) the three choices.
 ActionFormat = Literal["fenced", "json", "command", "typed"]
 ActionFormatOpt = Annotated[
     ActionFormat | None,

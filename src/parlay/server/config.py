@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Literal
 from attrs import field, frozen
 
 from parlay.backends.base import Backend, Capabilities
-from parlay.backends.prompted import behind_engine
-from parlay.contract.rules import RULES, unknown_rules
+from parlay.engine.backend import behind_engine
+from parlay.engine.checks.rules import RULES, unknown_rules
 from parlay.errors import ConfigurationError
 from parlay.server.slow_clients import DEFAULT_HEADER_TIMEOUT
 

@@ -37,7 +37,7 @@ class Greedy:
 def embedded_backend(threads: int | None, **engine: Any) -> Backend:
     """Exactly `parlay.start.default_backend(threads=...)`, greedy by default; `engine`
     settings given on the command line change the prompt-contract engine's own."""
-    from parlay.backends.prompted import PromptedBackend, behind_engine
+    from parlay.engine.backend import PromptedBackend, behind_engine
     from parlay.start import default_backend
 
     backend = default_backend(threads=threads)

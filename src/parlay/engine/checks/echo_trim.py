@@ -1,0 +1,111 @@
+"""Clauses of a reply that only repeat the continuation, taken out as the reply streams.
+
+`OwnWords.repeated_by` judges a whole reply: one that only repeats the words parlay
+wraps tool results in is dropped and an answer asked for. A reply can also answer and
+then copy an instruction ("2 + 3 is 5. Decide the next step: if the request asks for
+something no result above gives yet, call the tool for it."), or open with one; the
+answer is worth showing, the instruction is not (issue: generalisation, item 5).
+
+`EchoTrim` reads a plain reply in clauses, each ending at `.`, `!`, `?`, `;` or `:`
+before white space, or at a line break. A clause is held while it could still turn out
+to repeat the continuation (`OwnWords.may_be_repeated_by`), shown as soon as it says
+something of its own, and dropped when it ends as a repeat (`OwnWords.repeated_by`).
+A short clause ("The answer:", "Result of add:") is never a repeat: a repeat is either
+twelve characters of the continuation as written or six words. Each chunk is scanned
+once for clause ends and a held clause is bounded by `OwnWords.longest`, so the trim is
+linear in the reply. However the reply is split into chunks, the same text is shown.
+"""
+
+from __future__ import annotations
+
+import re
+
+from parlay.engine.checks.own_words import OwnWords
+
+# A clause ends at the white space after `.!?;:`, or at a line break; the white space
+# opens the next clause, so a dropped clause takes its leading space with it.
+_CLAUSE_END = re.compile(r"(?<=[.!?;:])\s|\n")
+
+
+class EchoTrim:
+    """The text of one plain reply, less the clauses that only repeat the continuation."""
+
+    def __init__(self, own: OwnWords) -> None:
+        self.own = own
+        self.dropped: list[str] = []  # the clauses taken out, as written
+        self.shown_any = False
+        # Held: whole clauses of allowed words only (the user's, the continuation's) that
+        # no clause of the reply's own words has followed yet, and the clause being read.
+        self._run = ""
+        self._clause = ""
+        self._clause_shown = False  # the clause being read said something of its own
+        self._last = ""  # the last character read: a clause end may follow it
+
+    @property
+    def active(self) -> bool:
+        return bool(self.own.passages)
+
+    @property
+    def took_all(self) -> bool:
+        """Whether every clause it took out left nothing shown: the reply was only parlay's."""
+        return bool(self.dropped) and not self.shown_any
+
+    def feed(self, text: str) -> str:
+        """Read the next chunk; returns the text that may be shown now."""
+        if not self.active or not text:
+            return text
+        scan = self._last + text
+        shown: list[str] = []
+        cursor = len(self._last)
+        for end in _CLAUSE_END.finditer(scan, cursor):
+            if end.start() > cursor:
+                shown.append(self._read(scan[cursor : end.start()]))
+            self._close()
+            cursor = end.start()
+        if cursor < len(scan):
+            shown.append(self._read(scan[cursor:]))
+        self._last = scan[-1]
+        return "".join(shown)
+
+    def flush(self, *, cut: bool = False) -> str:
+        """The reply ended, or a call follows its text: decide what is held. `cut`: the
+        token limit stopped the reply, perhaps inside a word. Held words after a dropped
+        clause go with it: they say nothing the user or the continuation did not."""
+        if not self.active:
+            return ""
+        self._close(cut=cut)
+        held, self._run = self._run, ""
+        if not held.strip():
+            return self._show(held)
+        if self.dropped or self.own.repeated_by(held.strip(), cut=cut):
+            self.dropped.append(held.strip())
+            return ""
+        return self._show(held)
+
+    def _read(self, piece: str) -> str:
+        if self._clause_shown:
+            return piece
+        self._clause += piece
+        if self.own.may_be_repeated_by((self._run + self._clause).lstrip()):
+            return ""
+        held = self._run + self._clause
+        self._run, self._clause, self._clause_shown = "", "", True
+        return self._show(held)
+
+    def _close(self, *, cut: bool = False) -> None:
+        clause, self._clause = self._clause, ""
+        if self._clause_shown:
+            self._clause_shown = False
+            return
+        if clause.strip() and self.own.repeated_by(clause.strip(), cut=cut):
+            self.dropped.extend(c for c in (self._run.strip(), clause.strip()) if c)
+            self._run = ""
+            return
+        self._run += clause
+
+    def _show(self, text: str) -> str:
+        if not self.shown_any:
+            if self.dropped:
+                text = text.lstrip()  # a dropped first clause leaves no leading space
+            self.shown_any = bool(text.strip())
+        return text

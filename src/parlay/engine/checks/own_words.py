@@ -1,0 +1,170 @@
+"""The continuation's own words, which must not come back as an answer.
+
+The continuation that wraps tool results is parlay's text, save what it quotes (the
+results, the user's request). After a tool result, held to words, Qwen and SmolLM2
+answered with its last line, whole ("Decide the next step: call another tool if the
+task still needs one, ...") or reworded ("The request asked for something no result
+above gives yet, call the tool for it."), and once with the whole continuation, request
+and all (turn-after-a-result benchmark, stop 26). Such a reply carries nothing of the
+results: every word of it is the continuation's or the user's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from attrs import frozen
+
+from parlay._text import one_line
+from parlay.context import Message, ToolResult, UserMessage
+from parlay.engine.checks.relevance import content_words
+from parlay.engine.contract.grounding import echoes, may_echo, squeezed
+from parlay.engine.contract.pieces import RESTATED_CHARS, ContractOptions
+
+_WORD = re.compile(r"[^\W_]+")
+# A reworded repeat has at least this many words, this many of them the continuation's
+# own: "The result is 5." has too few, and its number is no word of the continuation.
+_MIN_WORDS = 6
+_MIN_OWN = 4
+# A copy of the continuation as written, the user's words it quotes included, this many
+# characters long (white space aside): longer than any quoted figure or name an answer
+# would repeat.
+_MIN_COPIED = 40
+# Stands for a tool result cut out of the continuation, so no copy spans one.
+_CUT = "\x00"
+_ENDINGS = ("ing", "ed", "s")
+
+
+def _base(word: str) -> str:
+    """`word` without a common English ending, so "asks" and "asked" read as one."""
+    for ending in _ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return word[: -len(ending)]
+    return word
+
+
+def _words(text: str) -> list[str]:
+    return [_base(w) for w in _WORD.findall(text.lower())]
+
+
+@frozen
+class OwnWords:
+    """parlay's own words in the continuation a model answers; empty where the
+    conversation does not end with tool results."""
+
+    passages: tuple[str, ...] = ()
+    own: frozenset[str] = frozenset()  # the passages' words
+    allowed: frozenset[str] = frozenset()  # theirs, the user's, the calls' names and ids
+    # Held text longer than this repeats more than the continuation says: it is let go,
+    # so a reply of allowed words only is not scanned again and again as it grows.
+    longest: int = 0
+    # The continuation as written, squeezed, its tool results cut out: a reply copying a
+    # long part of it (the restated request, "The request: ...") says nothing new.
+    said: str = ""
+
+    def repeated_by(self, text: str, *, cut: bool = False) -> bool:
+        """Whether a plain reply only repeats the continuation: part of it as written,
+        or reworded in its own and the user's words. `cut`: the reply was stopped by the
+        token limit, so its last word may be the start of one of those words (Qwen
+        restated a long request until the limit cut it in "rem")."""
+        if not self.passages:
+            return False
+        if any(echoes(text, passage) for passage in self.passages):
+            return True
+        folded = squeezed(text).strip(".")
+        if len(folded) >= _MIN_COPIED and folded in self.said:
+            return True
+        written = _words(text)
+        if cut and written and text[-1:].isalnum() and self._starts_allowed(written[-1]):
+            written.pop()
+        words = set(written)
+        return (
+            len(written) >= _MIN_WORDS
+            and words <= self.allowed
+            and len(words & self.own) >= _MIN_OWN
+        )
+
+    def with_instructions(self, texts: Iterable[str], asked: Iterable[str]) -> OwnWords:
+        """These words and those of parlay's `texts`, instructions about this turn that
+        quote nothing ("Right now you must not call any tool"), with the words of what the
+        user `asked` allowed beside them. Only their content words count as parlay's own:
+        "you", "the" and "from" in a clause of the user's words make no repeat of them."""
+        added = tuple(text.strip() for text in texts if text.strip())
+        if not added:
+            return self
+        passages = (*self.passages, *added)
+        said = [w for text in added for w in _words(text)]
+        own = self.own | frozenset(_base(w) for text in added for w in content_words(text))
+        allowed = self.allowed | own | frozenset(said)
+        allowed |= frozenset(w for text in asked for w in _words(text))
+        longest = self.longest + 2 * sum(len(text) for text in added)
+        return OwnWords(passages, own, allowed, longest, self.said)
+
+    def _starts_allowed(self, fragment: str) -> bool:
+        """Whether `fragment` begins an allowed word, or one with a common ending
+        ("tryi" of "trying", kept as "try")."""
+        return any(
+            word.startswith(fragment)
+            or (
+                len(word) >= 3
+                and fragment.startswith(word)
+                and any(end.startswith(fragment[len(word) :]) for end in _ENDINGS)
+            )
+            for word in self.allowed
+        )
+
+    def may_be_repeated_by(self, start: str) -> bool:
+        """Whether `start`, the beginning of a reply, could still turn out to repeat it."""
+        if not self.passages or len(start) > self.longest:
+            return False
+        if may_echo(start, self.passages):
+            return True
+        complete = start if not start[-1:].isalnum() else start[: -len(start.split()[-1])]
+        return set(_words(complete)) <= self.allowed
+
+
+def own_passages(text: str, quoted: Iterable[str]) -> tuple[str, ...]:
+    """The passages of `text`, a message parlay wrote, left between the `quoted` texts
+    it holds (tool results, the user's request): its own words."""
+    parts = sorted({q for q in quoted if q.strip()}, key=len, reverse=True)
+    if not parts:
+        return (text,) if text.strip() else ()
+    pieces = re.split("|".join(map(re.escape, parts)), text)
+    return tuple(piece for piece in pieces if piece.strip())
+
+
+def continuation_words(
+    messages: Sequence[Message], rendered: Sequence[Message], options: ContractOptions
+) -> OwnWords:
+    """parlay's own words in the continuation the model answers now: the last rendered
+    message, when the conversation ends with tool results (else none)."""
+    if not messages or not isinstance(messages[-1], ToolResult):
+        return OwnWords()
+    if not rendered or not isinstance(rendered[-1], UserMessage):
+        return OwnWords()
+    quoted: list[str] = []
+    asked: list[str] = []
+    outputs: list[str] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            asked.append(message.content)
+            quoted += [message.content, one_line(message.content, RESTATED_CHARS)]
+        elif isinstance(message, ToolResult):
+            output = message.output or ""
+            quoted += [message.name, message.call_id, output, message.error or ""]
+            asked += [message.name, message.call_id]  # names a reply may use, not results
+            quoted.append(output[: options.max_result_chars])
+            outputs += [output, output[: options.max_result_chars], message.error or ""]
+    continuation = rendered[-1].content
+    passages = own_passages(continuation, quoted)
+    own = frozenset(w for p in passages for w in _words(p))
+    allowed = own | frozenset(w for a in asked for w in _words(a))
+    longest = 2 * (sum(len(p) for p in passages) + RESTATED_CHARS)
+    return OwnWords(passages, own, allowed, longest, squeezed(_without(continuation, outputs)))
+
+
+def _without(text: str, parts: Iterable[str]) -> str:
+    """`text` with each of `parts` (longest first) replaced by a cut mark."""
+    kept = sorted({p for p in parts if p.strip()}, key=len, reverse=True)
+    return re.sub("|".join(map(re.escape, kept)), _CUT, text) if kept else text

@@ -1,0 +1,55 @@
+"""The contract's own words, which must never reach a user as an answer.
+
+The format instructions show the model what to write with stand-ins (`"your answer"`,
+`"VALUE"`, `TOOL_NAME`...). Small models copy them: after a tool result, SmolLM2 and
+Qwen answered `{"final": {"content": "your answer"}}`. Such a reply is no answer; the
+engine asks again in words (`placeholder_answer`) or drops it.
+(The continuation around tool results is parlay's too: `parlay.engine.checks.own_words`.)
+"""
+
+from __future__ import annotations
+
+import re
+
+from parlay.engine.contract.render import NAME_PLACEHOLDER
+
+# Every stand-in the packaged format and retry templates write (tests check the list
+# against the templates).
+PLACEHOLDERS = (
+    "your answer",
+    "your answer to the user",
+    "VALUE",
+    "ARGUMENT",
+    NAME_PLACEHOLDER,
+    "why, in a few words",
+)
+_FOLDED = frozenset(p.lower() for p in PLACEHOLDERS)
+_LONGEST = max(len(p) for p in PLACEHOLDERS)
+_TRIM = " \t\r\n\"'`.!:;,“”‘’()[]{}<>*_"
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split()).strip(_TRIM).lower()
+
+
+def is_placeholder(text: str) -> bool:
+    """Whether `text` is nothing but one of the contract's stand-ins."""
+    return len(text) <= 4 * _LONGEST and _fold(text) in _FOLDED
+
+
+def is_debris(text: str) -> bool:
+    """Whether `text` has characters but not one letter or digit: punctuation, or the
+    braces and quotes of an action left over. After a tool result SmolLM2 answered `,`
+    and `}} `; handed over, the user had no answer at all."""
+    return bool(text.strip()) and _WORDLESS.fullmatch(text) is not None
+
+
+_WORDLESS = re.compile(r"[\W_]+")
+
+
+def may_become_placeholder(text: str) -> bool:
+    """Whether `text`, the start of a reply, could still turn out to be a stand-in."""
+    if len(text) > 4 * _LONGEST:
+        return False
+    folded = " ".join(text.split()).lstrip(_TRIM).lower()
+    return not folded or any(p.startswith(folded.rstrip(_TRIM)) for p in _FOLDED)

@@ -1,0 +1,342 @@
+"""Few-shot examples synthesised from the request's own tools.
+
+Measured on SmolLM2-135M: example calls of the *real* tools, as real chat turns, turn a
+model that never calls into one that mostly does; a no-tool example keeps it from
+calling on everything. Values come from the schema (`examples`, `default`, `enum`) or a
+small table of plausible values by argument name and type.
+
+Two examples teach when *not* to call, the cases BFCL's irrelevance questions are made
+of: a question no tool is about (answered directly), and a request for a tool that
+leaves out a value the tool needs (answered with a question, not a call with invented
+values).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from attrs import frozen
+
+from parlay.context import ToolCall, ToolResult
+from parlay.engine.contract.grounding import leaves
+from parlay.request import ToolSpec
+
+_DESCRIBED = re.compile(r"(?:\blike|e\.g\.,?|for example,?|such as)\s+([^\s,;()]+?)[.,;)]?(?:\s|$)")
+
+# Plausible values by what an argument's name says it holds: (name words, value, another
+# value). The first entry with a word in the name wins. A value that fits the argument
+# reads as an example, where "example" itself reads as a value to copy (measured on
+# BFCL: SmolLM2 sent "example" as a cuisine, a company and a recipe type).
+_VALUES: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("url", "link", "endpoint"), "https://example.com/a", "https://example.com/b"),
+    (("email",), "alice@example.com", "bob@example.com"),
+    (("city", "location", "place", "address", "region", "destination"), "Paris", "Lyon"),
+    (("country", "nation"), "France", "Peru"),
+    (("language", "lang", "locale"), "French", "German"),
+    (("date", "day"), "2024-05-01", "2025-01-15"),
+    (("time", "hour"), "14:00", "09:30"),
+    (("year",), "2020", "2021"),
+    (("month",), "May", "June"),
+    (("company", "organization", "organisation", "brand"), "Acme", "Globex"),
+    (("cuisine", "food", "dish", "recipe", "meal"), "Italian", "Mexican"),
+    (("genre", "music", "song", "artist", "band"), "jazz", "blues"),
+    (("movie", "film", "title", "book"), "Blue Skies", "Night Train"),
+    (("color", "colour"), "blue", "green"),
+    (("currency",), "EUR", "JPY"),
+    (("symbol", "ticker", "stock"), "ACME", "GLBX"),
+    (("unit",), "celsius", "fahrenheit"),
+    (("path", "file", "directory", "folder", "dir"), "notes.txt", "report.txt"),
+    (("command", "cmd", "shell"), "ls", "pwd"),
+    (("hotel", "restaurant", "shop", "store", "venue"), "Hotel Lumen", "Cafe Nord"),
+    (("id", "ids", "code", "number", "key"), "A-1042", "B-2077"),
+    (("name", "user", "person", "author", "owner"), "Alice", "Bob"),
+    (("query", "search", "keyword", "topic", "subject", "q"), "blue whales", "red pandas"),
+    (("type", "kind", "category", "class", "mode", "status", "level"), "standard", "premium"),
+    (
+        ("text", "message", "content", "description", "body", "prompt", "comment"),
+        "good morning",
+        "see you soon",
+    ),
+)
+
+
+def _words(name: str) -> list[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return [w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w]
+
+
+def _named_value(name: str, other: bool) -> str:
+    words = _words(name)
+    for keys, value, another in _VALUES:
+        if any(word in keys for word in words):
+            return another if other else value
+    return "something else" if other else "something"
+
+
+# The result every example tool returns, and so the text a copied closing answer quotes.
+EXAMPLE_RESULT = {"status": "done"}
+EXAMPLE_ANSWERS: frozenset[str | int | float] = frozenset({json.dumps(EXAMPLE_RESULT)})
+HANDED_INTEGER = 58213
+HANDED_NUMBER = 582.13
+
+
+@frozen
+class Example:
+    request: str
+    call: ToolCall
+    thought: str
+
+
+@frozen
+class Ask:
+    """A request for `tool` without the values it needs: the reply asks for them."""
+
+    request: str
+    question: str
+
+
+@frozen
+class Chain:
+    request: str
+    first: ToolCall
+    first_thought: str
+    first_result: ToolResult
+    second: ToolCall | None
+    second_thought: str
+    second_result: ToolResult | None
+    answer: str
+
+
+def example_value(name: str, schema: Any) -> Any:
+    if not isinstance(schema, dict):
+        return "example"
+    for key in ("examples",):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return schema[key][0]
+    if "default" in schema and schema["default"] is not None:
+        return schema["default"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return example_value(name, schema[key][0])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    described = _DESCRIBED.search(str(schema.get("description") or ""))
+    if described and kind in (None, "string"):
+        # "The order number, like A-1042.": the author's own example value.
+        return described.group(1).strip("'\"`")
+    if kind == "integer":
+        return 3
+    if kind == "number":
+        return 2.5
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        return [example_value(name.rstrip("s"), schema.get("items"))]
+    if kind == "object":
+        props = schema.get("properties") or {}
+        return {k: example_value(k, v) for k, v in list(props.items())[:2]}
+    return _named_value(name, other=False)
+
+
+def example_arguments(spec: ToolSpec) -> dict[str, Any]:
+    """Values for the required arguments (or the first one when none is required)."""
+    properties = spec.parameters.get("properties") or {}
+    required = [k for k in spec.parameters.get("required") or () if k in properties]
+    chosen = required or list(properties)[:1]
+    values = {key: example_value(key, properties[key]) for key in chosen[:4]}
+    # Distinct numbers per argument, so the example shows which value goes where.
+    for position, key in enumerate(values):
+        if type(values[key]) is int and "default" not in properties[key]:
+            values[key] += 2 * position
+    return values
+
+
+def _sentence(spec: ToolSpec) -> str:
+    text = (spec.description or spec.name.replace("_", " ")).strip().split("\n")[0]
+    return text.split(". ")[0].rstrip(".")
+
+
+def _phrase(arguments: dict[str, Any]) -> str:
+    parts = []
+    for key, value in arguments.items():
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        parts.append(f"{key.replace('_', ' ')} {shown}")
+    return ", ".join(parts)
+
+
+def _request(spec: ToolSpec, arguments: dict[str, Any]) -> str:
+    """The example user's words: what the tool does, then the values."""
+    phrase = _phrase(arguments)
+    return f"{_sentence(spec)}{': ' + phrase if phrase else ''}."
+
+
+def single_example(spec: ToolSpec, index: int) -> Example:
+    arguments = example_arguments(spec)
+    call = ToolCall(spec.name, arguments, f"call_example_{index}")
+    return Example(_request(spec, arguments), call, f"The user needs {spec.name}.")
+
+
+def other_value(name: str, schema: Any) -> Any:
+    """A value unlike `example_value`'s, for a second example of the same tool."""
+    schema = schema if isinstance(schema, dict) else {}
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][-1]
+    kind = schema.get("type")
+    if kind == "integer":
+        return 7
+    if kind == "number":
+        return 4.5
+    if kind == "boolean":
+        return False
+    if kind in ("array", "object"):
+        return example_value(name, schema)
+    return _named_value(name, other=True)
+
+
+def _varied_example(spec: ToolSpec, index: int) -> Example:
+    """Like `single_example` with other values, so two examples never share them (a small
+    model otherwise copies the example's value instead of the user's)."""
+    properties = spec.parameters.get("properties") or {}
+    arguments = {key: other_value(key, properties.get(key)) for key in example_arguments(spec)}
+    call = ToolCall(spec.name, arguments, f"call_example_{index}")
+    return Example(_request(spec, arguments), call, "")
+
+
+def _reported(name: str, result: dict[str, Any]) -> str:
+    """The example's closing answer: what the tool returned, restated.
+
+    A small model copies this turn's shape into its real answers, so the shape is one
+    worth copying: the tool's name and its result, as it came. A fixed sentence ("It is
+    done.") was parroted word for word after real results; so were restated fields.
+    """
+    return f"{name} returned {json.dumps(result)}."
+
+
+def _handed_value(name: str, schema: Any) -> Any:
+    """The value the chain's first result hands to the second call.
+
+    A number no one would write by chance: SmolLM2 copied the handed value into its real
+    second call instead of the real result's, and a distinctive number lets the engine
+    tell such a copy (see `values_of`) from a small number the user meant.
+    """
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if kind == "integer":
+        return HANDED_INTEGER
+    if kind == "number":
+        return HANDED_NUMBER
+    return other_value(name, schema)
+
+
+def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
+    """A two-step example: a result arrives and the model decides the next action.
+
+    With two tools or more, the first result carries the value the second call needs,
+    so the example teaches reading results rather than copying the question.
+    """
+    if not tools:
+        return None
+    first = _varied_example(tools[0], 90)
+    if len(tools) == 1:
+        result = ToolResult(first.call.id, first.call.name, json.dumps(EXAMPLE_RESULT))
+        return Chain(
+            first.request,
+            first.call,
+            first.thought,
+            result,
+            None,
+            "",
+            None,
+            _reported(first.call.name, EXAMPLE_RESULT),
+        )
+    spec = tools[1]
+    arguments = example_arguments(spec)
+    properties = spec.parameters.get("properties") or {}
+    handed = next(iter(arguments), None)
+    if handed is not None:
+        arguments[handed] = _handed_value(handed, properties.get(handed))
+    payload = json.dumps({handed: arguments[handed]} if handed else {"result": "ok"})
+    first_result = ToolResult(first.call.id, first.call.name, payload)
+    second = ToolCall(spec.name, arguments, "call_example_91")
+    request = f"{first.request[:-1]}, then {_sentence(spec)[0].lower()}{_sentence(spec)[1:]}."
+    return Chain(
+        request,
+        first.call,
+        f"First {tools[0].name}.",
+        first_result,
+        second,
+        f"Now {spec.name} with the result.",
+        ToolResult(second.id, spec.name, json.dumps(EXAMPLE_RESULT)),
+        _reported(spec.name, EXAMPLE_RESULT),
+    )
+
+
+@frozen
+class Pair:
+    """A request for two things at once, answered with two calls in one reply; then
+    their results, and the answer that reports both (for a template that shows them)."""
+
+    request: str
+    calls: tuple[ToolCall, ToolCall]
+    thought: str
+
+    @property
+    def results(self) -> tuple[ToolResult, ...]:
+        return tuple(ToolResult(c.id, c.name, json.dumps(EXAMPLE_RESULT)) for c in self.calls)
+
+    @property
+    def answer(self) -> str:
+        return " ".join(_reported(c.name, EXAMPLE_RESULT) for c in self.calls)
+
+
+def pair_example(tools: tuple[ToolSpec, ...]) -> Pair | None:
+    """Two calls in one reply: the first two tools, or the first one twice with other
+    values. Taught only where parallel calls are allowed."""
+    if not tools:
+        return None
+    first = single_example(tools[0], 80)
+    second = single_example(tools[1], 81) if len(tools) > 1 else _varied_example(tools[0], 81)
+    later = f"{second.request[0].lower()}{second.request[1:]}"
+    request = f"{first.request[:-1]}, and {later}"
+    return Pair(request, (first.call, second.call), "Both at once.")
+
+
+def ask_example(tools: tuple[ToolSpec, ...]) -> Ask | None:
+    """The first tool with a required string argument, asked for without its values."""
+    for spec in tools:
+        properties = spec.parameters.get("properties") or {}
+        required = [
+            key
+            for key in spec.parameters.get("required") or ()
+            if isinstance(properties.get(key), dict)
+            and properties[key].get("type") == "string"
+            and "enum" not in properties[key]
+            and "default" not in properties[key]
+        ]
+        if required:
+            named = " and ".join(key.replace("_", " ") for key in required[:2])
+            return Ask(f"{_sentence(spec)}, please.", f"Sure. Which {named} should I use?")
+    return None
+
+
+def values_of(calls: Sequence[ToolCall]) -> frozenset[str | int | float]:
+    """The values the example calls show that a real call should not carry: strings, and
+    the chain's distinctive handed numbers.
+
+    Small numbers are left out: in a real call they are as often the user's own, written
+    in words ("three nights"), as a copy.
+    """
+    return frozenset(
+        value
+        for call in calls
+        for value in leaves(call.arguments)
+        if isinstance(value, str)
+        or (not isinstance(value, bool) and value in (HANDED_INTEGER, HANDED_NUMBER))
+    )

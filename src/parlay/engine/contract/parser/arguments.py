@@ -1,0 +1,60 @@
+"""Normalised argument JSON: arguments stream as JSON a client can load, however sloppy
+the JSON the model writes.
+
+The scanner hands over each piece of an argument value as it reads it, and the call
+assembler (`calls.py`) writes it: atoms become JSON literals or numbers (here), a missing
+comma or colon is supplied, a trailing comma is dropped, and arguments cut off are
+closed. What is written is JSON by construction: a comma is written before a frame's
+second and later values (never for a stray comma), a key only once its value starts, an
+atom only once it ends.
+
+Cut-off repair never merges or invents values: a number, literal or bare word the cut
+ends is dropped with its key (`[1, 2.` gives `[1]`: `2.` may have been `2.5`); so is a key
+whose value never started. A string the cut ends is closed where it was cut: its text has
+already streamed. The `cut_off` problem names what was dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+from parlay.engine.contract.parser.vocabulary import LITERALS
+
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?\Z")
+# An atom longer than this is kept as the string the model wrote, never read as a number:
+# no real argument has 100 digits, and Python refuses to read an int of 4,300 (and reading
+# long ones costs quadratic time).
+MAX_NUMBER_CHARS = 100
+_NUMERIC = re.compile(r"[-+]?\.?\d")
+
+
+def normalise_atom(atom: str) -> str:
+    """An unquoted value as JSON: literals mapped, numbers kept, anything else quoted.
+
+    NaN and infinities (`NaN`, `Infinity`, `1e999`) become null, as JavaScript writes them
+    in JSON; an atom over `MAX_NUMBER_CHARS` characters is kept as a string.
+    """
+    if atom in LITERALS:
+        return LITERALS[atom]
+    if len(atom) > MAX_NUMBER_CHARS:
+        return json.dumps(atom, ensure_ascii=False)
+    try:
+        number = float(atom)
+    except ValueError:
+        return json.dumps(atom, ensure_ascii=False)
+    if not math.isfinite(number):
+        return "null"
+    if _NUMBER.match(atom):
+        return atom
+    if number.is_integer() and "." not in atom and abs(number) < 2**53:
+        return str(int(number))
+    return repr(number)
+
+
+def overlong_number(atom: str) -> str | None:
+    """A note for an atom kept as a string because it is too long to be a number."""
+    if len(atom) > MAX_NUMBER_CHARS and _NUMERIC.match(atom):
+        return f"a number of {len(atom)} characters was kept as a string"
+    return None

@@ -1,0 +1,177 @@
+"""One action block, from its opening to its end: the block loop that feeds the JSON
+scanner, and closing the block (as calls, or shown as the text it was)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from parlay.engine.contract.parser.json_scan import JsonScanner
+from parlay.engine.contract.parser.state import ParserState
+from parlay.engine.contract.parser.strings import FENCE_END, WAIT
+from parlay.engine.contract.parser.vocabulary import ATOM_CHARS
+
+_IN_STRING = "ended inside a string at a closing fence (a closing quote is missing)"
+
+
+class BlockReader:
+    """Opens, reads and closes action blocks (fenced, bare JSON objects, command
+    arguments): the loop that hands each character to the string reader or the scanner."""
+
+    __slots__ = ("calls", "scanner", "st", "stack", "strings")
+
+    def __init__(self, st: ParserState, scanner: JsonScanner) -> None:
+        self.st = st
+        self.scanner = scanner
+        self.stack = scanner.stack
+        self.strings = scanner.strings
+        self.calls = scanner.calls
+
+    def open_block(
+        self,
+        start: int,
+        *,
+        fenced: bool,
+        labeled: bool,
+        at: int | None = None,
+        mode: Literal["call", "command"] = "call",
+    ) -> None:
+        self.st.blocks += 1
+        self.st.mode = "block"
+        self.st.block_start = start
+        self.st.block_fenced = fenced
+        self.st.block_labeled = labeled
+        self.st.block_mode = mode
+        self.st.block_as_text = False
+        self.st.block_emitted = False
+        self.scanner.reset_block()
+        self.calls.reset_block(command=mode == "command")
+        self.strings.quote = None
+        self.strings.fence = False
+        self.st.line_start_in_block = False
+        self.st.typed_final = False
+        if at is not None:
+            self.st.pos = at
+
+    def run_block(self, final: bool) -> bool:
+        # The readers as locals: this loop runs per character.
+        st, strings, scanner, stack = self.st, self.strings, self.scanner, self.stack
+        buf = st.buf
+        i = st.pos
+        n = len(buf)
+        while i < n:
+            if strings.quote is not None:
+                i = strings.span(i)
+                if i < 0:
+                    if i == FENCE_END:
+                        self.close_block(cut=True, why=_IN_STRING)
+                        return True
+                    assert i == WAIT
+                    return False  # an escape or a possible fence is cut: wait for more
+                continue
+            ch = buf[i]
+            if ch == "`" and st.block_fenced:
+                fence = self._block_fence(i, final)
+                if fence is not None:
+                    return fence
+            if scanner.atom:
+                if ATOM_CHARS.match(ch):
+                    scanner.atom.append(ch)
+                    i += 1
+                    continue
+                st.pos = i  # where the value ends (a tool name's position is checked)
+                scanner.end_atom()
+            if ch == "\n":
+                st.line_start_in_block = True
+                i += 1
+                continue
+            if ch in " \t\r":
+                i += 1
+                continue
+            st.line_start_in_block = False
+            if not stack:
+                if ch in "{[" and not (st.block_mode == "command" and self.calls.record is None):
+                    scanner.open_value(ch)
+                    i += 1
+                    continue
+                if not st.block_fenced:
+                    st.pos = i
+                    self.close_block(cut=False)
+                    return True
+                i += 1  # junk between objects in a fence
+                continue
+            scanner.structural(ch)
+            i += 1
+            if not stack and not st.block_fenced and not scanner.atom:
+                st.pos = i
+                self.close_block(cut=False)
+                return True
+        st.pos = i
+        return False
+
+    def _block_fence(self, i: int, final: bool) -> bool | None:
+        """A backtick in a fenced block: its closing fence (True: the block ends), perhaps
+        one (False: wait for more), or not (None: read on)."""
+        head = self.st.buf[i : i + 3]
+        if len(head) < 3 and head == "`" * len(head) and not final:
+            self.st.pos = i
+            return False
+        if head != "```":
+            return None
+        if self.scanner.atom:
+            self.st.pos = i
+            self.scanner.end_atom()
+        self.st.pos = i + 3
+        self.close_block(cut=False)
+        return True
+
+    # -- block end ------------------------------------------------------------------------
+    def close_block(self, cut: bool, why: str = "was cut off") -> None:
+        if self.strings.quote is not None and self.strings.role != "args":
+            self.strings.finish()
+        if self.scanner.atom and not (
+            self.scanner.atom_role == "args" and not self.scanner.atom_is_key
+        ):
+            self.scanner.end_atom()
+        cut = cut and (bool(self.stack) or self.calls.args_depth is not None)
+        dropped = self._finish_open_args() if self.calls.args_depth is not None else ""
+        if self.calls.record is not None:
+            self.calls.end_record(cut=cut, why=why, dropped=dropped)
+        if self.st.block_as_text:
+            self.st.block_as_text = False
+            self.st.emit_text(self.st.buf[self.st.block_start : self.st.pos])
+        self.stack.clear()
+        self.calls.args_depth = None
+        self.calls.held_key = None
+        self.scanner.skip_depth = 0
+        self.strings.quote = None
+        self.strings.fence = False
+        self.scanner.atom = []
+        self.st.mode = "text"
+        self.st.line_blank = not self.st.block_fenced
+
+    def _finish_open_args(self) -> str:
+        """Close what cut-off arguments left open, so the deltas still concatenate to JSON.
+
+        Returns what was dropped (a partial atom, or a key without its value), or "".
+        """
+        closers: list[str] = []
+        dropped = ""
+        if self.strings.quote is not None and self.strings.role == "args":
+            closers.append('"')
+            self.strings.quote = None
+        if self.scanner.atom and self.scanner.atom_role == "args":
+            dropped = "".join(self.scanner.atom)
+            self.scanner.atom = []
+        if self.calls.held_key is not None:
+            dropped = dropped or f"the key {self.calls.held_key} without its value"
+            self.calls.held_key = None
+        depth = self.calls.args_depth or 0
+        for frame in reversed(self.stack[depth:]):
+            if frame.role == "args":
+                closers.append("}" if frame.kind == "{" else "]")
+        if closers:
+            self.calls.norm("".join(closers))
+        del self.stack[depth:]
+        self.calls.args_depth = None
+        self.scanner.skip_depth = 0
+        return dropped

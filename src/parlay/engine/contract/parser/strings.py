@@ -1,0 +1,268 @@
+"""JSON strings in an action block: their characters and escapes, where they end, and what
+a string's value does once read (a key, a tool name, arguments, a thought, final content).
+
+A code fence inside a string of a fenced block: one rule, the same whole and streamed. Only
+a fence at the start of a line of the string's raw text counts (nothing but blanks before
+it since the opening quote or a raw newline; a `\\n` escape is no line break); any other
+backtick in a string is content.
+
+- While a code block the string holds is open, the next line-start fence closes it: content.
+- Otherwise a line-start fence opens such a code block (content, with its info string if
+  it has one: ```` ```python ```` or a bare ```` ``` ````), except in one case: a *bare*
+  fence after string text that ends (blanks aside) with `}` or `]` is the action block's
+  own closing fence. The model lost the string's closing quote and wrote the JSON's
+  closing brackets inside it (`"content": "hello}}` then the fence). The string ends
+  there (an argument string is kept and closed), the block closes, and the call is noted
+  `cut_off`.
+
+So a `write_file` call whose content holds fenced code, labeled or bare, written with raw
+newlines or with `\\n` escapes, reads as meant. What the rule gets wrong: a lost quote with
+no bracket before the fence reads the rest of the reply into the string (noted `cut_off`
+at the end), and a bare opening fence right after text ending in `}` ends the block.
+The string's closing quote is JSON's: it ends the string inside a code block too.
+"""
+
+from __future__ import annotations
+
+import re
+from json.encoder import encode_basestring  # json.dumps(s, ensure_ascii=False), in C
+from typing import Literal
+
+from parlay.engine.contract.parser.calls import CallAssembler
+from parlay.engine.contract.parser.state import Frame, ParserState, after_value
+from parlay.engine.contract.parser.vocabulary import FINAL_KINDS, QUOTES
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\"}
+_BLANKS = re.compile(r"[ \t]*")
+# How far past a fence in a string its line is read to tell an info string from none.
+_FENCE_PEEK = 16
+# What stops a run of string content: an escape, a newline, the closing quote, and in a
+# fenced block a backtick (it may start a fence). One pattern per closing quote.
+_STOPS = {
+    (close, fenced): re.compile("[\\\\\n" + re.escape(close) + ("`" if fenced else "") + "]").search
+    for close in set(QUOTES.values())
+    for fenced in (False, True)
+}
+_BACKTICKS = re.compile("`+")
+_JSON_CLOSERS = ("}", "]")
+_NEWLINE_RUN = re.compile(r"\n\s*").match
+# What the open string is: a key, a tool name, arguments (or their start as one string),
+# a thought, final content, the typed format's kind, or something skipped.
+StringRole = Literal[
+    "", "key", "name", "args", "args_string", "thought", "content", "kind", "skip"
+]  # fmt: skip
+WAIT = -1  # `StringReader.span`: an escape or a fence is cut by the end of the text read so far
+FENCE_END = -2  # `StringReader.span`: a bare fence ended the block (`pos` is past it)
+
+
+class StringReader:
+    """Reads the strings of an action block: their characters, escapes and fences, where
+    each ends, and what its value does once read (`role`: set by the scanner, which
+    knows what the value is for)."""
+
+    __slots__ = ("calls", "chars", "close", "fence", "quote", "role", "st", "stack", "tail")
+
+    def __init__(self, st: ParserState, stack: list[Frame], calls: CallAssembler) -> None:
+        self.st = st
+        self.stack = stack
+        self.calls = calls
+        self.quote: str | None = None  # the open string's quote (None: no string open)
+        self.close = ""  # the quote that closes it
+        self.role: StringRole = ""
+        self.chars: list[str] = []
+        self.fence = False  # a code fence opened inside the current string
+        self.tail = ""  # the current string's last character other than a blank
+
+    def begin(self, quote: str) -> None:
+        """A string opens at `quote` (its role is set next, by the scanner)."""
+        self.quote = quote
+        self.close = QUOTES.get(quote, quote)
+        self.chars = []
+        self.fence = False
+        self.tail = ""
+
+    def span(self, i: int) -> int:
+        """Consume string characters from `i`: the index after them, WAIT or FENCE_END."""
+        st = self.st
+        buf = st.buf
+        n = len(buf)
+        stop = _STOPS[self.close, st.block_fenced](buf, i)
+        j = n if stop is None else stop.start()
+        if j > i:
+            self.add(buf[i:j])
+        if j >= n:
+            st.pos = j
+            return j
+        ch = buf[j]
+        if ch == "\\":
+            return self._escape(j)
+        if ch == "`":
+            return self._backtick(j)
+        if ch == "\n":  # with the blanks after it: none of them ends a line start
+            run = _NEWLINE_RUN(buf, j)
+            assert run is not None  # there is one at `j`
+            self.add(run.group())
+            self.st.line_start_in_block = True
+            return run.end()
+        if self.role == "content":
+            self._close_quoted_json()
+        self.st.pos = j + 1  # where the value ends (a tool name's position is checked)
+        self.finish()
+        return j + 1
+
+    def _escape(self, j: int) -> int:
+        buf = self.st.buf
+        n = len(buf)
+        if j + 1 >= n and not self.st.final:
+            self.st.pos = j
+            return WAIT
+        nxt = buf[j + 1] if j + 1 < n else "\\"
+        if nxt == "u":
+            hexa = buf[j + 2 : j + 6]
+            if len(hexa) < 4 and not self.st.final:
+                self.st.pos = j
+                return WAIT
+            if len(hexa) == 4 and all(c in "0123456789abcdefABCDEF" for c in hexa):
+                self._escape_u(hexa)
+                return j + 6
+            self.add("u")
+            return j + 2
+        self.add(_ESCAPES.get(nxt, nxt))
+        return j + 2
+
+    def _backtick(self, j: int) -> int:
+        """A backtick in a string of a fenced block: content, unless it is the block's own
+        closing fence (the rule in the module docstring)."""
+        if not self.st.line_start_in_block:  # backticks inside a line are content
+            end = _BACKTICKS.match(self.st.buf, j)
+            assert end is not None  # there is one at `j`
+            self.add(end.group())
+            return end.end()
+        head = self.st.buf[j : j + 3]
+        if len(head) < 3 and head == "`" * len(head) and not self.st.final:
+            self.st.pos = j
+            return WAIT
+        if head != "```":
+            self.add("`")
+            return j + 1
+        if self.fence:
+            self.fence = False  # closes the code block the string holds
+            self.add("```")
+            return j + 3
+        info = self._fence_has_info(j + 3) if self.tail in _JSON_CLOSERS else True
+        if info is None:
+            self.st.pos = j
+            return WAIT
+        if info:
+            self.fence = True  # opens a code block inside the string
+            self.add("```")
+            return j + 3
+        if self.role != "args":
+            self.finish()  # an argument string is closed with the arguments
+        self.st.pos = j + 3
+        return FENCE_END
+
+    def _fence_has_info(self, k: int) -> bool | None:
+        """Does the fence ending at `k` have an info string (anything but blanks before its
+        line ends)? None: the text read so far does not say."""
+        buf = self.st.buf
+        match = _BLANKS.match(buf, k, k + _FENCE_PEEK)
+        assert match is not None  # `[ \t]*` matches anywhere
+        end = match.end()
+        if end >= k + _FENCE_PEEK:
+            return True
+        if end >= len(buf):
+            return False if self.st.final else None
+        return buf[end] not in "\r\n"
+
+    def add(self, text: str) -> None:
+        visible = text.rstrip()
+        if visible:
+            self.st.line_start_in_block = False
+            self.tail = visible[-1]
+        role = self.role
+        if role == "args":
+            self.calls.norm(encode_basestring(text)[1:-1])
+        elif role == "content":
+            if not self.st.block_as_text:  # else the whole block is shown as it was written
+                self.st.block_emitted = True
+                self.st.emit_text(text)
+                self.chars.append(text)
+        elif role != "skip":
+            self.chars.append(text)
+
+    def _close_quoted_json(self) -> None:
+        """Final content that quotes JSON and ends inside one of its strings lost the
+        quote that closes it: the model wrote it unescaped, and that quote ended the
+        content instead (under a grammar the rest is then cut off). Close the quoted JSON
+        so the answer reads whole."""
+        if self.st.block_as_text:
+            return
+        closing = quoted_json_closing("".join(self.chars))
+        if closing:
+            self.st.emit_text(closing)
+
+    def _escape_u(self, hexa: str) -> None:
+        if self.role == "args":
+            self.calls.norm("\\u" + hexa)
+            return
+        code = int(hexa, 16)
+        self.add("\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code))
+
+    def finish(self) -> None:
+        role = self.role
+        value = "".join(self.chars)
+        self.quote = None
+        self.chars = []
+        self.fence = False
+        self.tail = ""
+        top = self.stack[-1] if self.stack else None
+        if role == "key":
+            if top is not None:
+                top.key = value
+                top.expect = "colon"
+            self.calls.hold_key(value)
+            return
+        if role == "args":
+            self.calls.norm('"')
+        elif role == "args_string":
+            self.calls.args_from_string(value)
+        elif role == "name":
+            self.calls.set_name(value, (top.key or "") if top else "")
+        elif role == "thought":
+            self.calls.add_thought(value)
+        elif role == "kind":
+            self.st.typed_final = value.strip().lower() in FINAL_KINDS
+        if self.calls.args_depth is not None and len(self.stack) == self.calls.args_depth:
+            self.calls.args_depth = None
+        after_value(self.stack)
+
+
+def quoted_json_closing(content: str) -> str:
+    """What closes JSON quoted in `content` when the content ends inside one of its
+    strings (`returned {"status": "shipped` → `"}`), else "".
+
+    SmolLM2, restating a tool result under the json format's grammar, escaped the inner
+    quotes but not the last one, which then closed the answer: `order_status returned
+    {\\"status\\": \\"shipped on 2026-11-20, arriving Tuesday"}}`. Quotes outside braces
+    are prose and not tracked.
+    """
+    open_brackets: list[str] = []
+    in_string = escaped = False
+    for ch in content:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = bool(open_brackets)
+        elif ch in "{[":
+            open_brackets.append("}" if ch == "{" else "]")
+        elif ch in "}]" and open_brackets:
+            open_brackets.pop()
+    if not (in_string and open_brackets):
+        return ""
+    return '"' + "".join(reversed(open_brackets))

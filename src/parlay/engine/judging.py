@@ -1,0 +1,245 @@
+"""How the prompted engine judges an attempt: whether to ask again, and what to release.
+
+The retry policy (`parlay.engine.checks.retry`) gives the verdict; this module gathers what
+it judges (a refusal, a copied answer, the tool a plain answer missed, a call the
+grammar forced) and applies the rules that act after it: a value given again stands
+(`kept_insisted_value`), a reply repeating parlay's own words is dropped
+(`echo_filter`), a forced call gives way to the first answer (`first_answer_stands`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from parlay.context import ToolCall
+from parlay.diagnostics import RetryRecord
+from parlay.engine.attempt import Attempt
+from parlay.engine.checks.forced import NameChoice, name_choices
+from parlay.engine.checks.leaning import leans_to_words
+from parlay.engine.checks.own_words import OwnWords
+from parlay.engine.checks.placeholders import is_debris, is_placeholder
+from parlay.engine.checks.refusal import RefusalSignal, asks_user, detect_refusal
+from parlay.engine.checks.relevance import at_first_decision, fitting_tool
+from parlay.engine.checks.retry import Verdict, only_repeats
+from parlay.engine.contract.grounding import copied_answer, echoes
+from parlay.engine.contract.parser import ParseResult
+from parlay.engine.settings import EngineSettings
+from parlay.engine.turn import Turn
+from parlay.request import ToolSpec
+
+
+def refusal_in(settings: EngineSettings, text: str) -> RefusalSignal | None:
+    signal = detect_refusal(text, settings.refusal_phrases)
+    if signal is not None and signal.kind == "soft" and asks_user(text):
+        # "Which city? I can't check the weather without one." asks for what a tool
+        # needs: the right reply, not a claim that no tool could help.
+        return None
+    return signal
+
+
+def verdict_on(
+    settings: EngineSettings, turn: Turn, attempt: Attempt, parsed: ParseResult, can_retry: bool
+) -> Verdict | None:
+    """Why the attempt should be retried, or None: it is released."""
+    signal = refusal_in(settings, parsed.text)
+    turn.refusal = turn.refusal or signal
+    if not can_retry:
+        return None
+    verdict = _judged(settings, turn, attempt, parsed, signal)
+    if verdict is not None and verdict.about_text and attempt.shown_text:
+        turn.notes.append(f"not retried ({verdict.reason}): the text was already shown")
+        return None
+    kept = settings.rules.on("kept_insisted_value")
+    if verdict is not None and kept and insists(verdict, turn.retries):
+        turn.fired.append("kept_insisted_value")
+        # Asked where the value came from, the model gave the same call again: it may
+        # have worked the value out ("tomorrow" as a date), so the call stands.
+        turn.notes.append(
+            f"kept {verdict.tool.name if verdict.tool else 'a'} call: "
+            f"its {verdict.argument} is not in the conversation"
+        )
+        return None
+    return verdict
+
+
+def _judged(
+    settings: EngineSettings,
+    turn: Turn,
+    attempt: Attempt,
+    parsed: ParseResult,
+    signal: RefusalSignal | None,
+) -> Verdict | None:
+    """The policy's verdict on the reply, with what its checks read gathered here."""
+    contract = turn.contract
+    copied = copied_answer(parsed.text, contract.example_answers) if settings.check_values else ""
+    forced = forced_choice(settings, attempt, parsed.calls, turn) if turn.read_names else None
+    return settings.policy.judge(
+        calls=parsed.calls,
+        issues=attempt.issues,
+        problems=parsed.problems,
+        choice=turn.choice,
+        refusal=signal,
+        tools=contract.tools,
+        copied_answer=copied,
+        pretended_tool=named_tool(parsed.text, contract.tools) if copied else None,
+        fitting_tool=missed_tool(settings, turn, parsed.calls),
+        forced=forced,
+        placeholder=is_placeholder(parsed.text) or is_debris(parsed.text),
+        unrelated=turn.unrelated,
+        leaned=leaned_to_words(settings, turn),
+    )
+
+
+def to_release(
+    settings: EngineSettings, turn: Turn, attempt: Attempt, parsed: ParseResult, can_retry: bool
+) -> Attempt | None:
+    """The attempt whose events go out (None: nothing does, the reply was dropped)."""
+    repeated = own_words(attempt, parsed, turn.instruction, turn.own_words)
+    if repeated and settings.rules.on("echo_filter"):
+        turn.fired.append("echo_filter")
+        # Qwen and SmolLM2 answered retry messages with their own words ("The tool call,
+        # or your answer to the user.") and copied the format's stand-ins ("your
+        # answer"): that is no answer, and the user should not read parlay's
+        # instructions. An answer held back for a missed_tool retry stands instead.
+        if turn.first_answer is None:
+            turn.notes.append(f"dropped a reply that only repeated {repeated}")
+            turn.dropped = True
+            return None
+        turn.notes.append(f"the reply repeated {repeated}: the first answer stands")
+        return turn.first_answer
+    if not can_retry and repeats_to_drop(settings, turn, attempt, parsed):
+        # No grammar kept the last try to words: a repeat handed on loops a tool runner.
+        turn.fired.append("repeat_to_words")
+        turn.notes.append("dropped a last reply that only repeated answered calls")
+        turn.dropped = True
+        return None
+    released = attempt
+    if not can_retry and turn.read_names and parsed.calls:
+        released = last_forced(settings, turn, attempt, parsed.calls)
+        if released is turn.first_answer:
+            turn.fired.append("first_answer_stands")
+    if released is not None and released.duplicates:
+        turn.fired.append("duplicate_calls")
+    if released is not None:
+        drop_repeats_beside_new(settings, turn, released)
+    return released
+
+
+def drop_repeats_beside_new(settings: EngineSettings, turn: Turn, released: Attempt) -> None:
+    """Under `auto`, calls repeating answered ones leave a reply that makes new calls as
+    well: their results are in the history already, and a tool that acts (a message
+    sent, an order placed) would act twice. (A reply of repeats only is asked again:
+    `repeated_call`.) Qwen in the typed format mixed a repeat with the next call in 5 %
+    of the turns after a result (`bench.bfcl.after`, stop 25)."""
+    if not turn.policy.model_decides or not settings.rules.on("repeat_beside_new"):
+        return
+    repeats = {issue.call.id for issue in released.issues if issue.kind == "repeated_call"}
+    if not repeats or released.emitted_calls <= len(repeats):
+        return
+    if dropped := released.drop_held(repeats):
+        turn.fired.append("repeat_beside_new")
+        turn.notes.append(f"dropped {dropped} call(s) repeating answered ones beside new calls")
+
+
+def repeats_to_drop(
+    settings: EngineSettings, turn: Turn, attempt: Attempt, parsed: ParseResult
+) -> bool:
+    """Whether every call of the reply repeats one the history answered, under `auto`."""
+    return (
+        turn.policy.model_decides
+        and only_repeats(parsed.calls, attempt.issues)
+        and settings.rules.on("repeat_to_words")
+    )
+
+
+def missed_tool(settings: EngineSettings, turn: Turn, calls: Sequence[ToolCall]) -> ToolSpec | None:
+    """The tool a plain answer should perhaps have called (see `relevance`).
+
+    Looked for only when the reply has no call: reading every tool's description against
+    the request is not worth it on the replies that call. The first reply only: a plain
+    answer after a retry is the one the retry asked for (a missing value asked of the
+    user, an answer instead of a forced call), and after this nudge it is the model's
+    considered one.
+    """
+    if not settings.check_missed_calls or not turn.policy.model_decides or calls or turn.retries:
+        return None
+    return fitting_tool(turn.request.messages, turn.contract.tools)
+
+
+def leaned_to_words(settings: EngineSettings, turn: Turn) -> float | None:
+    """The first reply's lean to answering, when it leaned to words at the user's
+    request (see `leaning`); None otherwise. Not after a tool result: what the lean
+    means there was not measured."""
+    share = turn.answer_share
+    if turn.retries or not at_first_decision(turn.request.messages):
+        return None
+    return share if leans_to_words(share, settings.options.action_format) else None
+
+
+def forced_choice(
+    settings: EngineSettings, attempt: Attempt, calls: Sequence[ToolCall], turn: Turn
+) -> NameChoice | None:
+    """The first call, when every call of the reply was forced on the model by the
+    grammar (see `forced`); a reply that also makes a call of its own choosing stands."""
+    names = [spec.name for spec in turn.contract.tools]
+    choices = name_choices(attempt.tokens, calls, names)
+    if not calls or len(choices) != len(calls):
+        return None
+    if all(choice.share < settings.min_offered_share for choice in choices):
+        return choices[0]
+    return None
+
+
+def last_forced(
+    settings: EngineSettings, turn: Turn, attempt: Attempt, calls: Sequence[ToolCall]
+) -> Attempt:
+    """The attempt to release when no retry is left: a call the grammar forced after a
+    missed_tool nudge gives way to the plain answer the nudge held back (the model's own
+    reply before the engine pointed it at a tool); any other stands, noted."""
+    forced = forced_choice(settings, attempt, calls, turn)
+    if forced is None:
+        return attempt
+    first = turn.first_answer
+    if first is not None and not attempt.shown_text and settings.rules.on("first_answer_stands"):
+        turn.notes.append(
+            f"the first answer stands: the call was the grammar's, {forced.describe()}"
+        )
+        return first
+    turn.notes.append(f"kept a call the grammar forced (no retry left): {forced.describe()}")
+    return attempt
+
+
+def own_words(
+    attempt: Attempt, parsed: ParseResult, instruction: str, continuation: OwnWords
+) -> str:
+    """What of parlay's own a plain reply, not yet shown, only repeats ("" if nothing):
+    a stand-in of the format instructions, the retry message it answers, or the words
+    of the continuation around the tool results, as written or reworded."""
+    if parsed.calls or attempt.shown_text:
+        return ""
+    if is_placeholder(parsed.text):
+        return "a stand-in of the format instructions"
+    if is_debris(parsed.text):
+        return "no words, only punctuation or an action's syntax"
+    if instruction and echoes(parsed.text, instruction):
+        return "the retry message"
+    if continuation.repeated_by(parsed.text, cut=attempt.cut_by_limit) or attempt.trim.took_all:
+        return "the continuation's instructions"
+    return ""
+
+
+def named_tool(text: str, tools: Sequence[ToolSpec]) -> ToolSpec | None:
+    """The first tool whose name a plain reply writes (as a word of its own)."""
+    return next(
+        (t for t in tools if re.search(rf"(?<![\w.]){re.escape(t.name)}(?![\w])", text)), None
+    )
+
+
+def insists(verdict: Verdict, retries: list[RetryRecord]) -> bool:
+    """Whether the model gave, after being asked about it, the same invented value.
+    (A value of the examples given again is not kept: without the examples in sight,
+    SmolLM2 and Qwen still wrote the examples' city for "How is the weather?".)"""
+    return verdict.reason == "invented_value" and any(
+        r.reason == "invented_value" and r.detail == verdict.detail for r in retries
+    )

@@ -1,0 +1,251 @@
+"""What the prompted engine sends next after a verdict: the messages and the grammar.
+
+Most retries add the reply and an instruction naming what was wrong. Some change more:
+a made-up value or a quoted made-up result is asked again without the few-shot examples
+(they taught it); a call repeating an answered one is held to the other tools; and after
+a doubt about the turn, the answer-only grammar takes over (`words_fallback`).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from attrs import evolve
+
+from parlay.context import AssistantMessage, UserMessage
+from parlay.diagnostics import RetryRecord
+from parlay.engine.attempt import Attempt
+from parlay.engine.checks.retry import Verdict
+from parlay.engine.checks.retry_message import retry_instruction
+from parlay.engine.checks.rules import VerdictReason
+from parlay.engine.contract.constrain import action_response_format, final_schema
+from parlay.engine.contract.parser import ParseResult
+from parlay.engine.contract.pieces import ActionFormat
+from parlay.engine.contract.render import render_contract
+from parlay.engine.settings import EngineSettings
+from parlay.engine.turn import Turn
+from parlay.request import NONE, ChatRequest, ResponseFormat, ToolSpec
+
+logger = logging.getLogger("parlay.prompted")
+
+# Retry reasons for a call carrying a value the conversation did not give.
+MADE_UP_VALUES: tuple[VerdictReason, ...] = ("example_value", "invented_value", "same_value")
+# Earlier retries after which a made-up value means the turn has nothing real to call with.
+# Not a missed_tool nudge: the call it led to may take a value from what the model knows
+# ("Tokyo" for "the capital of Japan"); asked about it, a model sure of it gives it again
+# and keeps its call (`kept_insisted_value`), where the answer-only grammar would have
+# turned a right call into "I cannot say."
+DOUBTFUL: tuple[VerdictReason, ...] = (
+    *MADE_UP_VALUES,
+    "example_answer",
+    "pretended_call",
+    "forced_call",
+    "leaned_to_words",
+)
+
+
+def words_format(request: ChatRequest, action_format: ActionFormat) -> ResponseFormat:
+    """The grammar of an answer in words: the caller's format if any, else plain text in
+    the format's answer shape."""
+    only = ResponseFormat(final_schema(action_format), name="final", strict=True)
+    return request.response_format or only
+
+
+def grammar_for(
+    settings: EngineSettings, tools: tuple[ToolSpec, ...], request: ChatRequest
+) -> ResponseFormat | None:
+    """The grammar of a reply calling one of `tools` or, under `auto`, answering: in the
+    caller's own format (`response_format`) when the request has one."""
+    answer = request.response_format.schema if request.response_format else None
+    return action_response_format(
+        tools,
+        request.tool_choice,
+        settings.options.action_format,
+        answer=answer,
+        parallel=request.parallel_tool_calls,
+        listed=settings.options.listed_calls,
+    )
+
+
+def wants_words(
+    settings: EngineSettings, turn: Turn, attempt: Attempt, parsed: ParseResult, attempt_no: int
+) -> bool:
+    """Under tool_choice="none", whether a reply left no text: only (ignored) calls,
+    nothing at all, or only parlay's own words, taken out as it streamed (a reply under
+    tool_choice="none" always has text)."""
+    return (
+        not turn.policy.may_call
+        and (not parsed.text.strip() or attempt.trim.took_all)
+        and turn.policy.budget_left(attempt_no)
+    )
+
+
+def ask_for_words(
+    settings: EngineSettings, turn: Turn, attempt: Attempt, parsed: ParseResult
+) -> None:
+    """Under tool_choice="none" a reply that is only a call, empty, or only parlay's words
+    leaves the user nothing: ask again for words. A reply that repeated the instruction
+    not to call is not shown it again: where a grammar is at hand the answer-only grammar
+    asks for the answer's shape instead."""
+    echo = attempt.trim.took_all
+    if echo:
+        turn.fired.append("echo_filter")
+        turn.notes.append("dropped a reply that only repeated the instruction not to call")
+    turn.fired.append("words_only")
+    turn.retries.append(RetryRecord("words_only", ", ".join(c.name for c in parsed.calls)))
+    last = len(turn.retries) >= settings.policy.max_retries
+    if settings.grammar_available and (last or echo):
+        # The last attempt, after the model only called when asked for words: under the
+        # answer-only grammar, so the user gets text (after a tool result SmolLM2 wrote
+        # the same call three times under tool_choice none, and the answer was empty).
+        answer_only(settings, turn)
+        return
+    turn.instruction = retry_instruction(
+        "words_only", "", len(turn.retries), turn.contract.tools, turn.choice, settings.options
+    )
+    reply = AssistantMessage("".join(attempt.raw))
+    turn.messages = (*turn.messages, reply, UserMessage(turn.instruction))
+
+
+def answer_only(settings: EngineSettings, turn: Turn) -> None:
+    """The next attempt under the answer-only grammar: the conversation as it was,
+    rendered as under tool_choice="none" with no format shown (the grammar writes the
+    answer's shape, and a shown stand-in was copied) and no instruction added (see
+    `falls_back_to_words`)."""
+    words = turn.request.replace(tool_choice=NONE)
+    plain = evolve(settings.options, few_shot=False)
+    turn.messages = render_contract(words, plain, constrained=True).messages
+    turn.response_format = words_format(turn.request, settings.options.action_format)
+    turn.instruction = ""
+
+
+def retry(settings: EngineSettings, turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
+    """Set the turn up for the attempt after `verdict`."""
+    turn.fired.append(verdict.reason)
+    turn.retries.append(RetryRecord(verdict.reason, verdict.detail))
+    to_words = falls_back_to_words(settings, turn, verdict)
+    if to_words:
+        turn.fired.append("words_fallback")
+    elif repeat_in_words(settings, turn, verdict):
+        to_words = True
+        turn.fired.append("repeat_to_words")
+    logger.info(
+        "retry %d/%d: %s %s",
+        len(turn.retries),
+        settings.policy.max_retries,
+        verdict.reason,
+        verdict.detail,
+    )
+    if to_words:
+        answer_only(settings, turn)
+    else:
+        _ask_again(settings, turn, verdict, attempt)
+    turn.shown_text = turn.shown_text or attempt.shown_text
+    if verdict.reason == "missed_tool" and not attempt.shown_text:
+        turn.first_answer = attempt
+
+
+def _ask_again(settings: EngineSettings, turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
+    request = turn.request
+    if verdict.reason == "repeated_call":
+        turn.response_format = away_from_repeats(settings, turn, attempt)
+    elif verdict.reason == "pretended_call" and verdict.tool is not None and turn.constrained:
+        # "get_crime_rate returned {"status": "done"}": after a nudge towards a tool, Qwen
+        # wrote the examples' made-up result as that tool's instead of calling it. Asked
+        # again (without the examples, below), it may call that tool or answer; its
+        # values are still checked. (Held to the call, it also called where no tool fit.)
+        turn.response_format = grammar_for(settings, (verdict.tool,), request)
+    turn.instruction = retry_instruction(
+        verdict.reason,
+        verdict.detail,
+        len(turn.retries),
+        turn.contract.tools,
+        turn.choice,
+        settings.options,
+        verdict.tool,
+        constrained=turn.constrained,
+        argument=verdict.argument,
+        parallel=turn.policy.parallel,
+    )
+    if verdict.reason not in (*MADE_UP_VALUES, "example_answer", "pretended_call"):
+        reply = AssistantMessage("".join(attempt.raw))
+        turn.messages = (*turn.messages, reply, UserMessage(turn.instruction))
+        return
+    # The examples taught the model to fill values in (and to quote their made-up result):
+    # ask again without them and without the reply, so nothing is left to copy. With
+    # either in sight SmolLM2 wrote the same value again, and Qwen, asked about an
+    # invented value, answered with the examples' result instead.
+    plain = evolve(settings.options, few_shot=False)
+    fresh = render_contract(request, plain, constrained=turn.constrained).messages
+    turn.messages = (*fresh, UserMessage(turn.instruction))
+
+
+# Verdicts after which the model most likely answers best in words: the grammar forced
+# its call, it leaned to words, it wrote a stand-in, or called tools unrelated to the
+# request.
+WORDS_AFTER: tuple[VerdictReason, ...] = (
+    "forced_call",
+    "leaned_to_words",
+    "placeholder_answer",
+    "unrelated_call",
+)
+
+
+def falls_back_to_words(settings: EngineSettings, turn: Turn, verdict: Verdict) -> bool:
+    """Whether the retry after `verdict` goes under the answer-only grammar, with no
+    instruction: after a call the grammar forced on the model, calls only to tools
+    that share no word with the request, a stand-in answer, or a value no one gave
+    after an earlier doubt about this turn (a made-up value, a quoted made-up
+    result, a forced call). The user most likely asked for something no tool does,
+    or never gave the value; asking again does not help a small model, a grammar for
+    words does. With an instruction added, both models answered with its words
+    ("Please provide the strings..."). `turn.retries` ends with this verdict's
+    retry."""
+    if not settings.rules.on("words_fallback"):
+        return False
+    if verdict.reason in WORDS_AFTER:
+        return True
+    return (
+        verdict.reason in MADE_UP_VALUES
+        and turn.policy.model_decides
+        and settings.grammar_available
+        and any(r.reason in DOUBTFUL for r in turn.retries[:-1])
+    )
+
+
+def repeat_in_words(settings: EngineSettings, turn: Turn, verdict: Verdict) -> bool:
+    """Whether the try after a repeat of answered calls goes under the answer-only
+    grammar (under `auto`, with a grammar). On the turn after a result
+    (`bench.bfcl.after`, Qwen, tune half), a reply repeating answered calls came when
+    every call had its result: held to the other tools, the retry called one of them
+    with the same values, or wrote the same call on every try and the last went out (a
+    tool runner then runs it again, to its chain limit). Where a call was still
+    missing, no reply repeated one."""
+    return (
+        verdict.reason == "repeated_call"
+        and turn.policy.model_decides
+        and settings.grammar_available
+        and settings.rules.on("repeat_to_words")
+    )
+
+
+def away_from_repeats(
+    settings: EngineSettings, turn: Turn, attempt: Attempt
+) -> ResponseFormat | None:
+    """A grammar for the retry that leaves out the tools the model keeps repeating.
+
+    Small models loop on a call whose result they already have; asking again rarely
+    helps, a grammar does. With no other tool left under `auto`, only a final answer is
+    allowed. Used whenever the inner backend takes JSON schemas, unless
+    `constrained=False`.
+    """
+    current = turn.response_format
+    if not settings.grammar_available or turn.policy.tool is not None:
+        return current
+    repeated = {i.call.name for i in attempt.issues if i.kind == "repeated_call"}
+    others = tuple(t for t in turn.contract.tools if t.name not in repeated)
+    if others:
+        return grammar_for(settings, others, turn.request)
+    if turn.policy.model_decides:
+        return words_format(turn.request, settings.options.action_format)
+    return current
