@@ -23,7 +23,7 @@ from parlay.context import (
 from parlay.diagnostics import Diagnostics, RetryRecord
 from parlay.engine.backend import PromptedBackend
 from parlay.engine.checks.refusal import DEFAULT_REFUSALS, RefusalPhrases
-from parlay.engine.checks.rules import CallRule
+from parlay.engine.checks.retry import CallRule
 from parlay.errors import (
     BackendConnectionError,
     BackendError,
