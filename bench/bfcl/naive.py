@@ -91,6 +91,7 @@ class NaiveSystem(BackendSystem):
             seconds=reply.seconds,
             prompt_tokens=reply.prompt_tokens,
             completion_tokens=reply.completion_tokens,
+            requests=1,
         )
 
 

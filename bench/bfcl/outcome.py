@@ -49,6 +49,8 @@ class Reply:
     completion_tokens: int | None = None
     # The first reply's lean to answering in words (`Diagnostics.answer_share`); parlay only.
     answer_share: float | None = None
+    # Requests sent to the model for the question (the engine's cost; None: not counted).
+    requests: int | None = None
 
 
 def jsonable(value: Any) -> Any:
@@ -103,4 +105,5 @@ def record(question: Question, reply: Reply, **keys: Any) -> dict[str, Any]:
         "completion_tokens": reply.completion_tokens,
         "seconds": round(reply.seconds, 2),
         "answer_share": reply.answer_share,
+        "requests": reply.requests,
     }

@@ -181,10 +181,14 @@ def timing(outcomes: Sequence[Outcome]) -> str:
         seconds = sorted(o["seconds"] for o in found)
         failed = sum(o["error_type"] == REQUEST_ERROR for o in found)
         median = seconds[len(seconds) // 2]
-        rows.append(
-            [model, system, len(found), f"{sum(seconds) / len(found):.1f}", f"{median:.1f}", failed]
-        )
-    header = ["model", "system", "outcomes", "s / question (mean)", "median", "failed requests"]
+        counted = [o["requests"] for o in found if o.get("requests") is not None]
+        requests = f"{sum(counted) / len(counted):.2f}" if counted else "not counted"
+        mean = f"{sum(seconds) / len(found):.1f}"
+        rows.append([model, system, len(found), mean, f"{median:.1f}", requests, failed])
+    header = [
+        "model", "system", "outcomes", "s / question (mean)", "median",
+        "requests / question", "failed requests",
+    ]  # fmt: skip
     return markdown_table(header, rows)
 
 

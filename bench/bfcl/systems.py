@@ -19,10 +19,10 @@ enters the store's key: change anything in it and the outcomes are asked afresh.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Protocol
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from bench.bfcl.data import Question
 from bench.bfcl.models import Model
@@ -31,7 +31,7 @@ from parlay.backends.base import Backend, Capabilities
 from parlay.backends.local import LocalBackend
 from parlay.backends.openai import OpenAIBackend
 from parlay.engine.backend import PromptedBackend
-from parlay.events import Finish, TextDelta, ToolCallEnd
+from parlay.events import Event, Finish, TextDelta, ToolCallEnd
 from parlay.request import ChatRequest, GenerationOptions
 from parlay.server.config import ServerConfig, build_backend
 from parlay.start import embedded_engine
@@ -160,6 +160,26 @@ async def stream_reply(backend: Backend, request: ChatRequest) -> Reply:
     )
 
 
+class Counted:
+    """A backend counting the requests sent through it: the engine's cost per question."""
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+        self.requests = 0
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.inner.capabilities
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        self.requests += 1
+        return self.inner.stream(request)
+
+
 @frozen
 class BackendSystem:
     """A parlay Backend asked each question with its tools, `tool_choice` auto."""
@@ -180,7 +200,12 @@ class BackendSystem:
         )
 
     async def answer(self, question: Question) -> Reply:
-        return await stream_reply(self.backend, self.request(question))
+        counted = self.backend.inner if isinstance(self.backend, PromptedBackend) else None
+        before = counted.requests if isinstance(counted, Counted) else 0
+        reply = await stream_reply(self.backend, self.request(question))
+        if isinstance(counted, Counted):
+            return evolve(reply, requests=counted.requests - before)
+        return evolve(reply, requests=1)
 
 
 def shipped_engine(setup: Setup) -> PromptedBackend:
@@ -201,6 +226,7 @@ def parlay_system(
     changes = dict(kwargs or {})
     if changes:
         engine = engine.configure(**changes)
+    engine.inner = Counted(engine.inner)
     shipped = "embedded" if setup.model.embedded else "serve"
     name = f"parlay:{variant}" if variant else "parlay"
     config = setup.config("parlay", shipped=shipped, configure=changes)

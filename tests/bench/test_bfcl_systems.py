@@ -59,16 +59,16 @@ def test_smollm2_runs_the_embedded_stack_of_start_session(monkeypatch: pytest.Mo
     assert isinstance(shipped, PromptedBackend)
     assert [getattr(ours, s) for s in SETTINGS] == [getattr(shipped, s) for s in SETTINGS]
     assert ours.min_offered_share == EMBEDDED_MIN_OFFERED_SHARE
-    assert isinstance(ours.inner, LocalBackend) and ours.inner.model_path == SMOLLM2.path
+    assert isinstance(ours.inner.inner, LocalBackend) and ours.inner.inner.model_path == SMOLLM2.path
 
 
 def test_qwen_runs_what_parlay_serve_builds_in_front_of_an_upstream() -> None:
     ours = engine(QWEN)
     assert (ours.min_offered_share, ours.max_tokens) == (
-        PromptedBackend(ours.inner).min_offered_share,
+        PromptedBackend(ours.inner.inner).min_offered_share,
         2048,
     )
-    assert isinstance(ours.inner, OpenAIBackend) and ours.inner.base_url == URL
+    assert isinstance(ours.inner.inner, OpenAIBackend) and ours.inner.inner.base_url == URL
 
 
 def test_a_variant_changes_only_its_settings_and_its_config_key() -> None:

@@ -56,7 +56,9 @@ def trim(continuation: Continuation, text: str, restate: bool, none: bool = Fals
     if none:
         asked = [m.content for m in request.messages if isinstance(m, UserMessage)]
         engine = PromptedBackend(ScriptedBackend([]), restate_request=restate)
-        own = own.with_instructions(not_to_call(engine.settings, request.replace(tool_choice=NONE)), asked)
+        own = own.with_instructions(
+            not_to_call(engine.settings, request.replace(tool_choice=NONE)), asked
+        )
     trimmer = EchoTrim(own)
     return trimmer.feed(text) + trimmer.flush()
 
