@@ -16,7 +16,11 @@ from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
 from parlay.engine.backend import PromptedBackend
 from parlay.events import Finish, ScoredTextDelta, TextDelta, ToolCallEnd
 from parlay.request import ChatRequest, ToolChoice, ToolSpec
-from parlay.start import EMBEDDED_ACTION_FORMAT, EMBEDDED_MIN_OFFERED_SHARE
+from parlay.start import (
+    EMBEDDED_ACTION_FORMAT,
+    EMBEDDED_MIN_CALL_CONFIDENCE,
+    EMBEDDED_MIN_OFFERED_SHARE,
+)
 
 pytestmark = pytest.mark.model
 
@@ -56,7 +60,12 @@ def embedded(backend: Backend, **settings: Any) -> PromptedBackend:
     its own format where a grammar holds it)."""
     if settings.get("constrained") is not False:
         settings.setdefault("action_format", EMBEDDED_ACTION_FORMAT)
-    return PromptedBackend(backend, min_offered_share=EMBEDDED_MIN_OFFERED_SHARE, **settings)
+    return PromptedBackend(
+        backend,
+        min_offered_share=EMBEDDED_MIN_OFFERED_SHARE,
+        min_call_confidence=EMBEDDED_MIN_CALL_CONFIDENCE,
+        **settings,
+    )
 
 
 async def collect(backend: PromptedBackend, request: ChatRequest) -> tuple[list[ToolCall], Finish]:
