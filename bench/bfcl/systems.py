@@ -41,42 +41,17 @@ DEFAULT_SYSTEMS = ("parlay", *BASELINES)
 # Ablations of the engine: name -> PromptedBackend.configure(**kwargs).
 VARIANTS: dict[str, dict[str, Any]] = {
     "no-check-values": {"check_values": False},
-    "no-missed-calls": {"check_missed_calls": False},
     "no-forced-share": {"min_offered_share": 0.0},
     "no-retries": {"max_retries": 0},
-    # The typed reply shape (`{"type": "tool_call" | "tool_calls" | "final", ...}`),
-    # the default under a grammar since stop 26, and json, the default before it.
+    # The one knob off: every call the model writes goes on (`min_call_confidence`).
+    "no-knob": {"min_call_confidence": 0.0},
+    "no-refusal": {"rules_off": ["refusal"]},
+    # The engine before issue 38 on the behaviour it changed: the knob off, the refusal
+    # check off (it was opt-in).
+    "before-38": {"min_call_confidence": 0.0, "rules_off": ["refusal"]},
     "typed": {"action_format": "typed"},
     "json": {"action_format": "json"},
-    # The json reply decides whether to call, the typed format how many
-    # (the opt-in rule `recount_calls`, parlay.engine.recount).
-    "recount": {"rules_on": ["recount_calls"]},
-    # A call to a tool sharing no word with the request, answered in words instead
-    # (the opt-in rule `unrelated_call`), in either format (`bench.bfcl.switched_on`).
-    "unrelated": {"rules_on": ["unrelated_call"]},
-    "typed+unrelated": {"action_format": "typed", "rules_on": ["unrelated_call"]},
-    # A first call made while leaning to words is answered in words (`leaned_to_words`,
-    # typed only; `bench.bfcl.switched_on`).
-    "typed+leaned": {"action_format": "typed", "rules_on": ["leaned_to_words"]},
-    "typed+leaned+unrelated": {
-        "action_format": "typed",
-        "rules_on": ["leaned_to_words", "unrelated_call"],
-    },
-    # The last continuation restates the request and asks for every result (a probe of
-    # the turn after a tool result, `bench.bfcl.after`; run from the repository root).
-    # Shipped since as `restate_request` (on, except for the embedded SmolLM2).
-    "restate": {"template_dir": "bench/bfcl/probes/templates_restate"},
     "no-restate": {"restate_request": False},
-    "typed+restate": {
-        "action_format": "typed",
-        "template_dir": "bench/bfcl/probes/templates_restate",
-    },
-    # The pair example goes on to its two results and an answer reporting both.
-    "pair-results": {"template_dir": "bench/bfcl/probes/templates_pair_results"},
-    "typed+pair-results": {
-        "action_format": "typed",
-        "template_dir": "bench/bfcl/probes/templates_pair_results",
-    },
 }
 NATIVE = Capabilities(native_tools=True, json_schema=True)
 

@@ -53,7 +53,7 @@ async def test_only_the_questions_the_rule_acted_on_are_asked_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     dev, out = Store(tmp_path / "dev.jsonl"), Store(tmp_path / "ablation.jsonl")
-    dev.append(shipped_outcome("multiple_1", ["missed_tool"], right=True))
+    dev.append(shipped_outcome("multiple_1", ["refusal"], right=True))
     dev.append(shipped_outcome("multiple_2", [], right=True))
     asked: list[str] = []
 
@@ -67,15 +67,15 @@ async def test_only_the_questions_the_rule_acted_on_are_asked_again(
     del old["rules"]
     dev.append(old)
     questions = [question(f"multiple_{n}") for n in (1, 2, 3, 4)]
-    counts = await ablation.ablate_rule("qwen", SETUP, "missed_tool", questions, (dev, out))
+    counts = await ablation.ablate_rule("qwen", SETUP, "refusal", questions, (dev, out))
     assert asked == ["multiple_1"]
     assert counts == (1, 1, 2)  # asked, derived, no shipped outcome to start from
     stored = {o["question"]: o for o in out.load().values()}
     assert stored["multiple_2"]["derived"] is True and stored["multiple_2"]["right"] is True
     assert stored["multiple_1"]["right"] is False and "derived" not in stored["multiple_1"]
-    assert stored["multiple_1"]["system"] == "parlay:no-missed_tool"
+    assert stored["multiple_1"]["system"] == "parlay:no-refusal"
     # A rerun has nothing left to do.
-    assert await ablation.ablate_rule("qwen", SETUP, "missed_tool", questions, (dev, out)) == (
+    assert await ablation.ablate_rule("qwen", SETUP, "refusal", questions, (dev, out)) == (
         0,
         0,
         2,
@@ -94,13 +94,13 @@ def test_the_page_names_each_ablated_rule_with_its_verdict() -> None:
     outcomes = []
     for number in range(30):
         qid = f"multiple_{number}"
-        base = shipped_outcome(qid, ["missed_tool"] if number < 10 else [], right=True)
-        off = {**base, "system": "parlay:no-missed_tool", "right": number >= 10}
+        base = shipped_outcome(qid, ["invented_value"] if number < 10 else [], right=True)
+        off = {**base, "system": "parlay:no-invented_value", "right": number >= 10}
         outcomes += [base, off]
     page = render_ablation(outcomes, "t1")
-    row = next(line for line in page.splitlines() if line.startswith("| missed_tool"))
+    row = next(line for line in page.splitlines() if line.startswith("| invented_value"))
     assert "earns its place" in row and "| 30 |" in row and "10 / 0" in row
-    assert render_ablation(outcomes, "other").count("| missed_tool") == 0
+    assert render_ablation(outcomes, "other").count("| invented_value") == 0
 
 
 async def test_the_heuristics_together_are_asked_again_where_any_of_them_acted(
@@ -125,12 +125,12 @@ async def test_the_heuristics_together_are_asked_again_where_any_of_them_acted(
     assert asked == ["multiple_1"]
     off = ablation.ablated(SETUP, "heuristics").config["configure"]["rules_off"]
     assert "invented_value" in off and "echo_filter" not in off
-    assert ablation.rule_names("missed_tool+refusal,heuristics") == [
-        "missed_tool+refusal",
+    assert ablation.rule_names("words_fallback+refusal,heuristics") == [
+        "words_fallback+refusal",
         "heuristics",
     ]
     with pytest.raises(SystemExit, match="unknown rule"):
-        ablation.rule_names("missed_tool+nonsense")
+        ablation.rule_names("words_fallback+nonsense")
 
 
 def ablation_outcome(
@@ -139,7 +139,7 @@ def ablation_outcome(
     return {
         "model": model, "half": "validate", "tag": tag, "system": system,
         "category": "multiple", "question": "q1", "right": right, "abstained": False,
-        "rules": ["missed_tool", "same_value"], "calls": [], "text": "",
+        "rules": ["refusal", "unsure_call"], "calls": [], "text": "",
     }  # fmt: skip
 
 
@@ -147,7 +147,7 @@ def test_several_tags_show_a_section_for_each_engine_a_model_ran_on_oldest_first
     outcomes = [
         ablation_outcome(model, tag, system)
         for model, tag in (("qwen", "s14"), ("smollm2", "s15"), ("smollm2", "s14"))
-        for system in ("parlay", "parlay:no-missed_tool")
+        for system in ("parlay", "parlay:no-refusal")
     ]
     page = render_ablation(outcomes, "s14,s15")
     assert "## qwen, validate half (engine `s14`)" in page
@@ -156,27 +156,27 @@ def test_several_tags_show_a_section_for_each_engine_a_model_ran_on_oldest_first
 
 
 def test_the_pooled_rows_take_each_models_newest_run_of_a_rule() -> None:
-    # smollm2 ran missed_tool on both engines (s14: it kept the right call; s15: it did
-    # not matter) and same_value on s14 only; qwen ran both on s15, keeping nothing.
+    # smollm2 ran refusal on both engines (s14: it kept the right call; s15: it did
+    # not matter) and unsure_call on s14 only; qwen ran both on s15, keeping nothing.
     outcomes = [
         ablation_outcome("smollm2", "s14"),
-        ablation_outcome("smollm2", "s14", "parlay:no-missed_tool", right=False),
-        ablation_outcome("smollm2", "s14", "parlay:no-same_value", right=False),
+        ablation_outcome("smollm2", "s14", "parlay:no-refusal", right=False),
+        ablation_outcome("smollm2", "s14", "parlay:no-unsure_call", right=False),
         ablation_outcome("smollm2", "s15"),
-        ablation_outcome("smollm2", "s15", "parlay:no-missed_tool"),
+        ablation_outcome("smollm2", "s15", "parlay:no-refusal"),
         ablation_outcome("qwen", "s15"),
-        ablation_outcome("qwen", "s15", "parlay:no-missed_tool"),
-        ablation_outcome("qwen", "s15", "parlay:no-same_value"),
+        ablation_outcome("qwen", "s15", "parlay:no-refusal"),
+        ablation_outcome("qwen", "s15", "parlay:no-unsure_call"),
     ]
     page = render_ablation(outcomes, "s14,s15")
     pooled = page[page.index("## Pooled over the models, validate half") :]
-    assert "| missed_tool | 1 + 1 | 2 | +0.0 (" in pooled  # s15's run, not s14's +100
-    assert "| same_value | 1 + 1 | 2 | +50.0 (" in pooled  # smollm2's only run, on s14
+    assert "| refusal | 1 + 1 | 2 | +0.0 (" in pooled  # s15's run, not s14's +100
+    assert "| unsure_call | 1 + 1 | 2 | +50.0 (" in pooled  # smollm2's only run, on s14
 
 
 def test_a_variants_outcomes_are_adopted_as_the_shipped_engines_once(tmp_path: Path) -> None:
     dev, out = Store(tmp_path / "dev.jsonl"), Store(tmp_path / "ablation.jsonl")
-    typed = {**shipped_outcome("multiple_1", ["missed_tool"], right=True), "system": "parlay:typed"}
+    typed = {**shipped_outcome("multiple_1", ["refusal"], right=True), "system": "parlay:typed"}
     dev.append(typed)
     dev.append({**typed, "question": "multiple_2", "tag": "t0"})  # another engine's
     questions = [question("multiple_1"), question("multiple_2")]
@@ -198,24 +198,24 @@ def test_the_pooled_gain_is_the_mean_of_the_models_and_relevance_is_shown_apart(
         return {
             "model": model, "half": "validate", "tag": "t", "system": system,
             "category": category, "question": question, "right": right,
-            "abstained": not right, "rules": ["missed_tool"], "calls": [], "text": "",
+            "abstained": not right, "rules": ["refusal"], "calls": [], "text": "",
         }  # fmt: skip
 
     outcomes = []
     for model, kept in (("qwen", True), ("smollm2", False)):
         outcomes += [
             outcome(model, "parlay", "multiple", "m1", True),
-            outcome(model, "parlay:no-missed_tool", "multiple", "m1", not kept),
+            outcome(model, "parlay:no-refusal", "multiple", "m1", not kept),
             outcome(model, "parlay", "live_irrelevance", "i1", True),
-            outcome(model, "parlay:no-missed_tool", "live_irrelevance", "i1", True),
+            outcome(model, "parlay:no-refusal", "live_irrelevance", "i1", True),
             outcome(model, "parlay", "live_relevance", "r1", False),
-            outcome(model, "parlay:no-missed_tool", "live_relevance", "r1", True),
+            outcome(model, "parlay:no-refusal", "live_relevance", "r1", True),
         ]
     page = render_ablation(outcomes, "t")
     # qwen: +50 points (the call kept, irrelevance level); smollm2: 0. The mean: +25.
     pooled = page[page.index("## Pooled over the models, validate half") :]
-    assert "| missed_tool | 3 + 3 | 6 | +25.0 (" in pooled
-    assert "| missed_tool | 3 | 3 | 1 / 0 | 0 / 1 | +50.0 (" in page
+    assert "| refusal | 3 + 3 | 6 | +25.0 (" in pooled
+    assert "| refusal | 3 | 3 | 1 / 0 | 0 / 1 | +50.0 (" in page
 
 
 def test_promoting_an_ablated_engine_copies_its_outcomes_as_the_shipped_ones() -> None:
@@ -235,6 +235,6 @@ def test_promoting_an_ablated_engine_copies_its_outcomes_as_the_shipped_ones() -
 
 def test_an_engine_no_rule_was_switched_off_on_has_no_section() -> None:
     outcomes = [ablation_outcome("qwen", "s14"), ablation_outcome("qwen", "s15")]
-    outcomes.append(ablation_outcome("qwen", "s15", "parlay:no-missed_tool"))
+    outcomes.append(ablation_outcome("qwen", "s15", "parlay:no-refusal"))
     page = render_ablation(outcomes, "s14,s15")
     assert "engine `s14`" not in page and "## qwen, validate half (engine `s15`)" in page

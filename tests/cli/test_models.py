@@ -130,8 +130,8 @@ def test_action_format_puts_a_native_tools_backend_behind_the_engine(
     assert isinstance(backend.inner, OpenAIBackend)
 
 
-def test_rule_on_puts_the_model_behind_the_engine_with_that_rule_on() -> None:
-    backend = resolve_model("http://127.0.0.1:8080/v1", rules_on=("missed_tool",))
-    assert isinstance(backend, PromptedBackend) and backend.rules.on("missed_tool")
-    with pytest.raises(ConfigurationError, match="missed_tol"):
-        resolve_model("http://127.0.0.1:8080/v1", rules_on=("missed_tol",))
+def test_rule_off_puts_the_model_behind_the_engine_with_that_rule_off() -> None:
+    backend = resolve_model("http://127.0.0.1:8080/v1", rules_off=("refusal",))
+    assert isinstance(backend, PromptedBackend) and not backend.rules.on("refusal")
+    with pytest.raises(ConfigurationError, match="refusl"):
+        resolve_model("http://127.0.0.1:8080/v1", rules_off=("refusl",))

@@ -40,8 +40,8 @@ FLAGS: list[tuple[list[str], dict[str, Any]]] = [
     (["--prompted"], {"prompted": True}),
     (["--action-format", "command"], {"action_format": "command"}),
     (
-        ["--rule-on", "missed_tool", "--rule-on", "same_value"],
-        {"rule_on": ("missed_tool", "same_value")},
+        ["--rule-off", "refusal", "--rule-off", "invented_value"],
+        {"rule_off": ("refusal", "invented_value")},
     ),
     (["--max-tokens", "7"], {"max_tokens": 7}),
     (["--temperature", "0.25"], {"temperature": 0.25}),

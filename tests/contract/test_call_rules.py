@@ -8,8 +8,8 @@ import pytest
 
 from parlay.context import ToolCall, UserMessage
 from parlay.engine.backend import PromptedBackend
+from parlay.engine.checks.retry import DEFAULT_CHECKS, CallRule
 from parlay.engine.checks.retry_message import retry_instruction
-from parlay.engine.checks.rules import CallRule, Rules
 from parlay.engine.contract.render import ContractOptions
 from parlay.errors import ConfigurationError
 from parlay.request import ToolChoice, ToolSpec
@@ -30,7 +30,7 @@ CITY = CallRule("full_city_names", no_abbreviations)
 
 async def test_a_call_the_rule_rejects_is_asked_again_with_its_sentence() -> None:
     inner = scripted(block("get_weather", city="NYC"), block("get_weather", city="New York"))
-    engine = PromptedBackend(inner, call_rules=[CITY])
+    engine = PromptedBackend(inner, checks=[*DEFAULT_CHECKS, CITY])
     events, finish = await run(engine, ask("Weather in NYC?", "required"))
     assert calls_of(events) == [("get_weather", {"city": "New York"})]
     assert finish.diagnostics is not None
@@ -48,7 +48,7 @@ async def test_a_call_the_rule_rejects_is_asked_again_with_its_sentence() -> Non
 
 async def test_under_auto_the_model_may_answer_in_words_after_the_rule_asks() -> None:
     inner = scripted(block("get_weather", city="NYC"), "Which New York do you mean?")
-    engine = PromptedBackend(inner, call_rules=[CITY], constrained=False)
+    engine = PromptedBackend(inner, checks=[*DEFAULT_CHECKS, CITY], constrained=False)
     events, _ = await run(engine, ask("Weather in NYC?", "auto"))
     assert calls_of(events) == [] and text_of(events) == "Which New York do you mean?"
     assert "answer to the user" in inner.requests[1].messages[-1].content
@@ -56,11 +56,11 @@ async def test_under_auto_the_model_may_answer_in_words_after_the_rule_asks() ->
 
 async def test_a_rule_switched_off_by_name_does_not_act() -> None:
     inner = scripted(block("get_weather", city="NYC"))
-    engine = PromptedBackend(inner, call_rules=[CITY], rules_off=["full_city_names"])
+    engine = PromptedBackend(inner, checks=[*DEFAULT_CHECKS, CITY], rules_off=["full_city_names"])
     events, finish = await run(engine, ask("Weather in NYC?", "required"))
     assert calls_of(events) == [("get_weather", {"city": "NYC"})]
     assert finish.diagnostics is not None and finish.diagnostics.rules == ()
-    assert engine.configure(max_retries=1).rules.own == (CITY,)  # kept by configure
+    assert CITY in engine.configure(max_retries=1).policy.checks  # kept by configure
 
 
 async def test_a_rule_sees_only_calls_whose_arguments_fit() -> None:
@@ -70,14 +70,14 @@ async def test_a_rule_sees_only_calls_whose_arguments_fit() -> None:
         seen.append(dict(call.arguments))
 
     inner = scripted(block("get_weather", town="Rome"), block("get_weather", city="Rome"))
-    engine = PromptedBackend(inner, call_rules=[CallRule("record", record)])
+    engine = PromptedBackend(inner, checks=[*DEFAULT_CHECKS, CallRule("record", record)])
     await run(engine, ask("Weather in Rome?", "required"))
     assert seen == [{"city": "Rome"}]
 
 
 @pytest.mark.parametrize(
     ("name", "message"),
-    [("no spaces", "identifier"), ("missed_tool", "parlay's own rules")],
+    [("no spaces", "identifier"), ("invented_value", "parlay's own rules")],
 )
 def test_a_rule_with_a_bad_name_is_refused_when_made(name: str, message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
@@ -85,13 +85,13 @@ def test_a_rule_with_a_bad_name_is_refused_when_made(name: str, message: str) ->
 
 
 def test_two_rules_of_one_name_are_refused() -> None:
-    with pytest.raises(ConfigurationError, match="two call rules named full_city_names"):
-        PromptedBackend(scripted(), call_rules=[CITY, CITY])
+    with pytest.raises(ConfigurationError, match="two checks named full_city_names"):
+        PromptedBackend(scripted(), checks=[*DEFAULT_CHECKS, CITY, CITY])
 
 
 def test_rules_off_names_the_users_rules_among_the_known_ones() -> None:
     with pytest.raises(ConfigurationError, match="full_city_names"):
-        Rules(frozenset({"full_city_nams"}), (CITY,))
+        PromptedBackend(scripted(), checks=[*DEFAULT_CHECKS, CITY], rules_off=["full_city_nams"])
 
 
 @pytest.mark.parametrize("choice", ["auto", "required"])

@@ -11,7 +11,6 @@ from parlay.backends.base import Capabilities
 from parlay.context import ToolCall, UserMessage
 from parlay.engine.backend import NAME_ALTERNATIVES, PromptedBackend
 from parlay.engine.checks.forced import name_choices
-from parlay.engine.checks.rules import HEURISTICS_OPT_IN
 from parlay.engine.contract.constrain import final_schema
 from parlay.errors import ConfigurationError
 from parlay.events import (
@@ -305,7 +304,7 @@ def test_the_embedded_smollm2_writes_json_where_the_engine_defaults_to_typed(
 
 async def test_zero_turns_the_check_off() -> None:
     model = ScoredModel(WHOIS)
-    backend = PromptedBackend(model, min_offered_share=0)
+    backend = PromptedBackend(model, min_offered_share=0, min_call_confidence=0)
     events, _ = await run(backend, ask("WHOIS data for 1.2.3.4?"))
     assert [e.call.name for e in events if isinstance(e, ToolCallEnd)] == ["get_weather"]
     assert model.requests[0].options.top_logprobs is None
@@ -324,33 +323,6 @@ async def test_the_last_attempt_notes_a_call_it_keeps_though_forced() -> None:
     _, finish = await run(PromptedBackend(model, max_retries=0), ask("WHOIS for 1.2.3.4?"))
     [note] = [n for n in finish.diagnostics.notes if "grammar" in n]
     assert note.startswith("kept a call the grammar forced (no retry left): get_weather: ")
-
-
-async def test_a_forced_call_after_the_nudge_gives_way_to_the_first_answer() -> None:
-    # The model answered in words; the engine pointed it at `get_weather` (missed_tool);
-    # the call it then wrote was the grammar's, not its own, and no retry is left.
-    nudged = call_reply("get", [("who", 0.9), ("get", 0.05)], "_weather", '{"city": "x"}')
-    model = ScoredModel('{"final": {"content": "It is sunny in Lyon."}}', nudged)
-    events, finish = await run(
-        PromptedBackend(model, rules_on=HEURISTICS_OPT_IN, max_retries=1),
-        ask("What is the current weather in the city of Lyon?"),
-    )
-    assert not [e for e in events if isinstance(e, ToolCallEnd)]
-    text = "".join(e.text for e in events if isinstance(e, TextDelta))
-    assert text == "It is sunny in Lyon."
-    assert [r.reason for r in finish.diagnostics.retries] == ["missed_tool"]
-    assert any(n.startswith("the first answer stands") for n in finish.diagnostics.notes)
-    assert finish.reason == "stop"
-
-
-async def test_a_call_the_model_chose_after_the_nudge_stands() -> None:
-    model = ScoredModel('{"final": {"content": "It is sunny in Lyon."}}', WEATHER)
-    events, finish = await run(
-        PromptedBackend(model, rules_on=HEURISTICS_OPT_IN, max_retries=1),
-        ask("What is the current weather in the city of Lyon?"),
-    )
-    assert [e.call.name for e in events if isinstance(e, ToolCallEnd)] == ["get_weather"]
-    assert [r.reason for r in finish.diagnostics.retries] == ["missed_tool"]
 
 
 async def test_the_options_of_the_request_are_kept() -> None:

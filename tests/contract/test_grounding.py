@@ -8,14 +8,12 @@ import pytest
 
 from parlay.context import AssistantMessage, SystemMessage, ToolResult, UserMessage
 from parlay.engine.backend import PromptedBackend
-from parlay.engine.checks.rules import HEURISTICS_OPT_IN
 from parlay.engine.contract.examples import EXAMPLE_RESULT
 from parlay.engine.contract.grounding import (
     copied_answer,
     echoes,
     grounds_of,
     invented_value,
-    same_value,
 )
 from parlay.request import ChatRequest, ToolSpec
 
@@ -148,55 +146,6 @@ def test_a_string_id_written_as_a_phrase_is_no_id() -> None:
     assert invented({"title": "Hamlet at the Globe"}, "Hamlet at the Globe") == ""
 
 
-RECORD = ToolSpec(
-    "record",
-    "Record which intent each query belongs to.",
-    {
-        "type": "object",
-        "properties": {
-            "balance": {"type": "array", "items": {"type": "string"}},
-            "transfer": {"type": "array", "items": {"type": "string"}},
-            "faq": {"type": "array", "items": {"type": "string"}},
-            "out_of_scope": {"type": "array", "items": {"type": "string"}},
-            "channel": {"type": "string", "enum": ["web", "app"]},
-            "source": {"type": "string", "enum": ["web", "app"]},
-            "reviewer": {"type": "string", "enum": ["web", "app"]},
-        },
-    },
-)
-
-
-def test_one_text_in_three_arguments_is_named_with_them() -> None:
-    # Qwen's call when asked where "what is the weather like" is classified.
-    query = ["what is the weather like"]
-    poured = {"balance": query, "transfer": query, "faq": query, "out_of_scope": query}
-    assert same_value(poured, RECORD) == (
-        ("balance", "transfer", "faq", "out_of_scope"),
-        "what is the weather like",
-    )
-    # Two places may share a value (a one-day trip starts and ends on one date).
-    assert same_value({"balance": query, "faq": query, "transfer": ["hi"]}, RECORD) is None
-    # Chosen from a list each time: not poured.
-    assert same_value({"channel": "web", "source": "web", "reviewer": "web"}, RECORD) is None
-    # A value twice inside one argument counts once.
-    assert same_value({"balance": ["a", "a", "a"], "faq": ["a"]}, RECORD) is None
-
-
-async def test_one_text_in_every_argument_under_auto_is_retried() -> None:
-    query = ["what is the weather like"]
-    inner = scripted(
-        block("record", balance=query, transfer=query, faq=query, out_of_scope=query),
-        "That query is out of scope.",
-    )
-    request = ask('Record where "what is the weather like" is classified', tools=(RECORD,))
-    events, finish = await run(PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), request)
-    assert calls_of(events) == [] and text_of(events) == "That query is out of scope."
-    assert [r.reason for r in finish.diagnostics.retries] == ["same_value"]
-    message = inner.requests[1].messages[-1].content
-    assert "one value in balance, transfer and 2 more" in message  # as the model wrote them
-    assert "each argument takes its own value" in message
-
-
 def test_numbers_not_named_as_ids_may_be_worked_out() -> None:
     # "three nights", "half of it": other numbers are left to the model.
     arguments = {"user_id": 12, "paid": 4.5, "limit": 3}
@@ -235,23 +184,6 @@ async def test_an_invented_value_under_auto_is_retried_with_a_way_out() -> None:
     retry = inner.requests[1].messages
     assert [type(m).__name__ for m in retry] == ["SystemMessage", "UserMessage", "UserMessage"]
     assert "Springfield" not in message
-
-
-async def test_a_call_given_again_after_the_question_stands() -> None:
-    # "Tomorrow" worked out as a date has no word in common with what the user wrote.
-    date = ToolSpec(
-        "book",
-        "Book a table.",
-        {"type": "object", "properties": {"day": {"type": "string"}}, "required": ["day"]},
-    )
-    inner = scripted(block("book", day="2026-11-23"), block("book", day="2026-11-23"))
-    events, finish = await run(
-        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN),
-        ask("A table for tomorrow", tools=(date,)),
-    )
-    assert calls_of(events) == [("book", {"day": "2026-11-23"})]
-    assert [r.reason for r in finish.diagnostics.retries] == ["invented_value"]
-    assert "kept book call: its day is not in the conversation" in finish.diagnostics.notes
 
 
 async def test_a_second_made_up_value_leaves_only_an_answer_to_the_grammar() -> None:

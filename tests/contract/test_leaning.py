@@ -7,7 +7,7 @@ import pytest
 
 from parlay.context import AssistantMessage, ToolCall, ToolResult
 from parlay.engine.backend import PromptedBackend
-from parlay.engine.checks.leaning import answer_share
+from parlay.engine.checks.leaning import DEFAULT_CALL_CONFIDENCE, answer_share
 from parlay.events import TextDelta, TokenChoice, ToolCallEnd
 from parlay.request import ChatRequest, ToolChoice
 
@@ -57,44 +57,50 @@ def typed_call(answering: float) -> list[TokenChoice]:
 
 
 TYPED_FINAL = '{"type": "final", "content": "I cannot tell the weather."}'
-LEANED = ["leaned_to_words"]
 
 
 def calls(events: list) -> list[str]:
     return [e.call.name for e in events if isinstance(e, ToolCallEnd)]
 
 
-async def test_a_first_call_leaning_to_words_is_asked_again_for_words() -> None:
+async def test_a_first_call_the_model_was_unsure_of_is_asked_again_for_words() -> None:
     model = ScoredModel(typed_call(0.4), TYPED_FINAL)
-    backend = PromptedBackend(model, action_format="typed", rules_on=LEANED)
+    backend = PromptedBackend(model, action_format="typed", min_call_confidence=0.8)
     events, finish = await run(backend, ask("Is Paris nice in the rain?"))
     assert calls(events) == []
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == (
         "I cannot tell the weather."
     )
     [retry] = finish.diagnostics.retries
-    assert retry.reason == "leaned_to_words" and "40%" in retry.detail
-    assert finish.diagnostics.rules == ("leaned_to_words", "words_fallback")
+    assert retry.reason == "unsure_call" and "60%" in retry.detail
+    assert finish.diagnostics.rules == ("unsure_call", "words_fallback")
     # The answer comes under the answer-only grammar, not asked with an instruction.
     assert [r.response_format.name for r in model.requests] == ["action", "final"]
 
 
+def test_the_knob_is_on_by_default() -> None:
+    assert PromptedBackend(ScoredModel()).min_call_confidence == DEFAULT_CALL_CONFIDENCE > 0
+
+
 @pytest.mark.parametrize(
-    ("answering", "action_format", "choice"),
+    ("answering", "action_format", "choice", "confidence"),
     [
-        (0.2, "typed", "auto"),  # below the threshold: the model chose to call
-        (0.6, "json", "auto"),  # the json format's lean was measured to mean less
-        (0.6, "typed", "required"),  # the user asked for a call
+        (0.1, "typed", "auto", 0.8),  # sure enough of calling
+        (0.1, "json", "auto", 0.8),  # the json format's kind word, read the same way
+        (0.6, "typed", "required", 0.8),  # the user asked for a call
+        (0.6, "typed", "auto", 0.0),  # the knob switched off
     ],
 )
-async def test_a_call_that_did_not_lean_to_words_goes_on(
-    answering: float, action_format: str, choice: str
+async def test_a_call_the_model_was_sure_enough_of_goes_on(
+    answering: float, action_format: str, choice: str, confidence: float
 ) -> None:
     reply = typed_call(answering)
     if action_format == "json":
         kind = ("tool", [("tool", 1 - answering), ("final", answering)])
         reply = tokens('{"', kind, '": "get_weather", "args": {"city": "Paris"}}')
-    backend = PromptedBackend(ScoredModel(reply), action_format=action_format, rules_on=LEANED)
+    backend = PromptedBackend(
+        ScoredModel(reply), action_format=action_format, min_call_confidence=confidence
+    )
     events, finish = await run(backend, ask("Weather in Paris?", choice))
     assert calls(events) == ["get_weather"]
     assert finish.diagnostics.rules == ()
@@ -111,7 +117,5 @@ async def test_after_a_tool_result_the_lean_is_not_judged() -> None:
         ("tool", [("tool", 0.5), ("final", 0.5)]),
         '_call", "tool": {"tool_name": "add", "arguments": {"a": 1, "b": 2}}}',
     )
-    events, finish = await run(
-        PromptedBackend(model, action_format="typed", rules_on=LEANED), request
-    )
-    assert calls(events) == ["add"] and "leaned_to_words" not in finish.diagnostics.rules
+    events, finish = await run(PromptedBackend(model, action_format="typed"), request)
+    assert calls(events) == ["add"] and "unsure_call" not in finish.diagnostics.rules

@@ -13,7 +13,6 @@ from parlay.backends.base import Capabilities
 from parlay.context import AssistantMessage, ToolResult, UserMessage
 from parlay.engine.backend import PromptedBackend
 from parlay.engine.checks.refusal import DEFAULT_REFUSALS
-from parlay.engine.checks.rules import HEURISTICS_OPT_IN
 from parlay.errors import ConfigurationError
 from parlay.events import (
     Event,
@@ -137,7 +136,7 @@ async def test_soft_refusal_under_auto_is_retried() -> None:
         block("get_weather", city="Paris"),
     )
     events, finish = await run(
-        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask("Weather in Paris?")
+        PromptedBackend(inner), ask("Weather in Paris?")
     )
     assert calls_of(events) == [("get_weather", {"city": "Paris"})]
     assert "sorry" not in text_of(events)
@@ -145,18 +144,64 @@ async def test_soft_refusal_under_auto_is_retried() -> None:
     assert finish.diagnostics.refusal == "soft: i don't have access to"
 
 
-async def test_hard_refusal_under_auto_is_an_answer() -> None:
-    inner = scripted("I can't help with that request.")
+async def test_a_refusal_under_auto_is_asked_once_and_a_second_one_stands() -> None:
+    # The model may decline a task: asked once whether a tool helps after all, it decides.
+    inner = scripted("I can't help with that request.", "I can't help with that request.")
     events, finish = await run(PromptedBackend(inner), ask("Do something bad"))
     assert text_of(events) == "I can't help with that request."
-    assert finish.diagnostics.retries == ()
+    assert [r.reason for r in finish.diagnostics.retries] == ["refusal"]
     assert finish.diagnostics.refusal == "hard: i can't help with"
+    assert len(inner.requests) == 2
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        "I'm sorry, but I don't have any available weather data for Paris.",
+        "I don't have any information about the weather in Paris.",
+    ],
+)
+async def test_a_soft_refusal_while_a_fitting_tool_is_offered_is_asked_again(
+    refusal: str,
+) -> None:
+    # What small models write with get_weather on the table: a failed tool turn, not an
+    # answer; asked again, the model calls the tool.
+    inner = scripted(refusal, block("get_weather", city="Paris"))
+    events, finish = await run(PromptedBackend(inner), ask("Weather in Paris?"))
+    assert calls_of(events) == [("get_weather", {"city": "Paris"})]
+    assert [r.reason for r in finish.diagnostics.retries] == ["refusal"]
+
+
+class Stalling:
+    """A plain-chat model that writes a few words and then waits (a slow model)."""
+
+    name = "stalling"
+    capabilities = PLAIN
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        yield TextDelta("Sunny in Paris. ")
+        await asyncio.Event().wait()
+
+
+@pytest.mark.parametrize(("rules_off", "shown"), [((), False), (("refusal",), True)])
+async def test_text_is_held_for_the_refusal_check_only_while_it_is_on(
+    rules_off: tuple[str, ...], shown: bool
+) -> None:
+    backend = PromptedBackend(Stalling(), rules_off=rules_off)
+    events = backend.stream(ask("Weather in Paris?"))
+    try:
+        first = await asyncio.wait_for(anext(events), timeout=1)
+    except TimeoutError:
+        first = None
+    finally:
+        await events.aclose()
+    assert isinstance(first, TextDelta) is shown
 
 
 async def test_chinese_refusal_is_detected_and_retried_when_forced() -> None:
     inner = scripted("抱歉，我无法查询天气。", block("get_weather", city="北京"))
     events, finish = await run(
-        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN), ask("北京天气?", "required")
+        PromptedBackend(inner), ask("北京天气?", "required")
     )
     assert calls_of(events) == [("get_weather", {"city": "北京"})]
     assert [r.reason for r in finish.diagnostics.retries] == ["refusal"]
@@ -167,7 +212,7 @@ async def test_user_refusal_phrases_extend_the_set() -> None:
     inner = scripted("My crystal ball is cloudy today.", block("get_weather", city="Paris"))
     request = ask("Weather in Paris?")
     _, finish = await run(
-        PromptedBackend(inner, rules_on=HEURISTICS_OPT_IN, refusal_phrases=phrases), request
+        PromptedBackend(inner, refusal_phrases=phrases), request
     )
     assert [r.reason for r in finish.diagnostics.retries] == ["refusal"]
 

@@ -167,8 +167,7 @@ RETRY_REASONS = {
     "example_answer": '{"status": "done"}',
     "pretended_call": "get_weather",
     "invented_value": 'city="Springfield"',
-    "same_value": 'city, unit and country="Paris"',
-    "missed_tool": "get_weather",
+    "unsure_call": "60% of its weight on calling",
     "invalid_arguments": "a: Input should be a valid integer",
 }
 
@@ -176,7 +175,6 @@ RETRY_REASONS = {
 ARGUMENTS = {
     "example_value": "city",
     "invented_value": "city",
-    "same_value": "city, unit and country",
 }
 
 

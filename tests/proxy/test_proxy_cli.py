@@ -102,17 +102,23 @@ def test_engine_rules_are_switched_by_flag_or_environment() -> None:
     from parlay.server import ServerConfig
     from parlay.server.config import build_backend
 
-    env = {"PARLAY_SERVE_UPSTREAM_URL": "http://up/v1", "PARLAY_SERVE_RULES_ON": "missed_tool"}
-    config = ServerConfig.from_env(env, rules_off=("forced_call",))
-    engine = build_backend(config)
-    assert isinstance(engine, PromptedBackend)
-    assert engine.rules.on("missed_tool") and not engine.rules.on("forced_call")
+    env = {
+        "PARLAY_SERVE_UPSTREAM_URL": "http://up/v1",
+        "PARLAY_SERVE_RULES_OFF": "refusal",
+        "PARLAY_SERVE_MIN_CALL_CONFIDENCE": "0.5",
+    }
+    engine = build_backend(ServerConfig.from_env(env))
+    assert isinstance(engine, PromptedBackend) and not engine.rules.on("refusal")
+    assert engine.min_call_confidence == 0.5
+    flagged = build_backend(ServerConfig.from_env(env, rules_off=("forced_call",)))
+    assert isinstance(flagged, PromptedBackend)  # the flag wins over the environment
+    assert not flagged.rules.on("forced_call") and flagged.rules.on("refusal")
     shipped = build_backend(ServerConfig(upstream_url="http://up/v1"))
-    assert isinstance(shipped, PromptedBackend) and not shipped.rules.on("missed_tool")
+    assert isinstance(shipped, PromptedBackend) and shipped.rules.off == frozenset()
     result = CliRunner().invoke(
-        app, ["serve", "--upstream-url", "http://up/v1", "--rule-on", "missed_tol"]
+        app, ["serve", "--upstream-url", "http://up/v1", "--rule-off", "refusl"]
     )
-    assert result.exit_code == 2 and "unknown engine rule(s) missed_tol" in result.output
+    assert result.exit_code == 2 and "unknown engine rule(s) refusl" in result.output
 
 
 def test_parlay_talks_to_its_own_proxy_by_its_bare_url(stub_upstream: StubUpstream) -> None:

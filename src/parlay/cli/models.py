@@ -10,7 +10,7 @@
 
 `--prompted` puts any of them behind the prompted tool-calling engine (for a server
 whose model has no native tool calling); `--action-format` picks how the model writes its
-calls there, and implies `--prompted`, as does `--rule-on`.
+calls there, and implies `--prompted`, as does `--rule-off`.
 """
 
 from __future__ import annotations
@@ -35,15 +35,15 @@ def resolve_model(
     *,
     use_prompted: bool = False,
     action_format: str | None = None,
-    rules_on: tuple[str, ...] = (),
+    rules_off: tuple[str, ...] = (),
     threads: int | None = None,
 ) -> Backend:
     """The backend for a `-m` value (see the module docstring). `action_format` (one of
-    `parlay.engine.contract.render.FORMATS`) and `rules_on` (opt-in rules of the engine) imply
-    `use_prompted`; `threads` goes to an embedded model (None: the cores free at start)."""
+    `parlay.engine.contract.render.FORMATS`) and `rules_off` (engine rules switched off)
+    imply `use_prompted`; `threads` goes to an embedded model (None: the cores free at start)."""
     text = (spec or "").strip()
-    use_prompted = use_prompted or action_format is not None or bool(rules_on)
-    engine = {"action_format": action_format, "rules_on": rules_on or None}
+    use_prompted = use_prompted or action_format is not None or bool(rules_off)
+    engine = {"action_format": action_format, "rules_off": rules_off or None}
     backend: Backend
     if text.lower() in EMBEDDED:
         from parlay.start import default_backend

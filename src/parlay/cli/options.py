@@ -110,11 +110,11 @@ ActionFormatOpt = Annotated[
         "embedded SmolLM2: json), else fenced.",
     ),
 ]
-RuleOnOpt = Annotated[
+RuleOffOpt = Annotated[
     list[str] | None,
     typer.Option(
-        "--rule-on",
-        help="Switch on one of the engine's opt-in rules by name, e.g. missed_tool "
+        "--rule-off",
+        help="Switch one of the engine's rules off by name, e.g. refusal "
         "(repeatable; implies --prompted).",
     ),
 ]
@@ -173,7 +173,7 @@ class RunOptions:
     json: bool = False
     prompted: bool = False
     action_format: ActionFormat | None = None
-    rule_on: tuple[str, ...] = ()
+    rule_off: tuple[str, ...] = ()
     max_tokens: int | None = None
     temperature: float | None = None
     no_log: bool = False
@@ -199,7 +199,7 @@ def run_options(
     json_output: JsonOpt = False,
     prompted: PromptedOpt = False,
     action_format: ActionFormatOpt = None,
-    rule_on: RuleOnOpt = None,
+    rule_off: RuleOffOpt = None,
     max_tokens: MaxTokensOpt = None,
     temperature: TemperatureOpt = None,
     no_log: NoLogOpt = False,
@@ -226,7 +226,7 @@ def run_options(
         json=json_output,
         prompted=prompted,
         action_format=action_format,
-        rule_on=tuple(rule_on or ()),
+        rule_off=tuple(rule_off or ()),
         max_tokens=max_tokens,
         temperature=temperature,
         no_log=no_log,
@@ -287,7 +287,7 @@ def build_session(opts: RunOptions, stderr: Console) -> CliSession:
         opts.model,
         use_prompted=opts.prompted,
         action_format=opts.action_format,
-        rules_on=opts.rule_on,
+        rules_off=opts.rule_off,
         threads=opts.threads,
     )
     resumed = None

@@ -91,12 +91,15 @@ MinOfferedShareOpt = Annotated[
     ),
 ]
 
-RuleOnOpt = Annotated[
-    list[str] | None,
+MinCallConfidenceOpt = Annotated[
+    float | None,
     typer.Option(
-        "--rule-on",
-        help="Engine: switch on an opt-in rule by name, e.g. missed_tool (repeatable; "
-        "env PARLAY_SERVE_RULES_ON, comma-separated)",
+        "--min-call-confidence",
+        min=0.0,
+        max=1.0,
+        help="Engine: under tool_choice auto, a first call goes out only when the model "
+        "put at least this share of its weight on calling (0 switches it off; env "
+        "PARLAY_SERVE_MIN_CALL_CONFIDENCE)",
     ),
 ]
 

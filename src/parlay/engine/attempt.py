@@ -199,7 +199,7 @@ class Attempt:
         if self.held_text < self.refusal_window:
             return []
         held_text = "".join(e.text for e in self.held if isinstance(e, TextDelta))
-        if detect_refusal(held_text, self.refusal_phrases) is not None:
+        if self.refusal_window and detect_refusal(held_text, self.refusal_phrases):
             return []
         if self.own_words.may_be_repeated_by(held_text):
             return []

@@ -46,11 +46,11 @@ from parlay.backends.bounds import (
 from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.backends.tokens import TokenCount, count_tokens
 from parlay.engine.attempt import Attempt
-from parlay.engine.checks.leaning import answer_share
+from parlay.engine.checks.leaning import DEFAULT_CALL_CONFIDENCE, answer_share
 from parlay.engine.checks.refusal import DEFAULT_REFUSALS, RefusalPhrases
 from parlay.engine.checks.results_answer import results_answer
-from parlay.engine.checks.retry import RetryPolicy
-from parlay.engine.checks.rules import CallRule, Rules, shipped
+from parlay.engine.checks.retry import DEFAULT_CHECKS, Check, RetryPolicy
+from parlay.engine.checks.rules import Rules
 from parlay.engine.contract.parser import ActionStreamParser, ParseResult
 from parlay.engine.contract.render import (
     DEFAULT_FORMAT,
@@ -66,7 +66,6 @@ from parlay.engine.next_attempt import (
     wants_words,
 )
 from parlay.engine.opening import NAME_ALTERNATIVES, begin_turn, next_attempt
-from parlay.engine.recount import calls_to_hand_on
 from parlay.engine.settings import EngineSettings
 from parlay.engine.turn import Turn
 from parlay.errors import BackendStatusError, ConfigurationError
@@ -105,9 +104,6 @@ class PromptedBackend:
       `auto`, given by no one, and answers quoting the examples' made-up result
       (`parlay.engine.contract.grounding`): False switches these rules off, True on, None
       (default) leaves each as shipped.
-    - `check_missed_calls`: under `auto`, ask once more, naming the tool, when the model
-      answers in words a request that names what a tool does
-      (`parlay.engine.checks.relevance`): True / False / None as for `check_values`.
     - `min_offered_share`: under `auto` and a grammar, a call is taken for one the grammar
       forced, and the model asked for an answer instead, when at some token of the
       tool's name less than this share of the alternatives it weighed there go on to an
@@ -115,23 +111,23 @@ class PromptedBackend:
       log-probabilities, like llama.cpp, vLLM or OpenAI). Default 0.5; 0 turns the check
       off. A model unsure even of its right names does better lower: the embedded
       SmolLM2-135M runs at 0.1 (`parlay.start.default_backend`).
+    - `min_call_confidence`: the one knob that trades calls against abstentions. Under
+      `auto`, a first reply's calls go out only when the model put at least this share of
+      its weight on calling rather than answering in words (read where the reply writes
+      its kind, `parlay.engine.checks.leaning`; needs log-probabilities and the json or
+      typed format); else it is asked for an answer in words. Default
+      `DEFAULT_CALL_CONFIDENCE`; 0 switches it off; higher abstains more.
     - `max_tokens`: the token budget of each attempt when the request sets none (default
       2048; None: the inner backend's own limit). A caller's `max_tokens` wins.
-    - `rules_off` / `rules_on`: names of the engine's rules to switch off, or on (the
-      opt-in rules, `parlay.engine.checks.rules.OPT_IN`, are off unless named here: five
-      heuristics, `recount_calls`, a second look at how many calls a reply makes, and
-      `unrelated_call`, an answer in words for a call to a tool the request does not name;
-      `RULES` lists every rule and what it does); every reply names the rules that acted
-      on it in `Diagnostics.rules`.
-    - `call_rules`: rules of your own about calls (`parlay.engine.checks.rules.CallRule`):
-      each looks at every call and may send it back to the model with a sentence.
+    - `checks`: the checks a reply passes, in order (default `DEFAULT_CHECKS`): add your
+      own (`[*DEFAULT_CHECKS, CallRule("no_wildcards", check)]`), reorder or replace them
+      (`parlay.engine.checks.retry.Check`).
+    - `rules_off`: names of rules to switch off (`parlay.engine.checks.rules.RULES` lists
+      parlay's own); every reply names the rules that acted on it in `Diagnostics.rules`.
     - `repetition`: stop an attempt that has fallen into a loop, repeating one line or
       sentence (`parlay.backends.bounds.RepetitionLimit`; None turns the guard off).
 
-    The defaults are measured on BFCL's development benchmark (bench/results/bfcl-dev.md):
-    under a grammar the typed format writes several calls in one reply and better-formed
-    calls than json, the same on balance (bench/results/bfcl-opt-in.md); free fenced
-    blocks are the best where no grammar is available (bench/results/bfcl.md).
+    The defaults are measured on BFCL's development benchmark (bench/results/bfcl-dev.md).
     """
 
     def __init__(
@@ -151,23 +147,24 @@ class PromptedBackend:
         listed_calls: bool = False,
         restate_request: bool = True,
         check_values: bool | None = None,
-        check_missed_calls: bool | None = None,
         min_offered_share: float = 0.5,
+        min_call_confidence: float = DEFAULT_CALL_CONFIDENCE,
         max_tokens: int | None = ATTEMPT_MAX_TOKENS,
         repetition: RepetitionLimit | None = RepetitionLimit(),  # noqa: B008 (frozen)
         rules_off: Iterable[str] = (),
-        rules_on: Iterable[str] = (),
-        call_rules: Iterable[CallRule] = (),
+        checks: Iterable[Check] = DEFAULT_CHECKS,
     ) -> None:
         if constrained and not inner.capabilities.json_schema:
             raise ConfigurationError(
                 f"constrained=True needs a backend with JSON-schema output; {inner.name} has "
                 "none: pass constrained=None (use it when available) or False"
             )
-        if not 0 <= min_offered_share <= 1:
-            raise ConfigurationError(
-                f"min_offered_share must be between 0 and 1, got {min_offered_share}"
-            )
+        for knob, value in (
+            ("min_offered_share", min_offered_share),
+            ("min_call_confidence", min_call_confidence),
+        ):
+            if not 0 <= value <= 1:
+                raise ConfigurationError(f"{knob} must be between 0 and 1, got {value}")
         if max_tokens is not None and max_tokens < 1:
             raise ConfigurationError(f"max_tokens must be 1 or more, got {max_tokens}")
         self.inner = inner
@@ -185,15 +182,14 @@ class PromptedBackend:
             listed_calls=listed_calls,
             restate_request=restate_request,
         )
-        rules = shipped(call_rules).switched(
-            off=rules_off, on=rules_on, values=check_values, missed_calls=check_missed_calls
-        )
+        rules = Rules().switched(off=rules_off, values=check_values)
         self.settings = EngineSettings(
             options=options,
-            policy=RetryPolicy(max_retries, rules),
+            policy=RetryPolicy(max_retries, rules, tuple(checks)),
             refusal_phrases=refusal_phrases,
             refusal_window=refusal_window,
             min_offered_share=min_offered_share,
+            min_call_confidence=min_call_confidence or None,
             grammar_available=grammar,
             max_tokens=max_tokens,
             repetition=repetition,
@@ -225,8 +221,8 @@ class PromptedBackend:
         return self.settings.check_values
 
     @property
-    def check_missed_calls(self) -> bool:
-        return self.settings.check_missed_calls
+    def min_call_confidence(self) -> float:
+        return self.settings.min_call_confidence or 0.0
 
     @property
     def action_format(self) -> str:
@@ -253,6 +249,7 @@ class PromptedBackend:
             "listed_calls": options.listed_calls,
             "restate_request": options.restate_request,
             "min_offered_share": kept.min_offered_share,
+            "min_call_confidence": self.min_call_confidence,
             "max_tokens": kept.max_tokens,
             "repetition": kept.repetition,
         }
@@ -261,15 +258,10 @@ class PromptedBackend:
             off=changes.pop("rules_off", ()),
             on=changes.pop("rules_on", ()),
             values=changes.pop("check_values", None),
-            missed_calls=changes.pop("check_missed_calls", None),
-            own=changes.pop("call_rules", None),
         )
         settings.update(changes)
-        # Every rule named on or off, so the copy's rules are these whatever ships.
-        on = rules.names - rules.off
-        return PromptedBackend(
-            self.inner, **settings, rules_off=rules.off, rules_on=on, call_rules=rules.own
-        )
+        checks = settings.pop("checks", kept.policy.checks)
+        return PromptedBackend(self.inner, **settings, rules_off=rules.off, checks=checks)
 
     @property
     def name(self) -> str:
@@ -322,7 +314,8 @@ class PromptedBackend:
             if again:
                 continue
             if released is not None:
-                for out in await calls_to_hand_on(self.settings, turn, released, self._rerun):
+                turn.emitted_calls = released.emitted_calls
+                for out in released.release():
                     turn.yielded += 1
                     yield out
             break
@@ -357,9 +350,6 @@ class PromptedBackend:
             retry(self.settings, turn, verdict, attempt)
             return True, None
         return False, to_release(self.settings, turn, attempt, parsed, can_retry)
-
-    def _rerun(self, request: ChatRequest, **changes: Any) -> AsyncIterator[Event]:
-        return self.configure(**changes).stream(request)
 
     async def _closing(self, turn: Turn, request: ChatRequest) -> AsyncIterator[Event]:
         """After the attempts, when nothing was left to show: words asked for once more,

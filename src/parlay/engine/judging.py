@@ -1,10 +1,9 @@
 """How the prompted engine judges an attempt: whether to ask again, and what to release.
 
 The retry policy (`parlay.engine.checks.retry`) gives the verdict; this module gathers what
-it judges (a refusal, a copied answer, the tool a plain answer missed, a call the
-grammar forced) and applies the rules that act after it: a value given again stands
-(`kept_insisted_value`), a reply repeating parlay's own words is dropped
-(`echo_filter`), a forced call gives way to the first answer (`first_answer_stands`).
+its checks read (a refusal, a copied answer, a call the grammar forced, how sure the
+model was of calling) and applies the rules that act after it: a reply repeating
+parlay's own words is dropped (`echo_filter`), and so are repeats of answered calls.
 """
 
 from __future__ import annotations
@@ -12,16 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from parlay.context import ToolCall
-from parlay.diagnostics import RetryRecord
+from parlay.context import Message, ToolCall, UserMessage
 from parlay.engine.attempt import Attempt
 from parlay.engine.checks.forced import NameChoice, name_choices
 from parlay.engine.checks.leaning import leans_to_words
 from parlay.engine.checks.own_words import OwnWords
 from parlay.engine.checks.placeholders import is_debris, is_placeholder
 from parlay.engine.checks.refusal import RefusalSignal, asks_user, detect_refusal
-from parlay.engine.checks.relevance import at_first_decision, fitting_tool
-from parlay.engine.checks.retry import Verdict, only_repeats
+from parlay.engine.checks.retry import Reply, Verdict, only_repeats
 from parlay.engine.contract.grounding import copied_answer, echoes
 from parlay.engine.contract.parser import ParseResult
 from parlay.engine.settings import EngineSettings
@@ -46,48 +43,38 @@ def verdict_on(
     turn.refusal = turn.refusal or signal
     if not can_retry:
         return None
-    verdict = _judged(settings, turn, attempt, parsed, signal)
+    verdict = settings.policy.judge(_reply(settings, turn, attempt, parsed, signal))
     if verdict is not None and verdict.about_text and attempt.shown_text:
         turn.notes.append(f"not retried ({verdict.reason}): the text was already shown")
-        return None
-    kept = settings.rules.on("kept_insisted_value")
-    if verdict is not None and kept and insists(verdict, turn.retries):
-        turn.fired.append("kept_insisted_value")
-        # Asked where the value came from, the model gave the same call again: it may
-        # have worked the value out ("tomorrow" as a date), so the call stands.
-        turn.notes.append(
-            f"kept {verdict.tool.name if verdict.tool else 'a'} call: "
-            f"its {verdict.argument} is not in the conversation"
-        )
         return None
     return verdict
 
 
-def _judged(
+def _reply(
     settings: EngineSettings,
     turn: Turn,
     attempt: Attempt,
     parsed: ParseResult,
     signal: RefusalSignal | None,
-) -> Verdict | None:
-    """The policy's verdict on the reply, with what its checks read gathered here."""
+) -> Reply:
+    """What the policy's checks judge of the reply, gathered here."""
     contract = turn.contract
     copied = copied_answer(parsed.text, contract.example_answers) if settings.check_values else ""
     forced = forced_choice(settings, attempt, parsed.calls, turn) if turn.read_names else None
-    return settings.policy.judge(
+    return Reply(
         calls=parsed.calls,
         issues=attempt.issues,
         problems=parsed.problems,
         choice=turn.choice,
-        refusal=signal,
         tools=contract.tools,
+        text=parsed.text,
+        refusal=signal,
         copied_answer=copied,
         pretended_tool=named_tool(parsed.text, contract.tools) if copied else None,
-        fitting_tool=missed_tool(settings, turn, parsed.calls),
         forced=forced,
         placeholder=is_placeholder(parsed.text) or is_debris(parsed.text),
-        unrelated=turn.unrelated,
-        leaned=leaned_to_words(settings, turn),
+        unsure=unsure_share(settings, turn),
+        earlier=tuple(record.reason for record in turn.retries),
     )
 
 
@@ -101,29 +88,23 @@ def to_release(
         # Qwen and SmolLM2 answered retry messages with their own words ("The tool call,
         # or your answer to the user.") and copied the format's stand-ins ("your
         # answer"): that is no answer, and the user should not read parlay's
-        # instructions. An answer held back for a missed_tool retry stands instead.
-        if turn.first_answer is None:
-            turn.notes.append(f"dropped a reply that only repeated {repeated}")
-            turn.dropped = True
-            return None
-        turn.notes.append(f"the reply repeated {repeated}: the first answer stands")
-        return turn.first_answer
+        # instructions.
+        turn.notes.append(f"dropped a reply that only repeated {repeated}")
+        turn.dropped = True
+        return None
     if not can_retry and repeats_to_drop(settings, turn, attempt, parsed):
         # No grammar kept the last try to words: a repeat handed on loops a tool runner.
         turn.fired.append("repeat_to_words")
         turn.notes.append("dropped a last reply that only repeated answered calls")
         turn.dropped = True
         return None
-    released = attempt
-    if not can_retry and turn.read_names and parsed.calls:
-        released = last_forced(settings, turn, attempt, parsed.calls)
-        if released is turn.first_answer:
-            turn.fired.append("first_answer_stands")
-    if released is not None and released.duplicates:
+    last_call = not can_retry and turn.read_names and parsed.calls
+    if last_call and (forced := forced_choice(settings, attempt, parsed.calls, turn)):
+        turn.notes.append(f"kept a call the grammar forced (no retry left): {forced.describe()}")
+    if attempt.duplicates:
         turn.fired.append("duplicate_calls")
-    if released is not None:
-        drop_repeats_beside_new(settings, turn, released)
-    return released
+    drop_repeats_beside_new(settings, turn, attempt)
+    return attempt
 
 
 def drop_repeats_beside_new(settings: EngineSettings, turn: Turn, released: Attempt) -> None:
@@ -153,28 +134,21 @@ def repeats_to_drop(
     )
 
 
-def missed_tool(settings: EngineSettings, turn: Turn, calls: Sequence[ToolCall]) -> ToolSpec | None:
-    """The tool a plain answer should perhaps have called (see `relevance`).
-
-    Looked for only when the reply has no call: reading every tool's description against
-    the request is not worth it on the replies that call. The first reply only: a plain
-    answer after a retry is the one the retry asked for (a missing value asked of the
-    user, an answer instead of a forced call), and after this nudge it is the model's
-    considered one.
-    """
-    if not settings.check_missed_calls or not turn.policy.model_decides or calls or turn.retries:
+def unsure_share(settings: EngineSettings, turn: Turn) -> float | None:
+    """The first reply's share of weight on answering, when it leaves calling less than
+    `min_call_confidence` (see `leaning`); None otherwise. Only where the model decides
+    on the user's words: what the lean means after a tool result was not measured."""
+    threshold = settings.min_call_confidence
+    if threshold is None or turn.retries or not at_first_decision(turn.request.messages):
         return None
-    return fitting_tool(turn.request.messages, turn.contract.tools)
-
-
-def leaned_to_words(settings: EngineSettings, turn: Turn) -> float | None:
-    """The first reply's lean to answering, when it leaned to words at the user's
-    request (see `leaning`); None otherwise. Not after a tool result: what the lean
-    means there was not measured."""
     share = turn.answer_share
-    if turn.retries or not at_first_decision(turn.request.messages):
-        return None
-    return share if leans_to_words(share, settings.options.action_format) else None
+    return share if leans_to_words(share, 1 - threshold) else None
+
+
+def at_first_decision(messages: Sequence[Message]) -> bool:
+    """Whether the model decides on the user's words alone: the last message is the
+    user's, not a tool result whose content the next call may follow from."""
+    return bool(messages) and isinstance(messages[-1], UserMessage)
 
 
 def forced_choice(
@@ -189,25 +163,6 @@ def forced_choice(
     if all(choice.share < settings.min_offered_share for choice in choices):
         return choices[0]
     return None
-
-
-def last_forced(
-    settings: EngineSettings, turn: Turn, attempt: Attempt, calls: Sequence[ToolCall]
-) -> Attempt:
-    """The attempt to release when no retry is left: a call the grammar forced after a
-    missed_tool nudge gives way to the plain answer the nudge held back (the model's own
-    reply before the engine pointed it at a tool); any other stands, noted."""
-    forced = forced_choice(settings, attempt, calls, turn)
-    if forced is None:
-        return attempt
-    first = turn.first_answer
-    if first is not None and not attempt.shown_text and settings.rules.on("first_answer_stands"):
-        turn.notes.append(
-            f"the first answer stands: the call was the grammar's, {forced.describe()}"
-        )
-        return first
-    turn.notes.append(f"kept a call the grammar forced (no retry left): {forced.describe()}")
-    return attempt
 
 
 def own_words(
@@ -233,13 +188,4 @@ def named_tool(text: str, tools: Sequence[ToolSpec]) -> ToolSpec | None:
     """The first tool whose name a plain reply writes (as a word of its own)."""
     return next(
         (t for t in tools if re.search(rf"(?<![\w.]){re.escape(t.name)}(?![\w])", text)), None
-    )
-
-
-def insists(verdict: Verdict, retries: list[RetryRecord]) -> bool:
-    """Whether the model gave, after being asked about it, the same invented value.
-    (A value of the examples given again is not kept: without the examples in sight,
-    SmolLM2 and Qwen still wrote the examples' city for "How is the weather?".)"""
-    return verdict.reason == "invented_value" and any(
-        r.reason == "invented_value" and r.detail == verdict.detail for r in retries
     )

@@ -29,18 +29,14 @@ from parlay.request import NONE, ChatRequest, ResponseFormat, ToolSpec
 logger = logging.getLogger("parlay.prompted")
 
 # Retry reasons for a call carrying a value the conversation did not give.
-MADE_UP_VALUES: tuple[VerdictReason, ...] = ("example_value", "invented_value", "same_value")
+MADE_UP_VALUES: tuple[VerdictReason, ...] = ("example_value", "invented_value")
 # Earlier retries after which a made-up value means the turn has nothing real to call with.
-# Not a missed_tool nudge: the call it led to may take a value from what the model knows
-# ("Tokyo" for "the capital of Japan"); asked about it, a model sure of it gives it again
-# and keeps its call (`kept_insisted_value`), where the answer-only grammar would have
-# turned a right call into "I cannot say."
 DOUBTFUL: tuple[VerdictReason, ...] = (
     *MADE_UP_VALUES,
     "example_answer",
     "pretended_call",
     "forced_call",
-    "leaned_to_words",
+    "unsure_call",
 )
 
 
@@ -141,8 +137,6 @@ def retry(settings: EngineSettings, turn: Turn, verdict: Verdict, attempt: Attem
     else:
         _ask_again(settings, turn, verdict, attempt)
     turn.shown_text = turn.shown_text or attempt.shown_text
-    if verdict.reason == "missed_tool" and not attempt.shown_text:
-        turn.first_answer = attempt
 
 
 def _ask_again(settings: EngineSettings, turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
@@ -181,20 +175,14 @@ def _ask_again(settings: EngineSettings, turn: Turn, verdict: Verdict, attempt: 
 
 
 # Verdicts after which the model most likely answers best in words: the grammar forced
-# its call, it leaned to words, it wrote a stand-in, or called tools unrelated to the
-# request.
-WORDS_AFTER: tuple[VerdictReason, ...] = (
-    "forced_call",
-    "leaned_to_words",
-    "placeholder_answer",
-    "unrelated_call",
-)
+# its call, it was unsure of calling, or it wrote a stand-in.
+WORDS_AFTER: tuple[VerdictReason, ...] = ("forced_call", "unsure_call", "placeholder_answer")
 
 
 def falls_back_to_words(settings: EngineSettings, turn: Turn, verdict: Verdict) -> bool:
     """Whether the retry after `verdict` goes under the answer-only grammar, with no
-    instruction: after a call the grammar forced on the model, calls only to tools
-    that share no word with the request, a stand-in answer, or a value no one gave
+    instruction: after a call the grammar forced on the model or one it was unsure of,
+    a stand-in answer, or a value no one gave
     after an earlier doubt about this turn (a made-up value, a quoted made-up
     result, a forced call). The user most likely asked for something no tool does,
     or never gave the value; asking again does not help a small model, a grammar for

@@ -11,7 +11,6 @@ from parlay.context import ToolCall, UserMessage
 from parlay.engine.attempt import Attempt
 from parlay.engine.checks.calls import CheckedCall, answered_calls, check_call
 from parlay.engine.checks.own_words import OwnWords, continuation_words
-from parlay.engine.checks.relevance import unrelated_tools
 from parlay.engine.checks.retry_message import retry_instruction
 from parlay.engine.contract.pieces import render_template
 from parlay.engine.contract.render import Contract, render_contract
@@ -39,15 +38,14 @@ def begin_turn(settings: EngineSettings, request: ChatRequest) -> Turn:
         response_format = grammar_for(settings, contract.tools, request)
     # The model's own choice of tool names is only hidden when a grammar picks them.
     read_names = constrained and policy.model_decides and settings.min_offered_share > 0
+    # ... and how sure it was of calling, where the knob asks.
+    read_lean = constrained and policy.model_decides and bool(settings.min_call_confidence)
     # Alternatives only for the engine's own reading: the text it hands on is parsed
     # out of the model's actions, so a caller's log-probabilities would not fit it
     # and asking the server for them would be wasted.
-    alternatives = NAME_ALTERNATIVES if read_names else None
+    alternatives = NAME_ALTERNATIVES if read_names or read_lean else None
     options = evolve(request.options, top_logprobs=alternatives)
     _log_contract(settings, contract, policy, constrained)
-    unrelated = frozenset[str]()
-    if policy.model_decides and settings.rules.on("unrelated_call"):
-        unrelated = unrelated_tools(request.messages, contract.tools)
     return Turn(
         request,
         policy,
@@ -58,7 +56,6 @@ def begin_turn(settings: EngineSettings, request: ChatRequest) -> Turn:
         response_format,
         options,
         answered_calls(request.messages),
-        unrelated,
         own_words=_own_words(settings, request, contract, policy),
     )
 
@@ -112,7 +109,7 @@ def next_attempt(settings: EngineSettings, turn: Turn, can_retry: bool) -> Attem
             contract,
             answered,
             check_values=settings.check_values,
-            own_rules=settings.rules.own_on,
+            own_rules=settings.policy.call_rules,
         )
 
     return Attempt(
@@ -120,7 +117,8 @@ def next_attempt(settings: EngineSettings, turn: Turn, can_retry: bool) -> Attem
         check=check,
         may_call=policy.may_call,
         refusal_phrases=settings.refusal_phrases,
-        refusal_window=settings.refusal_window,
+        # Text is held for the refusal check only while it is on.
+        refusal_window=settings.refusal_window if settings.rules.on("refusal") else 0,
         suppress_text=turn.shown_text,
         parallel=policy.parallel,
         drop_duplicates=settings.rules.on("duplicate_calls")

@@ -1,7 +1,7 @@
 """What the prompted engine's parts read of its configuration, as one value.
 
-`PromptedBackend` builds it once; the turn's opening, the judging, the next attempt's
-setup and the recount take it instead of the backend, so none imports the backend back.
+`PromptedBackend` builds it once; the turn's opening, the judging and the next attempt's
+setup take it instead of the backend, so none imports the backend back.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ class EngineSettings:
     refusal_phrases: RefusalPhrases
     refusal_window: int
     min_offered_share: float
+    # Under `auto`, a first reply's calls go out only when the model put at least this
+    # share of its weight on calling rather than answering (`leaning`; None: always).
+    min_call_confidence: float | None
     # Whether replies may be held to a grammar (the inner backend takes JSON schemas and
     # `constrained` is not False).
     grammar_available: bool
@@ -37,10 +40,6 @@ class EngineSettings:
     def check_values(self) -> bool:
         """Whether any value rule is on (the value checks are then worked out)."""
         return any(self.rules.on(rule) for rule in VALUE_RULES)
-
-    @property
-    def check_missed_calls(self) -> bool:
-        return self.rules.on("missed_tool")
 
     def uses_constraint(self, request: ChatRequest) -> bool:
         return self.grammar_available and request.tool_choice.mode != "none"

@@ -39,8 +39,6 @@ class Turn:
     options: GenerationOptions
     # Calls the history already answered (`checks.answered_calls`), read once.
     answered: frozenset[tuple[str, str]] = frozenset()
-    # Offered tools sharing no word with the request, when `unrelated_call` is on.
-    unrelated: frozenset[str] = frozenset()
     retries: list[RetryRecord] = Factory(list)
     fired: list[str] = Factory(list)  # the rules that acted, in order (`Diagnostics.rules`)
     notes: list[str] = Factory(list)
@@ -53,7 +51,6 @@ class Turn:
     emitted_calls: int = 0
     yielded: int = 0
     shown_text: bool = False
-    first_answer: Attempt | None = None  # a plain answer held back by a missed_tool retry
     instruction: str = ""  # the message the last retry added
     # parlay's own words in the continuation the model answers (`continuation_words`).
     own_words: OwnWords = Factory(OwnWords)

@@ -61,8 +61,8 @@ class ServerConfig:
     action_format: str | None = None
     max_retries: int | None = None
     min_offered_share: float | None = None
-    # Engine rules to switch on (the opt-in heuristics) or off, by name.
-    rules_on: tuple[str, ...] = field(default=(), converter=_names)
+    min_call_confidence: float | None = None
+    # Engine rules to switch off, by name.
     rules_off: tuple[str, ...] = field(default=(), converter=_names)
     # Serving: worker processes (the proxy is stateless, so any worker may answer any
     # turn) and the largest request body accepted (413 beyond).
@@ -97,7 +97,10 @@ class ServerConfig:
                 "--tools native needs an --upstream-url with tools of its own; the embedded "
                 "model has none, so it is served through the prompt-contract engine"
             )
-        unknown = unknown_rules(self.rules_on + self.rules_off)
+        share = self.min_call_confidence
+        if share is not None and not 0 <= share <= 1:
+            raise ConfigurationError(f"min call confidence {share} is not between 0 and 1")
+        unknown = unknown_rules(self.rules_off)
         if unknown:
             raise ConfigurationError(
                 f"unknown engine rule(s) {', '.join(unknown)}; the rules: {', '.join(RULES)}"
@@ -154,7 +157,6 @@ class ServerConfig:
             ("models", "MODELS"),
             ("client_keys", "CLIENT_KEYS"),
             ("host", "HOST"),
-            ("rules_on", "RULES_ON"),
             ("rules_off", "RULES_OFF"),
         ):
             if env.get(ENV_PREFIX + key):
@@ -166,6 +168,7 @@ class ServerConfig:
             ("timeout", "TIMEOUT", float),
             ("max_retries", "MAX_RETRIES", int),
             ("min_offered_share", "MIN_OFFERED_SHARE", float),
+            ("min_call_confidence", "MIN_CALL_CONFIDENCE", float),
             ("workers", "WORKERS", int),
             ("max_body_bytes", "MAX_BODY_BYTES", int),
             ("header_timeout", "HEADER_TIMEOUT", float),
@@ -197,7 +200,7 @@ def build_backend(config: ServerConfig) -> Backend:
         "action_format": config.action_format,
         "max_retries": config.max_retries,
         "min_offered_share": config.min_offered_share,
-        "rules_on": config.rules_on or None,
+        "min_call_confidence": config.min_call_confidence,
         "rules_off": config.rules_off or None,
     }
     if config.upstream_url is None:

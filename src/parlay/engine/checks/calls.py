@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from attrs import frozen
 
 from parlay.context import AssistantMessage, Message, ToolCall, ToolResult
-from parlay.engine.checks.retry import CallIssue
-from parlay.engine.checks.rules import CallRule, OwnRuleName
-from parlay.engine.contract.grounding import copied_value, invented_value, same_value
+from parlay.engine.checks.retry import CallIssue, CallRule
+from parlay.engine.checks.rules import OwnRuleName
+from parlay.engine.contract.grounding import copied_value, invented_value
 from parlay.engine.contract.render import Contract
 from parlay.engine.contract.repair import repair_call
 from parlay.request import ToolSpec
@@ -59,10 +59,6 @@ def check_call(
             key, text = invented
             detail = f"{key}={json.dumps(text)}"
             issues.append(CallIssue(fixed, "invented_value", detail, spec, argument=key))
-        if poured := same_value(fixed.arguments, spec):
-            keys, text = poured
-            detail = f"{', '.join(keys)}={json.dumps(text)}"
-            issues.append(CallIssue(fixed, "same_value", detail, spec, argument=_listed(keys)))
     if call_key(fixed) in answered:
         issues.append(CallIssue(fixed, "repeated_call", call.name, spec))
     if repaired.error is None:
@@ -70,13 +66,6 @@ def check_call(
             if problem := rule.check(fixed, spec):
                 issues.append(CallIssue(fixed, OwnRuleName(rule.name), str(problem), spec))
     return CheckedCall(fixed, tuple(issues), notes)
-
-
-def _listed(keys: Sequence[str]) -> str:
-    """Argument names for a retry message: `a, b and c`, or `a, b and 4 more`."""
-    if len(keys) > 3:
-        return f"{keys[0]}, {keys[1]} and {len(keys) - 2} more"
-    return f"{', '.join(keys[:-1])} and {keys[-1]}"
 
 
 def call_key(call: ToolCall) -> tuple[str, str]:

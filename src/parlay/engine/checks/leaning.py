@@ -1,4 +1,4 @@
-"""How much the model leaned to answering in words, where it chose between that and a call.
+"""How sure the model was of calling, where it chose between that and answering in words.
 
 Under a grammar a reply says what it is in its first word: `{"final": ...}` or
 `{"tool": ...}` / `{"actions": [...]}` in the json format, `{"type": "final"}` or
@@ -6,16 +6,10 @@ Under a grammar a reply says what it is in its first word: `{"final": ...}` or
 model weighed for each token (before the grammar filtered them, as llama.cpp does), the
 token that writes that word says how sure the model was: the share of the weight that
 went to answering, out of what went to answering or calling. It is recorded
-(`Diagnostics.answer_share`, first attempt only), and under `auto` the opt-in rule
-`leaned_to_words` takes a first reply that calls while leaning this much to answering
-for a model unsure that any tool fits, and asks for an answer in words instead.
-
-Its threshold is the typed format's only (`LEAN_TO_WORDS`), chosen on the development
-benchmark's tune half (Qwen2.5-Coder-0.5B, stored first replies, the balanced score
-over a grid of thresholds); asked for real it gained the same on both halves, +3.0
-points, within its interval on each (bench/bfcl/notes.md, stop 27), so it is opt-in.
-In the json format the same threshold took a call from 62 of 251 first replies and
-lost more right calls than it won abstentions: its kind word weighs differently.
+(`Diagnostics.answer_share`, first attempt only), and under `auto` the check
+`unsure_call` asks a first reply that calls for an answer in words when the model left
+calling less than `PromptedBackend(min_call_confidence=...)`: the one knob that trades
+calls against abstentions (`parlay.engine.calibration` holds its defaults).
 """
 
 from __future__ import annotations
@@ -34,9 +28,11 @@ _KIND = {
     "json": (re.compile(r'^\s*\{\s*"'), "final", ("tool", "actions")),
     "typed": (re.compile(r'^\s*\{\s*"type"\s*:\s*"'), "final", ("tool_call", "tool_calls")),
 }
-# The share of the weight on answering at which `leaned_to_words` takes a first reply's
-# calls for a model unsure that any tool fits, per format (a format not here: never).
-LEAN_TO_WORDS: dict[str, float] = {"typed": 0.3}
+# The knob's default (`PromptedBackend(min_call_confidence=...)`), one value for every
+# model: of the thresholds tried on the development benchmark's tune halves, the one whose
+# worse balanced score over the two models is the best (`python -m bench.bfcl.knob`,
+# bench/results/bfcl-knob.md).
+DEFAULT_CALL_CONFIDENCE = 0.8
 # The kind word is written within the reply's first characters, or not at all.
 _LOOK = 64
 
@@ -86,7 +82,6 @@ def _starts(alternative: str, word: str) -> bool:
     return word.startswith(alternative) or alternative.startswith(word)
 
 
-def leans_to_words(share: float | None, action_format: ActionFormat) -> bool:
-    """Whether a reply with this lean to answering, in this format, leans to words."""
-    threshold = LEAN_TO_WORDS.get(action_format)
-    return share is not None and threshold is not None and share >= threshold
+def leans_to_words(share: float | None, threshold: float) -> bool:
+    """Whether a reply with this share of weight on answering reaches `threshold`."""
+    return share is not None and share >= threshold

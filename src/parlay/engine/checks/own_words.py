@@ -18,7 +18,6 @@ from attrs import frozen
 
 from parlay._text import one_line
 from parlay.context import Message, ToolResult, UserMessage
-from parlay.engine.checks.relevance import content_words
 from parlay.engine.contract.grounding import echoes, may_echo, squeezed
 from parlay.engine.contract.pieces import RESTATED_CHARS, ContractOptions
 
@@ -34,6 +33,9 @@ _MIN_COPIED = 40
 # Stands for a tool result cut out of the continuation, so no copy spans one.
 _CUT = "\x00"
 _ENDINGS = ("ing", "ed", "s")
+# Words of parlay's own instructions this long carry their meaning ("call", "result",
+# "answer"); shorter ones ("you", "the", "not") are in any clause.
+_CONTENT_LETTERS = 4
 
 
 def _base(word: str) -> str:
@@ -46,6 +48,10 @@ def _base(word: str) -> str:
 
 def _words(text: str) -> list[str]:
     return [_base(w) for w in _WORD.findall(text.lower())]
+
+
+def _content_words(text: str) -> list[str]:
+    return [_base(w) for w in _WORD.findall(text.lower()) if len(w) >= _CONTENT_LETTERS]
 
 
 @frozen
@@ -95,7 +101,7 @@ class OwnWords:
             return self
         passages = (*self.passages, *added)
         said = [w for text in added for w in _words(text)]
-        own = self.own | frozenset(_base(w) for text in added for w in content_words(text))
+        own = self.own | frozenset(w for text in added for w in _content_words(text))
         allowed = self.allowed | own | frozenset(said)
         allowed |= frozenset(w for text in asked for w in _words(text))
         longest = self.longest + 2 * sum(len(text) for text in added)

@@ -1,26 +1,18 @@
-"""The retry policy: when a reply is not good enough, and why.
+"""The checks of a reply, in order, and the retry policy that applies them.
 
-Triggers, in order: a call to a tool that does not exist; arguments that fail the
-schema; a reply whose every call repeats one the history already answered (small models
-loop); an action that cannot be read; under `auto`, a call the grammar forced on a model
-that leaned to a tool not offered (see `forced`); under `auto`, a first reply that calls
-while the model leaned to answering in words (opt-in, see `leaning`); under `auto`, a
-reply whose every call goes to a tool sharing no word with the request (opt-in, see
-`relevance`); a call to
-another tool than the one named; an argument value copied from a few-shot example that
-the conversation never mentions; under `auto`, a required value that no one in the
-conversation gave, or one text poured into three or more arguments (see `grounding`); a
-forced choice (`required` / a named tool) answered without the call it asked for; a
-plain answer that is only a stand-in of the format instructions ("your answer"); a plain
-answer quoting an example's made-up result (as what a named tool returned: a pretended
-call, which the retry asks about); refusal language; under `auto`, a plain first answer
-to a request that names what a tool does (see `relevance`).
-A hard refusal under `auto` is an answer (the model may decline a task), so
-only a soft one ("I can't access real-time data" while a tool could) is retried there.
-A plain answer under `auto` is legitimate, so under `auto` the retry messages for an
-unknown tool, a refusal or a copied value also allow one: the model may be telling us
-that no tool fits (on BFCL's irrelevance questions, retries that demanded a call turned
-right abstentions into calls with made-up values).
+A check is any object with a `name` and `judge(reply) -> Verdict | None`: the verdict
+says what was wrong (its `detail` is what the model is told) and so what happens next,
+asked again, or asked for words (`parlay.engine.next_attempt`). The first verdict of a
+check whose rule is on decides. `DEFAULT_CHECKS` lists parlay's own, most important
+first: a call that cannot run (unknown tool, arguments that do not fit), a loop, an
+unreadable action; under `auto`, a call the grammar forced or the model was unsure of
+(`forced`, `leaning`); a call to another tool than the one named; a value copied from
+the examples or given by no one (`parlay.engine.contract.grounding`); a forced choice
+left without its call; a plain answer that is parlay's own text (a stand-in, the
+examples' made-up result); a refusal while tools are offered.
+
+A plain answer under `auto` is legitimate, so under `auto` the retry messages also allow
+one: the model may be telling us that no tool fits.
 """
 
 from __future__ import annotations
@@ -33,17 +25,17 @@ from attrs import field, frozen
 from parlay.context import ToolCall
 from parlay.engine.checks.forced import NameChoice
 from parlay.engine.checks.refusal import RefusalSignal
-from parlay.engine.checks.rules import RULES, OwnRuleName, Rules, VerdictReason
+from parlay.engine.checks.rules import RULES, OwnRuleName, Rules, VerdictReason, unknown_rules
 from parlay.engine.contract.parser import ParseProblem
 from parlay.engine.contract.parser.results import ProblemKind
+from parlay.errors import ConfigurationError
 from parlay.request import ToolChoice, ToolSpec
 
 UNREADABLE: tuple[ProblemKind, ...] = ("no_tool_name", "unreadable_arguments")
 # What the engine finds wrong with one call (`checks.check_call`): each is also the
 # reason of the verdict it leads to.
 IssueKind = Literal[
-    "unknown_tool", "invalid_arguments", "example_value", "invented_value", "same_value",
-    "repeated_call",
+    "unknown_tool", "invalid_arguments", "example_value", "invented_value", "repeated_call",
 ]  # fmt: skip
 
 
@@ -55,8 +47,7 @@ class CallIssue:
     kind: IssueKind | OwnRuleName
     detail: str
     spec: ToolSpec | None = None
-    # The argument(s) at fault (example_value, invented_value, same_value): named in the
-    # retry message.
+    # The argument at fault (example_value, invented_value): named in the retry message.
     argument: str = ""
 
 
@@ -72,23 +63,25 @@ class Verdict:
 
 @frozen
 class Reply:
-    """What the policy judges of one reply (see `RetryPolicy.judge`)."""
+    """What a check judges of one reply: its calls (as written, then `issues` found in
+    them once repaired), the turn's `choice` and `tools`, and what the engine read."""
 
     calls: Sequence[ToolCall]
     issues: Sequence[CallIssue]
     problems: Sequence[ParseProblem]
     choice: ToolChoice
-    refusal: RefusalSignal | None
     tools: Sequence[ToolSpec]
-    copied_answer: str
-    fitting_tool: ToolSpec | None
-    pretended_tool: ToolSpec | None
-    forced: NameChoice | None
-    placeholder: bool
-    # Offered tools sharing no word with the request (`relevance.unrelated_tools`).
-    unrelated: frozenset[str] = frozenset()
-    # The first reply's lean to answering, when it leaned to words (`leaning`).
-    leaned: float | None = None
+    text: str = ""
+    refusal: RefusalSignal | None = None
+    copied_answer: str = ""
+    pretended_tool: ToolSpec | None = None
+    forced: NameChoice | None = None
+    placeholder: bool = False
+    # The first reply's share of the model's weight on answering, when that was more
+    # than `min_call_confidence` leaves to it (`leaning`).
+    unsure: float | None = None
+    # The reasons of the retries this turn made so far.
+    earlier: tuple[str, ...] = ()
 
 
 def _tool_named(tools: Sequence[ToolSpec], name: str) -> ToolSpec | None:
@@ -97,11 +90,10 @@ def _tool_named(tools: Sequence[ToolSpec], name: str) -> ToolSpec | None:
 
 class Check(Protocol):
     """One check of the policy: the verdict it gives a reply, or None. `name` is the rule
-    that switches it (`rules.RULES`; None: always on, as the user's own call rules are
-    switched one by one where their issues are found)."""
+    that switches it (`rules_off`) and names it in `Diagnostics.rules`."""
 
     @property
-    def name(self) -> str | None: ...
+    def name(self) -> str: ...
 
     def judge(self, reply: Reply) -> Verdict | None: ...
 
@@ -110,7 +102,7 @@ class Check(Protocol):
 class RuleCheck:
     """A check made of a rule's name and a function judging a reply."""
 
-    name: str | None
+    name: str
     find: Callable[[Reply], Verdict | None]
 
     def judge(self, reply: Reply) -> Verdict | None:
@@ -155,23 +147,11 @@ def _forced_call(reply: Reply) -> Verdict | None:
     return Verdict("forced_call", reply.forced.describe(), spec)
 
 
-def _leaned_to_words(reply: Reply) -> Verdict | None:
-    if reply.leaned is None or reply.choice.mode != "auto" or not reply.calls:
+def _unsure_call(reply: Reply) -> Verdict | None:
+    if reply.unsure is None or reply.choice.mode != "auto" or not reply.calls:
         return None
-    share = f"{reply.leaned:.0%} of its weight on answering"
-    return Verdict("leaned_to_words", share, _tool_named(reply.tools, reply.calls[0].name))
-
-
-def _unrelated_call(reply: Reply) -> Verdict | None:
-    calls = reply.calls
-    if (
-        reply.choice.mode != "auto"
-        or not calls
-        or any(c.name not in reply.unrelated for c in calls)
-    ):
-        return None
-    names = ", ".join(dict.fromkeys(c.name for c in calls))
-    return Verdict("unrelated_call", names, _tool_named(reply.tools, calls[0].name))
+    share = f"{1 - reply.unsure:.0%} of its weight on calling"
+    return Verdict("unsure_call", share, _tool_named(reply.tools, reply.calls[0].name))
 
 
 def _good(reply: Reply) -> list[ToolCall]:
@@ -185,12 +165,6 @@ def _wrong_tool(reply: Reply) -> Verdict | None:
     if choice.mode != "tool" or not good or any(c.name == choice.name for c in good):
         return None
     return Verdict("wrong_tool", ", ".join(c.name for c in good))
-
-
-def _own_rules(reply: Reply) -> Verdict | None:
-    """The first issue a rule of the user's own found (`rules.CallRule`)."""
-    issue = next((i for i in reply.issues if i.kind not in RULES), None)
-    return Verdict(issue.kind, issue.detail, issue.spec) if issue else None
 
 
 def _forced_refusal(reply: Reply) -> Verdict | None:
@@ -227,41 +201,63 @@ def _example_answer(reply: Reply) -> Verdict | None:
     return Verdict("example_answer", reply.copied_answer, about_text=True)
 
 
-def _soft_refusal(reply: Reply) -> Verdict | None:
-    if reply.refusal is None or reply.refusal.kind != "soft":
+def _refusal(reply: Reply) -> Verdict | None:
+    """A refusal while tools are offered, asked about once: the model decides whether a
+    tool answers it after all or its answer stands."""
+    if reply.refusal is None or not reply.tools or "refusal" in reply.earlier:
         return None
     return Verdict("refusal", reply.refusal.phrase, about_text=True)
 
 
-def _missed_tool(reply: Reply) -> Verdict | None:
-    tool = reply.fitting_tool
-    if reply.choice.mode != "auto" or tool is None:
-        return None
-    return Verdict("missed_tool", tool.name, tool, about_text=True)
+CallCheck = Callable[[ToolCall, ToolSpec], "str | None"]
 
 
-# The policy's checks, most important first: the first verdict of a check whose rule is
-# on decides (`rules.VERDICT_RULES` describes each).
-CHECKS: tuple[Check, ...] = (
+def _own_name(_: object, __: object, name: str) -> None:
+    if not name.isidentifier():
+        raise ConfigurationError(f"a rule's name is a Python identifier, not {name!r}")
+    if name in RULES:
+        raise ConfigurationError(f"{name!r} is the name of one of parlay's own rules")
+
+
+@frozen
+class CallRule:
+    """A check of your own about each call, in its short form: `CallRule("no_wildcards",
+    check)` in `PromptedBackend(checks=[*DEFAULT_CHECKS, ...])`.
+
+    `check(call, tool)` sees each call once it is read and repaired against its tool's
+    schema, and returns None when the call may go on, or a sentence saying what is wrong
+    with it. The reply is then asked again with that sentence (under `tool_choice="auto"`
+    the model may answer in words instead), and `name` is listed in `Diagnostics.rules`.
+    Like the engine's own value checks it can only ask: a call it still rejects when the
+    retries are spent goes on, so a tool that must never run with some value refuses it
+    itself.
+    """
+
+    name: str = field(validator=_own_name)
+    check: CallCheck
+
+    def judge(self, reply: Reply) -> Verdict | None:
+        issue = next((i for i in reply.issues if i.kind == self.name), None)
+        return Verdict(issue.kind, issue.detail, issue.spec) if issue else None
+
+
+# parlay's checks, most important first (`rules.VERDICT_RULES` describes each).
+DEFAULT_CHECKS: tuple[Check, ...] = (
     RuleCheck("unknown_tool", _issue("unknown_tool")),
     RuleCheck("invalid_arguments", _issue("invalid_arguments")),
     RuleCheck("repeated_call", _repeated_call),
     RuleCheck("unreadable", _unreadable),
     RuleCheck("forced_call", _forced_call),
-    RuleCheck("leaned_to_words", _leaned_to_words),
-    RuleCheck("unrelated_call", _unrelated_call),
+    RuleCheck("unsure_call", _unsure_call),
     RuleCheck("wrong_tool", _wrong_tool),
     RuleCheck("example_value", _issue("example_value")),
     RuleCheck("invented_value", _issue("invented_value", auto_only=True)),
-    RuleCheck("same_value", _issue("same_value", auto_only=True)),
-    RuleCheck(None, _own_rules),
     RuleCheck("refusal", _forced_refusal),
     RuleCheck("no_call", _no_call),
     RuleCheck("placeholder_answer", _answer(_placeholder)),
     RuleCheck("pretended_call", _answer(_pretended_call)),
     RuleCheck("example_answer", _answer(_example_answer)),
-    RuleCheck("refusal", _answer(_soft_refusal)),
-    RuleCheck("missed_tool", _answer(_missed_tool)),
+    RuleCheck("refusal", _answer(_refusal)),
 )
 
 
@@ -274,57 +270,40 @@ def issues_of(issues: Sequence[CallIssue], kind: IssueKind) -> list[CallIssue]:
     return [i for i in issues if i.kind == kind]
 
 
+def _checks(checks: Sequence[Check]) -> tuple[Check, ...]:
+    return tuple(checks)
+
+
 @frozen
 class RetryPolicy:
+    """The retry budget, the rules switched off, and the checks in the order judged."""
+
     max_retries: int = field(default=2)
     rules: Rules = field(factory=Rules)
-    # The checks in the order they are judged (`CHECKS`).
-    checks: tuple[Check, ...] = field(default=CHECKS)
+    checks: tuple[Check, ...] = field(default=DEFAULT_CHECKS, converter=_checks)
 
     def __attrs_post_init__(self) -> None:
         if self.max_retries < 0:
-            from parlay.errors import ConfigurationError
-
             raise ConfigurationError(f"max_retries must be 0 or more, got {self.max_retries}")
+        names = [check.name for check in self.checks if check.name not in RULES]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ConfigurationError(f"two checks named {', '.join(twice)}")
+        if unknown := unknown_rules(self.rules.off, names):
+            known = ", ".join([*RULES, *names])
+            raise ConfigurationError(f"unknown rule(s) {', '.join(unknown)}; the rules: {known}")
 
-    def judge(
-        self,
-        *,
-        calls: Sequence[ToolCall],
-        issues: Sequence[CallIssue],
-        problems: Sequence[ParseProblem],
-        choice: ToolChoice,
-        refusal: RefusalSignal | None,
-        tools: Sequence[ToolSpec],
-        copied_answer: str = "",
-        fitting_tool: ToolSpec | None = None,
-        pretended_tool: ToolSpec | None = None,
-        forced: NameChoice | None = None,
-        placeholder: bool = False,
-        unrelated: frozenset[str] = frozenset(),
-        leaned: float | None = None,
-    ) -> Verdict | None:
-        """Why this reply should be retried, or None when it is fine: the first verdict
-        of a check whose rule is on, in the order of `checks`."""
-        if choice.mode == "none":
+    @property
+    def call_rules(self) -> tuple[CallRule, ...]:
+        """The checks of single calls among them that are switched on, in order."""
+        return tuple(c for c in self.checks if isinstance(c, CallRule) and self.rules.on(c.name))
+
+    def judge(self, reply: Reply) -> Verdict | None:
+        """Why this reply should be asked again, or None when it is fine: the first
+        verdict of a check whose rule is on, in the order of `checks`."""
+        if reply.choice.mode == "none":
             return None
-        reply = Reply(
-            calls=calls,
-            issues=issues,
-            problems=problems,
-            choice=choice,
-            refusal=refusal,
-            tools=tools,
-            copied_answer=copied_answer,
-            fitting_tool=fitting_tool,
-            pretended_tool=pretended_tool,
-            forced=forced,
-            placeholder=placeholder,
-            unrelated=unrelated,
-            leaned=leaned,
-        )
         for check in self.checks:
-            switched_on = check.name is None or self.rules.on(check.name)
-            if switched_on and (verdict := check.judge(reply)) is not None:
+            if self.rules.on(check.name) and (verdict := check.judge(reply)) is not None:
                 return verdict
         return None

@@ -64,8 +64,6 @@ _MIN_ECHO = 12
 _ACRONYM_RUN = (2, 5)
 # Words (split at spaces, none with a digit) that make a string id a phrase, not an id.
 _PHRASE_WORDS = 3
-# How many arguments holding one text make a call that did not choose where it goes.
-_SAME_VALUE_ARGUMENTS = 3
 
 
 @frozen(slots=False)
@@ -183,23 +181,6 @@ def invented_value(
 
 def _is_phrase(value: str) -> bool:
     return len(value.split()) >= _PHRASE_WORDS and not _DIGITS.search(value)
-
-
-def same_value(arguments: dict[str, Any], spec: ToolSpec) -> tuple[tuple[str, ...], str] | None:
-    """The arguments, three or more, that all hold one same text, and that text.
-
-    Arguments whose schema lists their choices are left out: a flag set to "yes" in
-    several places was chosen each time.
-    """
-    properties = spec.parameters.get("properties") or {}
-    holders: dict[str, list[str]] = {}
-    for key, value in arguments.items():
-        if _has_choices(properties.get(key)):
-            continue
-        for text in {v for v in leaves(value) if isinstance(v, str) and v.strip()}:
-            holders.setdefault(text, []).append(str(key))
-    text, keys = max(holders.items(), key=lambda item: len(item[1]), default=("", []))
-    return (tuple(keys), text) if len(keys) >= _SAME_VALUE_ARGUMENTS else None
 
 
 def _is_number(value: Any) -> bool:
