@@ -12,7 +12,6 @@ from parlay import (
     Diagnostics,
     Finish,
     ModelOutputThunk,
-    RetryRecord,
     ScriptedBackend,
     Session,
     SystemMessage,
@@ -24,6 +23,7 @@ from parlay import (
     UserMessage,
     compare,
 )
+from parlay.diagnostics import RetryRecord
 
 
 def output(text: str, *, usage: Usage | None = None, ms: float | None = None, **kw: Any) -> Any:

@@ -21,7 +21,6 @@ from parlay import (
     Instruction,
     InvalidRequestError,
     ModelOutputThunk,
-    RetryRecord,
     ScriptedBackend,
     Session,
     SystemMessage,
@@ -35,6 +34,7 @@ from parlay import (
 from parlay.backends.scripted import calls
 from parlay.context_json import RenderedComponent
 from parlay.context_schema import DiagnosticsJSON, document_schema
+from parlay.diagnostics import RetryRecord
 
 SCHEMA = Path(parlay.__file__).parent / "schemas" / "context-v1.schema.json"
 

@@ -22,7 +22,6 @@ from parlay import (
     GenerationOptions,
     OpenAIBackend,
     PromptedBackend,
-    RetryRecord,
     ScriptedBackend,
     Session,
     TextDelta,
@@ -30,6 +29,7 @@ from parlay import (
     Usage,
 )
 from parlay.backends.scripted import calls
+from parlay.diagnostics import RetryRecord
 from parlay.events import Event
 from parlay.otel import OpenTelemetryObserver, instrument
 from parlay.request import ChatRequest

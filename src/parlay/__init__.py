@@ -1,4 +1,13 @@
-"""parlay: sessions for chat models, with tool calling that works on every model."""
+"""parlay: sessions for chat models, with tool calling that works on every model.
+
+What a user needs is here: the session side (`start_session`, `Session`, `Context` and
+its messages, `ModelOutputThunk`, tools, the log, branches and replays), the backends,
+the values they share (`ChatRequest`, `ToolSpec`, `Diagnostics`, ...), every event a
+stream yields and every error a user may catch. The list is pinned by
+tests/test_public_types.py. The engine's parts stay in their modules: checks of your
+own are written against `parlay.engine.checks`, a retry's record is
+`parlay.diagnostics.RetryRecord`.
+"""
 
 from typing import TYPE_CHECKING, Any
 
@@ -20,15 +29,16 @@ from parlay.context import (
     ToolResult,
     UserMessage,
 )
-from parlay.diagnostics import Diagnostics, RetryRecord
+from parlay.diagnostics import Diagnostics
 from parlay.engine.backend import PromptedBackend
-from parlay.engine.checks.refusal import DEFAULT_REFUSALS, RefusalPhrases
-from parlay.engine.checks.retry import CallRule
 from parlay.errors import (
     BackendConnectionError,
     BackendError,
     BackendProtocolError,
+    BackendRateLimitError,
+    BackendSchemaRejectedError,
     BackendStatusError,
+    BackendStreamCutError,
     BackendTimeoutError,
     ConfigurationError,
     InvalidRequestError,
@@ -81,17 +91,18 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "DEFAULT_REFUSALS",
     "AnthropicBackend",
     "AssistantMessage",
     "Backend",
     "BackendConnectionError",
     "BackendError",
     "BackendProtocolError",
+    "BackendRateLimitError",
+    "BackendSchemaRejectedError",
     "BackendStatusError",
+    "BackendStreamCutError",
     "BackendTimeoutError",
     "BranchTree",
-    "CallRule",
     "Capabilities",
     "ChatRequest",
     "Comparison",
@@ -115,9 +126,7 @@ __all__ = [
     "OpenAIBackend",
     "ParlayError",
     "PromptedBackend",
-    "RefusalPhrases",
     "ResponseFormat",
-    "RetryRecord",
     "ScoredTextDelta",
     "ScriptedBackend",
     "Session",
