@@ -163,3 +163,20 @@ def test_max_result_chars_none_hands_over_an_mcp_result_whole(transport: Make):
         GUARD, lambda: tools.toolbox.get("big").invoke(ToolCall("big", {"chars": 10_000}))
     )
     assert result.output == "x" * 10_000
+
+
+def test_an_mcp_reply_over_the_message_bound_is_refused_without_reading_it_whole():
+    # 50 MB from one tool held the client for two minutes and half a gigabyte before the
+    # result could be cut; the relay refuses it as it streams past, and the server
+    # goes on serving.
+    tools = MCPTools.stdio(SERVER)
+    start(tools)
+    try:
+        big = tools.toolbox.get("big")
+        result = within(GUARD, lambda: big.invoke(ToolCall("big", {"chars": 50_000_000})))
+        assert result.is_error
+        assert "over parlay's limit of 8,388,608 bytes for one message" in (result.error or "")
+        add = tools.toolbox.get("add")
+        assert within(GUARD, lambda: add.invoke(ToolCall("add", {"a": 1, "b": 2}))).output == "3"
+    finally:
+        within(GUARD, tools.close)

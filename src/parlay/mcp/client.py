@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
 import warnings
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -55,10 +56,18 @@ def tool_name(name: str, prefix: str | None) -> str:
     return f"{prefix}_{safe}" if prefix else safe
 
 
+# The largest message read from a stdio server while results are bounded: room for a
+# result of `max_result_chars` and more (an image, say), far from the whole memory.
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+_RELAY = str(Path(__file__).with_name("_relay.py"))
+
+
 def _stdio_opener(
-    argv: list[str], env: Mapping[str, str] | None, cwd: str | Path | None
+    argv: list[str], env: Mapping[str, str] | None, cwd: str | Path | None, bounded: bool
 ) -> tuple[Opener, StderrTail]:
     stderr = StderrTail()
+    if bounded:  # through the relay, which refuses a message over the bound unread
+        argv = [sys.executable, _RELAY, str(MAX_MESSAGE_BYTES), "--", *argv]
     params = StdioServerParameters(
         command=argv[0], args=argv[1:], env=dict(env) if env else None, cwd=cwd
     )
@@ -150,7 +159,8 @@ class MCPTools:
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         if not argv:
             raise InvalidRequestError("an MCP server command cannot be empty")
-        opener, stderr = _stdio_opener(argv, env, cwd)
+        bounded = options.get("max_result_chars", DEFAULT_MAX_RESULT_CHARS) is not None
+        opener, stderr = _stdio_opener(argv, env, cwd, bounded)
         shown = " ".join(argv)
         label = f"MCP server {name or (shown if len(shown) <= 60 else shown[:57] + '...')!r}"
         return cls(Link(label, opener, stderr), **options)
