@@ -55,18 +55,13 @@ class BlockReader:
     def run_block(self, final: bool) -> bool:
         # The readers as locals: this loop runs per character.
         st, strings, scanner, stack = self.st, self.strings, self.scanner, self.stack
-        buf = st.buf
-        i = st.pos
+        buf, i = st.buf, st.pos
         n = len(buf)
         while i < n:
             if strings.quote is not None:
                 i = strings.span(i)
                 if i < 0:
-                    if i == FENCE_END:
-                        self.close_block(cut=True, why=_IN_STRING)
-                        return True
-                    assert i == WAIT
-                    return False  # an escape or a possible fence is cut: wait for more
+                    return self._string_stopped(i)
                 continue
             ch = buf[i]
             if ch == "`" and st.block_fenced:
@@ -80,33 +75,46 @@ class BlockReader:
                     continue
                 st.pos = i  # where the value ends (a tool name's position is checked)
                 scanner.end_atom()
-            if ch == "\n":
-                st.line_start_in_block = True
-                i += 1
-                continue
-            if ch in " \t\r":
+            if ch in " \t\r\n":
+                if ch == "\n":
+                    st.line_start_in_block = True
                 i += 1
                 continue
             st.line_start_in_block = False
             if not stack:
-                if ch in "{[" and not (st.block_mode == "command" and self.calls.record is None):
-                    scanner.open_value(ch)
-                    i += 1
-                    continue
-                if not st.block_fenced:
-                    st.pos = i
-                    self.close_block(cut=False)
+                if self._outside_values(ch, i):
                     return True
-                i += 1  # junk between objects in a fence
+                i += 1
                 continue
             scanner.structural(ch)
             i += 1
             if not stack and not st.block_fenced and not scanner.atom:
-                st.pos = i
-                self.close_block(cut=False)
-                return True
+                return self._ends_at(i)
         st.pos = i
         return False
+
+    def _string_stopped(self, stop: int) -> bool:
+        """A string's span stopped: at a fence that ends the block (True), or at an escape
+        or a possible fence the text read so far cuts (False: wait for more)."""
+        if stop == FENCE_END:
+            self.close_block(cut=True, why=_IN_STRING)
+            return True
+        assert stop == WAIT
+        return False
+
+    def _outside_values(self, ch: str, i: int) -> bool:
+        """A character outside any JSON value of the block: a value opens, the block ends
+        (True: not fenced), or it is junk between objects in a fence."""
+        if ch in "{[" and not (self.st.block_mode == "command" and self.calls.record is None):
+            self.scanner.open_value(ch)
+            return False
+        return False if self.st.block_fenced else self._ends_at(i)
+
+    def _ends_at(self, i: int) -> bool:
+        """The block ends before `i` (True, for the block loop to return)."""
+        self.st.pos = i
+        self.close_block(cut=False)
+        return True
 
     def _block_fence(self, i: int, final: bool) -> bool | None:
         """A backtick in a fenced block: its closing fence (True: the block ends), perhaps
