@@ -107,38 +107,26 @@ class PromptedBackend:
         rules_off: Iterable[str] = (),
         checks: Iterable[Check] = DEFAULT_CHECKS,
     ) -> None:
-        if constrained and not inner.capabilities.json_schema:
-            raise ConfigurationError(
-                f"constrained=True needs a backend with JSON-schema output; {inner.name} has "
-                "none: pass constrained=None (use it when available) or False"
-            )
-        for knob, value in (
-            ("min_offered_share", min_offered_share),
-            ("min_call_confidence", min_call_confidence),
-        ):
-            if not 0 <= value <= 1:
-                raise ConfigurationError(f"{knob} must be between 0 and 1, got {value}")
-        if max_tokens is not None and max_tokens < 1:
-            raise ConfigurationError(f"max_tokens must be 1 or more, got {max_tokens}")
+        _check_knobs(inner, constrained, min_offered_share, min_call_confidence, max_tokens)
         self.inner = inner
         self.constrained = constrained
         grammar = constrained is not False and inner.capabilities.json_schema
         if action_format is None:
             action_format = "typed" if grammar else DEFAULT_FORMAT
-        options = ContractOptions(
-            action_format=action_format,
-            few_shot=few_shot,
-            max_examples=max_examples,
-            max_result_chars=max_result_chars,
-            thought_limit=thought_limit,
-            template_dir=str(template_dir) if template_dir is not None else None,
-            listed_calls=listed_calls,
-            restate_request=restate_request,
-        )
-        rules = Rules().switched(off=rules_off, values=check_values)
         self.settings = EngineSettings(
-            options=options,
-            policy=RetryPolicy(max_retries, rules, tuple(checks)),
+            options=ContractOptions(
+                action_format=action_format,
+                few_shot=few_shot,
+                max_examples=max_examples,
+                max_result_chars=max_result_chars,
+                thought_limit=thought_limit,
+                template_dir=str(template_dir) if template_dir is not None else None,
+                listed_calls=listed_calls,
+                restate_request=restate_request,
+            ),
+            policy=RetryPolicy(
+                max_retries, Rules().switched(off=rules_off, values=check_values), tuple(checks)
+            ),
             refusal_phrases=refusal_phrases,
             refusal_window=refusal_window,
             min_offered_share=min_offered_share,
@@ -362,6 +350,29 @@ class PromptedBackend:
                 notes_after = (note, *out.diagnostics.notes)
                 out = evolve(out, diagnostics=evolve(out.diagnostics, notes=notes_after))
             yield out
+
+
+def _check_knobs(
+    inner: Backend,
+    constrained: bool | None,
+    min_offered_share: float,
+    min_call_confidence: float,
+    max_tokens: int | None,
+) -> None:
+    """A `ConfigurationError` for a setting out of its range."""
+    if constrained and not inner.capabilities.json_schema:
+        raise ConfigurationError(
+            f"constrained=True needs a backend with JSON-schema output; {inner.name} has "
+            "none: pass constrained=None (use it when available) or False"
+        )
+    for knob, value in (
+        ("min_offered_share", min_offered_share),
+        ("min_call_confidence", min_call_confidence),
+    ):
+        if not 0 <= value <= 1:
+            raise ConfigurationError(f"{knob} must be between 0 and 1, got {value}")
+    if max_tokens is not None and max_tokens < 1:
+        raise ConfigurationError(f"max_tokens must be 1 or more, got {max_tokens}")
 
 
 def behind_engine(backend: Backend, **options: Any) -> PromptedBackend:
