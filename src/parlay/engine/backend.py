@@ -234,19 +234,29 @@ class PromptedBackend:
                 yield event
             return
         turn = begin_turn(self.settings, request)
+        try:
+            async for out in self._attempts(turn):
+                yield out
+        except BackendStatusError as exc:
+            if not self._runs_unconstrained(turn, exc):
+                raise
+            async for out in self._unconstrained(request, exc.status_code):
+                yield out
+            return
+        async for out in self._closing(turn, request):
+            yield out
+        finish = turn.finish(self.options.action_format)
+        logger.debug("prompted reply: %s", finish.diagnostics)
+        yield finish
+
+    async def _attempts(self, turn: Turn) -> AsyncIterator[Event]:
+        """The turn's attempts, until one is released (or dropped) or none is left."""
         for attempt_no in range(self.policy.max_retries + 1):
             can_retry = turn.policy.may_retry(attempt_no)
             attempt = next_attempt(self.settings, turn, can_retry)
             parser = ActionStreamParser(turn.specs, thought_limit=self.options.thought_limit)
-            try:
-                async for out in self._run(turn, attempt, parser):
-                    yield out
-            except BackendStatusError as exc:
-                if not self._runs_unconstrained(turn, exc):
-                    raise
-                async for out in self._unconstrained(request, exc.status_code):
-                    yield out
-                return
+            async for out in self._run(turn, attempt, parser):
+                yield out
             again, released = self._settle(turn, attempt, parser.result(), attempt_no, can_retry)
             if again:
                 continue
@@ -255,12 +265,7 @@ class PromptedBackend:
                 for out in released.release():
                     turn.yielded += 1
                     yield out
-            break
-        async for out in self._closing(turn, request):
-            yield out
-        finish = turn.finish(self.options.action_format)
-        logger.debug("prompted reply: %s", finish.diagnostics)
-        yield finish
+            return
 
     def _runs_unconstrained(self, turn: Turn, error: BackendStatusError) -> bool:
         """Whether the attempt goes again without the grammar: only when the server

@@ -8,7 +8,6 @@ from typing import Literal
 from parlay.engine.contract.parser.json_scan import JsonScanner
 from parlay.engine.contract.parser.state import ParserState
 from parlay.engine.contract.parser.strings import FENCE_END, WAIT
-from parlay.engine.contract.parser.vocabulary import ATOM_CHARS
 
 _IN_STRING = "ended inside a string at a closing fence (a closing quote is missing)"
 
@@ -54,7 +53,7 @@ class BlockReader:
 
     def run_block(self, final: bool) -> bool:
         # The readers as locals: this loop runs per character.
-        st, strings, scanner, stack = self.st, self.strings, self.scanner, self.stack
+        st, strings, scanner = self.st, self.strings, self.scanner
         buf, i = st.buf, st.pos
         n = len(buf)
         while i < n:
@@ -68,28 +67,18 @@ class BlockReader:
                 fence = self._block_fence(i, final)
                 if fence is not None:
                     return fence
-            if scanner.atom:
-                if ATOM_CHARS.match(ch):
-                    scanner.atom.append(ch)
-                    i += 1
-                    continue
-                st.pos = i  # where the value ends (a tool name's position is checked)
-                scanner.end_atom()
+            if scanner.atom and scanner.atom_goes_on(ch, i):
+                i += 1
+                continue
             if ch in " \t\r\n":
-                if ch == "\n":
-                    st.line_start_in_block = True
+                st.line_start_in_block = st.line_start_in_block or ch == "\n"
                 i += 1
                 continue
+
             st.line_start_in_block = False
-            if not stack:
-                if self._outside_values(ch, i):
-                    return True
-                i += 1
-                continue
-            scanner.structural(ch)
+            if self._structural(ch, i):
+                return True
             i += 1
-            if not stack and not st.block_fenced and not scanner.atom:
-                return self._ends_at(i)
         st.pos = i
         return False
 
@@ -100,6 +89,15 @@ class BlockReader:
             self.close_block(cut=True, why=_IN_STRING)
             return True
         assert stop == WAIT
+        return False
+
+    def _structural(self, ch: str, i: int) -> bool:
+        """A character outside strings and atoms, not blank; True when the block ends."""
+        if not self.stack:
+            return self._outside_values(ch, i)
+        self.scanner.structural(ch)
+        if not self.stack and not self.st.block_fenced and not self.scanner.atom:
+            return self._ends_at(i + 1)
         return False
 
     def _outside_values(self, ch: str, i: int) -> bool:

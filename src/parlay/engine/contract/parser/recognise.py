@@ -201,9 +201,14 @@ class TextReader:
             return True
         if info not in JSON_FENCES or buf[i] == "`":
             return self._fence_as_code(i)
-        # A plain ```json fence holds an action only if its object's first key says so
-        # (read within _MAX_FENCE_GAP characters of blanks: past that it is code).
+        return self._json_fence(i, final)
+
+    def _json_fence(self, i: int, final: bool) -> bool:
+        """A plain ```json fence holds an action only if its object's first key says so
+        (read within _MAX_FENCE_GAP characters of blanks: past that it is code)."""
+        buf = self.st.buf
         limit = i + _MAX_FENCE_GAP
+
         j = _after_space(buf, i, limit)
         if j < len(buf) and buf[j] == "[":
             j = _after_space(buf, j + 1, limit)
