@@ -49,7 +49,8 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
         return {k: resolve(v, seen) for k, v in node.items() if k != "$defs"}
 
     try:
-        return resolve(schema, ())
+        inlined: dict[str, Any] = resolve(schema, ())
+        return inlined
     except RecursionError:
         return schema
 
@@ -118,6 +119,6 @@ def arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
 
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON schema a model is shown: references inlined, pydantic's titles dropped."""
-    schema = _strip_titles(_inline_refs(model.model_json_schema()))
+    schema: dict[str, Any] = _strip_titles(_inline_refs(model.model_json_schema()))
     schema.setdefault("properties", {})
     return schema

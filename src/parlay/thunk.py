@@ -8,7 +8,7 @@ import contextvars
 import inspect
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from attrs import frozen
 
@@ -359,7 +359,7 @@ class ModelOutputThunk(Generic[T]):
         if not self._parsed_ready:
             self._parsed = self._parse(self._text())
             self._parsed_ready = True
-        return self._parsed
+        return cast(T, self._parsed)
 
     @property
     def finish_reason(self) -> FinishReason | None:

@@ -16,14 +16,10 @@ from parlay.errors import InvalidRequestError
 from parlay.tool_text import render_output
 from parlay.tools import Toolbox
 
-if TYPE_CHECKING:
-    from parlay.session import Session
-
 # Set while a session's own tool loop runs calls, so protocol hooks know not to insert
 # into `session.ctx` (the loop records the round in its thunk instead).
-_running_loop_of: contextvars.ContextVar[Session | None] = contextvars.ContextVar(
-    "parlay_tool_loop", default=None
-)
+_running_loop_of: contextvars.ContextVar[SessionToolCallingProtocol | None]
+_running_loop_of = contextvars.ContextVar("parlay_tool_loop", default=None)
 
 
 class SessionToolCallingProtocol:
@@ -92,7 +88,7 @@ class SessionToolCallingProtocol:
         return self.tool_call_result(call, result)
 
     async def _execute_in_loop(self, call: ToolCall) -> ToolResult:
-        token = _running_loop_of.set(self)  # type: ignore[arg-type]
+        token = _running_loop_of.set(self)
         try:
             cls = type(self)
             overrides_sync = cls.call_tool is not SessionToolCallingProtocol.call_tool

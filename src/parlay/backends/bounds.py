@@ -1,20 +1,9 @@
 """Bounded generation: a default token budget and a guard against a reply in a loop.
 
-Small models, asked to go on after a tool result, often fall into a loop ("The answer is
-5555." 180 times, until the context is full). A token budget bounds the cost of any
-reply; the `RepetitionGuard` stops a loop early, as soon as the reply's last lines or
-sentences are one short cycle repeated, and says what repeated.
-
-The guard reads text in *units*: a line, or a sentence ending in `.`, `!` or `?` before
-white space. It trips when the last `repeats` periods of 1 to `max_period` units are
-the same, and one period holds at least `min_chars` characters, so a list of short
-identical items (`- [ ] todo`, `}`) never trips it. A loop can also stay inside one
-line, where no unit ends: a JSON argument written as `"Divorce", "Divorce", ...` or
-`Basketball.Basketball...` until the token budget (a 135M model spent 125 s on three
-such attempts). So the guard also trips when the last `line_chars` characters of a line
-are one piece of at most `line_period` characters repeated. Each completed unit, and
-each chunk of text, costs a bounded number of comparisons per character, so the guard
-is linear in the reply.
+Small models often loop after a tool result until the context is full. The
+`RepetitionGuard` reads text in units (a line, or a sentence) and stops a reply whose
+last units are one short cycle repeated, or whose current line is one short piece
+repeated (a loop inside a JSON argument). It is linear in the reply.
 """
 
 from __future__ import annotations
@@ -30,9 +19,7 @@ from parlay.errors import ConfigurationError
 from parlay.events import Event, Finish, ScoredTextDelta, TextDelta, TokenChoice
 from parlay.request import ChatRequest
 
-# Most tokens of one reply of the embedded model, and of one attempt of the prompted
-# engine, when the caller sets none. A 135M model that has not ended in 1024 tokens is
-# in a loop; an engine attempt may hold a whole file in an argument, so it gets more.
+# Token budgets when the caller sets none: an engine attempt may hold a file in an argument.
 EMBEDDED_MAX_TOKENS = 1024
 ATTEMPT_MAX_TOKENS = 2048
 
@@ -45,15 +32,14 @@ _UNIT_CHARS = 400
 @frozen
 class RepetitionLimit:
     """When the guard stops a reply: the last `repeats` periods of 1 to `max_period`
-    units are identical, and one period holds at least `min_chars` characters."""
+    units are identical, and one period holds at least `min_chars` characters (so a
+    list of short identical items never trips it)."""
 
     repeats: int = 4
     max_period: int = 4
     min_chars: int = 12
     # Within one line: the last `line_chars` characters are one piece of at most
-    # `line_period` characters repeated (None: lines are not read this way). 300 is
-    # about 100 tokens of loop, and longer than any run of one short piece in the
-    # replies of the development benchmark that were not loops.
+    # `line_period` characters repeated (None: lines are not read this way).
     line_chars: int | None = 300
     line_period: int = 50
 
@@ -75,11 +61,8 @@ class RepetitionLimit:
 class LineLoop:
     """Finds where a line has become one short piece repeated for `chars` characters.
 
-    It looks every `_STEP` characters of the reply (at fixed positions, so however the
-    text is split into chunks it stops at the same place): the last `_STEP` characters
-    are searched for among the `period` before them, and each distance they are found
-    at is a period to check over the last `chars`. Text that does not repeat costs one
-    short search per look: linear in the reply.
+    It looks at fixed positions every `_STEP` characters, so chunking does not change
+    where it stops, searching the last `_STEP` characters among the `period` before.
     """
 
     _STEP = 16
@@ -122,12 +105,9 @@ class LineLoop:
 class RepetitionGuard:
     """Reads a reply's text as it streams, and holds back what only repeats it.
 
-    `feed` returns the text that may be shown now. Text found in one of the last units,
-    as far as it goes, is held: released as soon as it says something new, and
-    dropped when it completes a loop (`tripped` then says what repeated). So a reply in
-    a loop reads as if it had said its sentence once, and any other reply shows the same
-    text as written, a repeated sentence only a little later. However the text is split
-    into chunks, the same text is shown in the end.
+    Repeated text is held until it says something new, and dropped when it completes a
+    loop (`tripped` then says what repeated): a looping reply reads as if it had said
+    its sentence once. However the text is chunked, the same text is shown.
     """
 
     def __init__(self, limit: RepetitionLimit | None = None) -> None:
@@ -143,11 +123,7 @@ class RepetitionGuard:
         self.times = 0  # how many times `tripped` was repeated when the guard stopped
 
     def feed(self, text: str) -> str:
-        """Take more of the reply; return what may be shown now.
-
-        A `.` at the end of a chunk waits for the next character to tell whether it ends
-        a sentence.
-        """
+        """Take more of the reply; return what may be shown now."""
         if self.tripped is not None:
             return ""
         line = self._line
@@ -263,11 +239,9 @@ async def guarded(
 ) -> AsyncIterator[Event]:
     """`events`, ended early when the text falls into a loop (`limit` None: unguarded).
 
-    Text that only repeats is held back by the `RepetitionGuard`, and dropped with the
-    loop. The inner stream is then closed at once, so the model stops generating (an
-    HTTP backend drops the request), and the reply ends with `Finish("length")` whose
-    diagnostics say what repeated (`Diagnostics.repetition`). Token scores
-    (`ScoredTextDelta`) go out with the text, in order.
+    The inner stream is then closed at once, so the model stops generating, and the
+    reply ends with `Finish("length")` saying what repeated. Token scores go out with
+    the text, in order.
     """
     if limit is None:
         async for event in events:
@@ -277,23 +251,10 @@ async def guarded(
     tokens: list[TokenChoice] = []
     try:
         async for event in events:
-            if not isinstance(event, TextDelta):
-                if isinstance(event, Finish) and (rest := guard.flush()):
-                    yield _delta(rest, tokens)
-                yield event
-                continue
-            if isinstance(event, ScoredTextDelta):
-                tokens.extend(event.tokens)
-            shown = guard.feed(event.text)
+            for out in _passed(event, guard, tokens):
+                yield out
             if guard.tripped is not None:
-                if shown:
-                    yield _delta(shown, tokens)
                 break
-            if shown == event.text and not tokens[len(getattr(event, "tokens", ())) :]:
-                tokens.clear()
-                yield event
-            elif shown:
-                yield _delta(shown, tokens)
         else:
             return
     finally:
@@ -301,6 +262,21 @@ async def guarded(
     assert guard.tripped is not None
     note = describe(guard.tripped, guard.times)
     yield Finish("length", diagnostics=Diagnostics(notes=(note,), repetition=guard.tripped))
+
+
+def _passed(event: Event, guard: RepetitionGuard, tokens: list[TokenChoice]) -> list[Event]:
+    """What of `event` goes out now; text the guard holds waits, with its token scores."""
+    if not isinstance(event, TextDelta):
+        rest = guard.flush() if isinstance(event, Finish) else ""
+        return [_delta(rest, tokens), event] if rest else [event]
+    if isinstance(event, ScoredTextDelta):
+        tokens.extend(event.tokens)
+    shown = guard.feed(event.text)
+    whole = shown == event.text and not tokens[len(getattr(event, "tokens", ())) :]
+    if guard.tripped is None and whole:
+        tokens.clear()
+        return [event]
+    return [_delta(shown, tokens)] if shown else []
 
 
 def _delta(text: str, tokens: list[TokenChoice]) -> TextDelta:

@@ -102,13 +102,7 @@ class OpenAIBackend:
         if request.model is None and self.model is None:
             request = request.replace(model=await self.served_model())
         if not self.streaming:
-            body = codec.encode_request(request, model=self.model, stream=False)
-            data = await self.http.post_json("/chat/completions", body)
-            if not isinstance(data, dict) or "choices" not in data:
-                raise BackendProtocolError(
-                    f"{self.base_url} answered without 'choices': {str(data)[:200]!r}"
-                )
-            for event in codec.decode_response(data):
+            async for event in self._whole(request):
                 yield event
             return
         body = codec.encode_request(request, model=self.model, stream=True)
@@ -123,15 +117,7 @@ class OpenAIBackend:
             if sse.data.strip() == "[DONE]":
                 done = True
                 continue
-            try:
-                chunk = json.loads(sse.data)
-            except json.JSONDecodeError as exc:
-                raise BackendProtocolError(
-                    f"{self.base_url} sent a stream chunk that is not JSON: {sse.data[:200]!r}"
-                ) from exc
-            if isinstance(chunk, dict) and "error" in chunk:
-                raise BackendProtocolError(f"{self.base_url} sent an error mid-stream: {chunk}")
-            for event in decoder.feed(chunk):
+            for event in decoder.feed(self._chunk(sse.data)):
                 yield event
         else:
             if not done and not decoder.saw_finish_reason:
@@ -140,6 +126,29 @@ class OpenAIBackend:
                 )
         for event in decoder.finish():
             yield event
+
+    async def _whole(self, request: ChatRequest) -> AsyncIterator[Event]:
+        """The reply of a request that does not stream."""
+        body = codec.encode_request(request, model=self.model, stream=False)
+        data = await self.http.post_json("/chat/completions", body)
+        if not isinstance(data, dict) or "choices" not in data:
+            raise BackendProtocolError(
+                f"{self.base_url} answered without 'choices': {str(data)[:200]!r}"
+            )
+        for event in codec.decode_response(data):
+            yield event
+
+    def _chunk(self, data: str) -> Any:
+        """One stream chunk's JSON; an error for one that is not JSON or reports an error."""
+        try:
+            chunk = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise BackendProtocolError(
+                f"{self.base_url} sent a stream chunk that is not JSON: {data[:200]!r}"
+            ) from exc
+        if isinstance(chunk, dict) and "error" in chunk:
+            raise BackendProtocolError(f"{self.base_url} sent an error mid-stream: {chunk}")
+        return chunk
 
     async def count_tokens(self, request: ChatRequest) -> TokenCount:
         """With llama.cpp's server: its own chat template and tokenizer over the prompt the

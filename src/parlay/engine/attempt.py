@@ -1,13 +1,15 @@
 """One round trip of the prompted engine to the inner model: what is shown, held, dropped.
 
-Each attempt streams in one mode (see `parlay.engine.backend`): `live` shows every
-event at once; `buffered` holds the whole reply; `hybrid` shows text once it is clearly
-not a refusal and holds the calls until the reply has been judged.
+Each attempt streams in one mode (`TurnPolicy.streaming`): `live` shows every event at
+once; `buffered` holds the whole reply; `hybrid` shows text once it is clearly not a
+refusal and holds the calls until the reply has been judged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+
+from attrs import field, frozen
 
 from parlay.context import ToolCall
 from parlay.engine.checks.calls import CheckedCall
@@ -31,37 +33,32 @@ from parlay.reply import gather
 CALL_EVENTS = (ToolCallStart, ToolCallArgsDelta, ToolCallEnd)
 
 
+@frozen
+class AttemptSetup:
+    """How one attempt treats its reply, as its place in the turn decides."""
+
+    mode: StreamingMode
+    check: Callable[[ToolCall], CheckedCall]
+    may_call: bool
+    refusal_phrases: RefusalPhrases
+    refusal_window: int  # characters of text held for the refusal check (0: none)
+    suppress_text: bool = False  # earlier text went out: this reply's text is dropped
+    parallel: bool = True
+    drop_duplicates: bool = False
+    # parlay's own words around the tool results: text that may only repeat them is
+    # held, so the echo filter can still drop it...
+    own_words: OwnWords = field(factory=OwnWords)
+    # ... and clauses repeating them are taken out of a reply that says more (not out of
+    # an answer held to the user's schema: its text is a JSON document).
+    trim_clauses: bool = True
+
+
 class Attempt:
     """The events of one reply, routed by the attempt's mode, and what was found in it."""
 
-    def __init__(
-        self,
-        mode: StreamingMode,
-        *,
-        check: Callable[[ToolCall], CheckedCall],
-        may_call: bool,
-        refusal_phrases: RefusalPhrases,
-        refusal_window: int,
-        suppress_text: bool = False,
-        parallel: bool = True,
-        drop_duplicates: bool = False,
-        own_words: OwnWords | None = None,
-        trim_clauses: bool = True,
-    ) -> None:
-        self.mode = mode
-        self.check = check
-        self.may_call = may_call
-        self.refusal_phrases = refusal_phrases
-        self.refusal_window = refusal_window
-        self.suppress_text = suppress_text
-        self.parallel = parallel
-        self.drop_duplicates = drop_duplicates
-        # parlay's own words around the tool results: text that may only repeat them is
-        # held, so the echo filter can still drop it.
-        self.own_words = own_words or OwnWords()
-        # ... and clauses that only repeat them are taken out of a reply that says more
-        # (not out of an answer held to the user's schema: its text is a JSON document).
-        self.trim = EchoTrim(self.own_words if trim_clauses else OwnWords())
+    def __init__(self, setup: AttemptSetup) -> None:
+        self.setup = setup
+        self.trim = EchoTrim(setup.own_words if setup.trim_clauses else OwnWords())
         self.ended: set[tuple[str, str]] = set()  # (name, arguments) of the calls so far
         self.duplicates = 0
         self.kept_call: str | None = None
@@ -112,30 +109,47 @@ class Attempt:
     def _route(self, event: Event, now: list[Event]) -> None:
         """One event, past the echo trim: checked, then shown (added to `now`), held or
         dropped by the attempt's mode."""
-        if not self.parallel and isinstance(event, CALL_EVENTS):
-            if self.kept_call is None and isinstance(event, ToolCallStart):
-                self.kept_call = event.id
-            if event.id != self.kept_call:
-                if isinstance(event, ToolCallEnd):
-                    self.notes.append(
-                        f"dropped a further {event.call.name} call: parallel_tool_calls is off"
-                    )
-                return
-        if isinstance(event, ToolCallEnd) and self._duplicate(event):
-            return
+        admitted = self._admitted(event)
+        if admitted is not None:
+            self._by_mode(admitted, now)
+
+    def _admitted(self, event: Event) -> Event | None:
+        """`event` with its call checked, or None where the turn's limits drop it."""
+        if self._further_call(event):
+            return None
         if isinstance(event, ToolCallEnd):
-            checked = self.check(event.call)
+            if self._duplicate(event):
+                return None
+            checked = self.setup.check(event.call)
             self.issues.extend(checked.issues)
             self.notes.extend(checked.notes)
             event = ToolCallEnd(checked.call)
-        if not self.may_call and isinstance(event, CALL_EVENTS):
+        if not self.setup.may_call and isinstance(event, CALL_EVENTS):
             if isinstance(event, ToolCallEnd):
                 self.notes.append(f"ignored a {event.call.name} call: tool_choice is none")
-            return
-        if isinstance(event, TextDelta) and self.suppress_text:
+            return None
+        if isinstance(event, TextDelta) and self.setup.suppress_text:
             self.notes.append("dropped the retry's text: earlier text was already shown")
-            return
-        if self.mode == "live":
+            return None
+        return event
+
+    def _further_call(self, event: Event) -> bool:
+        """Whether `event` belongs to a second call while parallel calls are off."""
+        if self.setup.parallel or not isinstance(event, CALL_EVENTS):
+            return False
+        if self.kept_call is None and isinstance(event, ToolCallStart):
+            self.kept_call = event.id
+        if event.id == self.kept_call:
+            return False
+        if isinstance(event, ToolCallEnd):
+            self.notes.append(
+                f"dropped a further {event.call.name} call: parallel_tool_calls is off"
+            )
+        return True
+
+    def _by_mode(self, event: Event, now: list[Event]) -> None:
+        mode = self.setup.mode
+        if mode == "live":
             if isinstance(event, TextDelta):
                 now.extend(self._live_text(event))
                 return
@@ -143,7 +157,7 @@ class Attempt:
             if isinstance(event, ToolCallEnd):
                 self.live_calls += 1
             now.append(event)
-        elif self.mode == "buffered":
+        elif mode == "buffered":
             self.held.append(event)
         elif isinstance(event, TextDelta) and not self.calls_started:
             now.extend(self._text(event))
@@ -153,11 +167,9 @@ class Attempt:
 
     def _duplicate(self, end: ToolCallEnd) -> bool:
         """A call identical to an earlier one of this reply, dropped where its events are
-        still held (a live call is out already). Under the typed format's grammar the
-        plural form holds two calls or more, and a model with one call to make may write
-        it twice (Qwen, BFCL validate half: 6 of the 10 two-call replies to single-call
-        questions repeated one call, one of them 60 times)."""
-        if not self.drop_duplicates or self.mode == "live":
+        still held (a live call is out already): the typed format's plural form holds
+        two calls or more, so a model with one call to make may write it twice."""
+        if not self.setup.drop_duplicates or self.setup.mode == "live":
             return False
         key = (end.call.name, end.call.arguments_json)
         if key not in self.ended:
@@ -177,7 +189,7 @@ class Attempt:
             return [event]
         self.held.append(event)
         held_text = "".join(e.text for e in self.held if isinstance(e, TextDelta))
-        if may_become_placeholder(held_text) or self.own_words.may_be_repeated_by(held_text):
+        if may_become_placeholder(held_text) or self.setup.own_words.may_be_repeated_by(held_text):
             return []
         return self._release_text()
 
@@ -196,12 +208,13 @@ class Attempt:
             return [event]
         self.held.append(event)
         self.held_text += len(event.text)
-        if self.held_text < self.refusal_window:
+        window = self.setup.refusal_window
+        if self.held_text < window:
             return []
         held_text = "".join(e.text for e in self.held if isinstance(e, TextDelta))
-        if self.refusal_window and detect_refusal(held_text, self.refusal_phrases):
+        if window and detect_refusal(held_text, self.setup.refusal_phrases):
             return []
-        if self.own_words.may_be_repeated_by(held_text):
+        if self.setup.own_words.may_be_repeated_by(held_text):
             return []
         self.text_live = True
         self.shown_text = True

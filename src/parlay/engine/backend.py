@@ -1,30 +1,10 @@
 """Tool calling for models without it: the prompt-contract engine as a `Backend`.
 
-`PromptedBackend(inner)` renders the contract into the prompt, streams the inner model's
-text through the incremental action parser, repairs calls against their schemas, and
-retries (bounded) when a call was expected and missing, the model refused, or a call
-was unreadable, unknown or did not fit its schema. Sessions and the proxy cannot tell
-it from a native backend: it reports `native_tools=True` and yields the same events.
-
-Streaming and retries, explicitly. A retry needs the whole reply before deciding, and no
-event is emitted for a reply that is then discarded, so each attempt runs in one of three
-modes (recorded as `Diagnostics.streaming`):
-
-- `live`: no retry can follow (`max_retries` spent or 0, or `tool_choice="none"`):
-  every event goes out as the parser produces it.
-- `hybrid` (`tool_choice="auto"` with retries left, or the last attempt after a retry
-  under `auto`, whose short answer may only repeat the retry message and is then
-  replaced by an earlier plain answer or dropped): visible text goes out live once
-  `refusal_window` characters have shown it is not a refusal; from the first action
-  on, the call events are held until the reply ends and has been judged. If a retry
-  follows after text went out, the text stays (it was not discarded) and only the
-  retry's calls are added; its own text is dropped and noted.
-- `buffered` (`tool_choice` required or a named tool, retries left): the whole reply is
-  held, since a reply without a call is retried.
-
-Held calls are emitted with one `ToolCallArgsDelta` holding the repaired arguments;
-live calls stream the arguments as written (normalised to JSON) and their `ToolCallEnd`
-carries the repaired ones.
+`PromptedBackend(inner)` renders the contract, parses the inner model's text as it streams,
+repairs calls and asks again (bounded) when a reply fails a check. No event of a reply
+that is then discarded goes out, so an attempt streams `live` when no retry can follow,
+`hybrid` under `auto` (text once it is no refusal, calls held until judged) or `buffered`
+when a call is required (`TurnPolicy.streaming`, `Diagnostics.streaming`).
 """
 
 from __future__ import annotations
@@ -80,54 +60,27 @@ __all__ = ["NAME_ALTERNATIVES", "PromptedBackend", "behind_engine"]
 class PromptedBackend:
     """Wraps any `Backend` and gives it tool calling through a prompt contract.
 
-    - `action_format`: "fenced" (```` ```json action ```` blocks), "json" (one JSON object
-      per reply), "command" (`@tool NAME {...}` lines) or "typed" (one JSON object whose
-      kind comes first, as a value); the parser reads all four. None (default): "typed"
-      when replies can be held to a grammar, else "fenced".
-    - `max_retries`: bounded retries (default 2), each with a stricter instruction.
-    - `constrained`: hold every reply (except under `tool_choice="none"`) to a JSON
-      schema of valid actions; under `auto` a plain answer comes as `{"final": ...}`.
-      None (default): whenever the inner backend takes JSON schemas, falling back to
-      free text if it rejects one. True: always (an error if it cannot). False: never.
-    - `few_shot`: example turns synthesised from the request's tools (default on).
-    - `refusal_phrases`: a `RefusalPhrases` (extend `DEFAULT_REFUSALS` with your own).
-    - `template_dir`: your folder of templates, searched before parlay's own.
-    - `max_result_chars`: tool outputs longer than this are cut, with a marker.
-    - `refusal_window`: characters of text held (under `auto`) before it streams.
-    - `listed_calls`: with parallel calls allowed, the json format (and any format under a
-      grammar) writes every call in the list form, `{"actions": [...]}`, one call too,
-      and the grammar admits only that form (default off; see `ContractOptions`).
-    - `restate_request`: the continuation carrying tool results restates the user's
-      request, for a model to see what is still to do (default on; off for the embedded
-      SmolLM2, `parlay.start.default_backend`).
-    - `check_values`: retry calls whose values were copied from the examples or, under
-      `auto`, given by no one, and answers quoting the examples' made-up result
-      (`parlay.engine.contract.grounding`): False switches these rules off, True on, None
-      (default) leaves each as shipped.
-    - `min_offered_share`: under `auto` and a grammar, a call is taken for one the grammar
-      forced, and the model asked for an answer instead, when at some token of the
-      tool's name less than this share of the alternatives it weighed there go on to an
-      offered tool (`parlay.engine.checks.forced`; needs a backend that reports
-      log-probabilities, like llama.cpp, vLLM or OpenAI). Default 0.5; 0 turns the check
-      off. A model unsure even of its right names does better lower: the embedded
-      SmolLM2-135M runs at 0.1 (`parlay.start.default_backend`).
-    - `min_call_confidence`: the one knob that trades calls against abstentions. Under
-      `auto`, a first reply's calls go out only when the model put at least this share of
-      its weight on calling rather than answering in words (read where the reply writes
-      its kind, `parlay.engine.checks.leaning`; needs log-probabilities and the json or
-      typed format); else it is asked for an answer in words. Default
-      `DEFAULT_CALL_CONFIDENCE`; 0 switches it off; higher abstains more.
-    - `max_tokens`: the token budget of each attempt when the request sets none (default
-      2048; None: the inner backend's own limit). A caller's `max_tokens` wins.
-    - `checks`: the checks a reply passes, in order (default `DEFAULT_CHECKS`): add your
-      own (`[*DEFAULT_CHECKS, CallRule("no_wildcards", check)]`), reorder or replace them
-      (`parlay.engine.checks.retry.Check`).
-    - `rules_off`: names of rules to switch off (`parlay.engine.checks.rules.RULES` lists
-      parlay's own); every reply names the rules that acted on it in `Diagnostics.rules`.
-    - `repetition`: stop an attempt that has fallen into a loop, repeating one line or
-      sentence (`parlay.backends.bounds.RepetitionLimit`; None turns the guard off).
+    - `action_format`: "fenced", "json", "command" or "typed" (the parser reads all four);
+      None: "typed" when replies can be held to a grammar, else "fenced".
+    - `max_retries`: how many times a failed reply is asked again.
+    - `constrained`: hold replies to a JSON schema of valid actions (not under
+      `tool_choice="none"`); None: when the inner backend takes one, else free text.
+    - `few_shot`, `max_examples`: example turns made from the request's tools.
+    - `refusal_phrases`, `refusal_window`: what reads as a refusal, and how much text
+      is held under `auto` before it streams.
+    - `template_dir`: your templates, searched before parlay's own.
+    - `max_result_chars`, `thought_limit`: where tool outputs and thoughts are cut.
+    - `listed_calls`, `restate_request`: see `ContractOptions`.
+    - `check_values`: switch the value rules (`contract.grounding`) on or off; None: as shipped.
+    - `min_offered_share`: under a grammar, a call whose tool name the model was less sure
+      of than this is taken as forced (`checks.forced`; 0: off).
+    - `min_call_confidence`: under `auto`, calls go out only when the model leaned to
+      calling at least this much (`checks.leaning`; 0: off); higher abstains more.
+    - `max_tokens`: each attempt's budget when the request sets none.
+    - `checks`, `rules_off`: the checks a reply passes, in order, and rules switched off.
+    - `repetition`: stop an attempt caught in a loop (`RepetitionLimit`; None: off).
 
-    The defaults are measured on BFCL's development benchmark (bench/results/bfcl-dev.md).
+    The defaults and what they cost: bench/results/bfcl-dev.md.
     """
 
     def __init__(
@@ -154,38 +107,26 @@ class PromptedBackend:
         rules_off: Iterable[str] = (),
         checks: Iterable[Check] = DEFAULT_CHECKS,
     ) -> None:
-        if constrained and not inner.capabilities.json_schema:
-            raise ConfigurationError(
-                f"constrained=True needs a backend with JSON-schema output; {inner.name} has "
-                "none: pass constrained=None (use it when available) or False"
-            )
-        for knob, value in (
-            ("min_offered_share", min_offered_share),
-            ("min_call_confidence", min_call_confidence),
-        ):
-            if not 0 <= value <= 1:
-                raise ConfigurationError(f"{knob} must be between 0 and 1, got {value}")
-        if max_tokens is not None and max_tokens < 1:
-            raise ConfigurationError(f"max_tokens must be 1 or more, got {max_tokens}")
+        _check_knobs(inner, constrained, min_offered_share, min_call_confidence, max_tokens)
         self.inner = inner
         self.constrained = constrained
         grammar = constrained is not False and inner.capabilities.json_schema
         if action_format is None:
             action_format = "typed" if grammar else DEFAULT_FORMAT
-        options = ContractOptions(
-            action_format=action_format,
-            few_shot=few_shot,
-            max_examples=max_examples,
-            max_result_chars=max_result_chars,
-            thought_limit=thought_limit,
-            template_dir=str(template_dir) if template_dir is not None else None,
-            listed_calls=listed_calls,
-            restate_request=restate_request,
-        )
-        rules = Rules().switched(off=rules_off, values=check_values)
         self.settings = EngineSettings(
-            options=options,
-            policy=RetryPolicy(max_retries, rules, tuple(checks)),
+            options=ContractOptions(
+                action_format=action_format,
+                few_shot=few_shot,
+                max_examples=max_examples,
+                max_result_chars=max_result_chars,
+                thought_limit=thought_limit,
+                template_dir=str(template_dir) if template_dir is not None else None,
+                listed_calls=listed_calls,
+                restate_request=restate_request,
+            ),
+            policy=RetryPolicy(
+                max_retries, Rules().switched(off=rules_off, values=check_values), tuple(checks)
+            ),
             refusal_phrases=refusal_phrases,
             refusal_window=refusal_window,
             min_offered_share=min_offered_share,
@@ -195,7 +136,6 @@ class PromptedBackend:
             repetition=repetition,
         )
 
-    # What the settings hold, where a caller (a benchmark, a test) looks for it.
     @property
     def options(self) -> ContractOptions:
         return self.settings.options
@@ -273,20 +213,17 @@ class PromptedBackend:
 
     @property
     def grammar_available(self) -> bool:
-        """Whether replies may be held to a grammar: the inner backend takes JSON schemas
-        and `constrained` is not False."""
+
         return self.settings.grammar_available
 
     async def count_tokens(self, request: ChatRequest) -> TokenCount:
-        """The tokens of what the inner model is sent for `request`: the rendered
-        contract, tools and all, counted by the inner backend."""
+        """The tokens of the rendered contract the inner model is sent for `request`."""
         if not request.tools and not has_tool_activity(request.messages):
             return await count_tokens(self.inner, request)
         constrained = self.settings.uses_constraint(request)
         contract = render_contract(request, self.options, constrained=constrained)
         return await count_tokens(self.inner, ChatRequest(contract.messages))
 
-    # -- the engine -----------------------------------------------------------------------
     def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         # Retries spent, a call to a tool not offered becomes a plain answer naming it.
         return offered_calls_only(self._stream(request), offered_names(request))
@@ -297,19 +234,29 @@ class PromptedBackend:
                 yield event
             return
         turn = begin_turn(self.settings, request)
+        try:
+            async for out in self._attempts(turn):
+                yield out
+        except BackendStatusError as exc:
+            if not self._runs_unconstrained(turn, exc):
+                raise
+            async for out in self._unconstrained(request, exc.status_code):
+                yield out
+            return
+        async for out in self._closing(turn, request):
+            yield out
+        finish = turn.finish(self.options.action_format)
+        logger.debug("prompted reply: %s", finish.diagnostics)
+        yield finish
+
+    async def _attempts(self, turn: Turn) -> AsyncIterator[Event]:
+        """The turn's attempts, until one is released (or dropped) or none is left."""
         for attempt_no in range(self.policy.max_retries + 1):
             can_retry = turn.policy.may_retry(attempt_no)
             attempt = next_attempt(self.settings, turn, can_retry)
             parser = ActionStreamParser(turn.specs, thought_limit=self.options.thought_limit)
-            try:
-                async for out in self._run(turn, attempt, parser):
-                    yield out
-            except BackendStatusError as exc:
-                if not self._runs_unconstrained(turn, exc):
-                    raise
-                async for out in self._unconstrained(request, exc.status_code):
-                    yield out
-                return
+            async for out in self._run(turn, attempt, parser):
+                yield out
             again, released = self._settle(turn, attempt, parser.result(), attempt_no, can_retry)
             if again:
                 continue
@@ -318,18 +265,11 @@ class PromptedBackend:
                 for out in released.release():
                     turn.yielded += 1
                     yield out
-            break
-        async for out in self._closing(turn, request):
-            yield out
-        finish = turn.finish(self.options.action_format)
-        logger.debug("prompted reply: %s", finish.diagnostics)
-        yield finish
+            return
 
     def _runs_unconstrained(self, turn: Turn, error: BackendStatusError) -> bool:
-        """Whether a failed attempt goes again without the grammar: only on a refusal of
-        the schema itself (400/422 naming it), before anything was shown, and unless the
-        caller asked for the grammar. A 5xx, 429 or 401 is no reason to send the request
-        again."""
+        """Whether the attempt goes again without the grammar: only when the server
+        rejected the schema itself, nothing was shown and the caller did not insist."""
         if not turn.constrained or turn.yielded or self.constrained:
             return False
         return schema_rejected(error)
@@ -337,8 +277,7 @@ class PromptedBackend:
     def _settle(
         self, turn: Turn, attempt: Attempt, parsed: ParseResult, attempt_no: int, can_retry: bool
     ) -> tuple[bool, Attempt | None]:
-        """What follows an attempt: whether the engine asks again, else the attempt
-        whose events go out (None: nothing does)."""
+        """Whether to ask again, else the attempt whose events go out (None: none)."""
         turn.record(attempt, parsed)
         if attempt_no == 0:
             turn.answer_share = answer_share(attempt.tokens, self.options.action_format)
@@ -352,13 +291,10 @@ class PromptedBackend:
         return False, to_release(self.settings, turn, attempt, parsed, can_retry)
 
     async def _closing(self, turn: Turn, request: ChatRequest) -> AsyncIterator[Event]:
-        """After the attempts, when nothing was left to show: words asked for once more,
-        and under tool_choice none, the tool results as the answer of last resort, or the
-        last reply the echo filter held back (the user gets text, whatever came)."""
+        """When nothing was left to show, the user still gets text: words asked for once
+        more, else the tool results, else the last reply the echo filter held back."""
         if turn.dropped and turn.policy.may_call and self.rules.on("words_after_drop"):
-            # Ask once more, told to answer in words, with no retry message in sight to
-            # repeat (SmolLM2 ended a turn after a tool result with only the retry's
-            # words, and the user got an empty message).
+            # Asked afresh, with no retry message in sight for the model to repeat.
             turn.fired.append("words_after_drop")
             async for out in self.stream(request.replace(tool_choice=NONE)):
                 if isinstance(out, Finish):
@@ -376,8 +312,6 @@ class PromptedBackend:
             turn.yielded += 1
             yield TextDelta(results)
         elif turn.withheld:
-            # Only parlay's words came back, every try, and no result can answer: the
-            # model's last words stand rather than an empty message.
             turn.notes.append("no other words came: the last reply stands, though it echoes")
             turn.yielded += 1
             yield TextDelta(turn.withheld)
@@ -413,8 +347,7 @@ class PromptedBackend:
             yield out
 
     async def _unconstrained(self, request: ChatRequest, status: int) -> AsyncIterator[Event]:
-        """The server could not turn the action schema into a grammar (some reject parts
-        of JSON schema) and nothing was shown yet: the request again, without it."""
+        """The request again without the grammar, which the server could not build."""
         note = f"the backend rejected the action schema (HTTP {status}); ran unconstrained"
         logger.warning("%s", note)
         async for out in self.configure(constrained=False).stream(request):
@@ -424,9 +357,32 @@ class PromptedBackend:
             yield out
 
 
+def _check_knobs(
+    inner: Backend,
+    constrained: bool | None,
+    min_offered_share: float,
+    min_call_confidence: float,
+    max_tokens: int | None,
+) -> None:
+    """A `ConfigurationError` for a setting out of its range."""
+    if constrained and not inner.capabilities.json_schema:
+        raise ConfigurationError(
+            f"constrained=True needs a backend with JSON-schema output; {inner.name} has "
+            "none: pass constrained=None (use it when available) or False"
+        )
+    for knob, value in (
+        ("min_offered_share", min_offered_share),
+        ("min_call_confidence", min_call_confidence),
+    ):
+        if not 0 <= value <= 1:
+            raise ConfigurationError(f"{knob} must be between 0 and 1, got {value}")
+    if max_tokens is not None and max_tokens < 1:
+        raise ConfigurationError(f"max_tokens must be 1 or more, got {max_tokens}")
+
+
 def behind_engine(backend: Backend, **options: Any) -> PromptedBackend:
-    """`backend` behind the prompt-contract engine with `options` (None: unchanged). A
-    backend already behind it is reconfigured, never wrapped twice."""
+    """`backend` behind the engine with `options` (None: unchanged), never wrapped twice."""
+
     given = {key: value for key, value in options.items() if value is not None}
     if isinstance(backend, PromptedBackend):
         return backend.configure(**given) if given else backend

@@ -85,10 +85,7 @@ def to_release(
     repeated = own_words(attempt, parsed, turn.instruction, turn.own_words)
     if repeated and settings.rules.on("echo_filter"):
         turn.fired.append("echo_filter")
-        # Qwen and SmolLM2 answered retry messages with their own words ("The tool call,
-        # or your answer to the user.") and copied the format's stand-ins ("your
-        # answer"): that is no answer, and the user should not read parlay's
-        # instructions.
+        # Parlay's instructions, echoed, are no answer: the user should not read them.
         turn.notes.append(f"dropped a reply that only repeated {repeated}")
         turn.dropped = True
         return None
@@ -109,10 +106,7 @@ def to_release(
 
 def drop_repeats_beside_new(settings: EngineSettings, turn: Turn, released: Attempt) -> None:
     """Under `auto`, calls repeating answered ones leave a reply that makes new calls as
-    well: their results are in the history already, and a tool that acts (a message
-    sent, an order placed) would act twice. (A reply of repeats only is asked again:
-    `repeated_call`.) Qwen in the typed format mixed a repeat with the next call in 5 %
-    of the turns after a result (`bench.bfcl.after`, stop 25)."""
+    well: their results are in the history, and a tool that acts would act twice."""
     if not turn.policy.model_decides or not settings.rules.on("repeat_beside_new"):
         return
     repeats = {issue.call.id for issue in released.issues if issue.kind == "repeated_call"}
@@ -136,8 +130,8 @@ def repeats_to_drop(
 
 def unsure_share(settings: EngineSettings, turn: Turn) -> float | None:
     """The first reply's share of weight on answering, when it leaves calling less than
-    `min_call_confidence` (see `leaning`); None otherwise. Only where the model decides
-    on the user's words: what the lean means after a tool result was not measured."""
+    `min_call_confidence` (see `leaning`); None otherwise, and after a tool result."""
+
     threshold = settings.min_call_confidence
     if threshold is None or turn.retries or not at_first_decision(turn.request.messages):
         return None

@@ -66,9 +66,8 @@ def grammar_for(
 def wants_words(
     settings: EngineSettings, turn: Turn, attempt: Attempt, parsed: ParseResult, attempt_no: int
 ) -> bool:
-    """Under tool_choice="none", whether a reply left no text: only (ignored) calls,
-    nothing at all, or only parlay's own words, taken out as it streamed (a reply under
-    tool_choice="none" always has text)."""
+    """Under tool_choice="none", whether a reply left no text of its own (only calls,
+    nothing, or parlay's words echoed): such a turn must still end in text."""
     return (
         not turn.policy.may_call
         and (not parsed.text.strip() or attempt.trim.took_all)
@@ -79,10 +78,8 @@ def wants_words(
 def ask_for_words(
     settings: EngineSettings, turn: Turn, attempt: Attempt, parsed: ParseResult
 ) -> None:
-    """Under tool_choice="none" a reply that is only a call, empty, or only parlay's words
-    leaves the user nothing: ask again for words. A reply that repeated the instruction
-    not to call is not shown it again: where a grammar is at hand the answer-only grammar
-    asks for the answer's shape instead."""
+    """Ask again for words. A reply that echoed the instruction, or the last try, goes
+    under the answer-only grammar where there is one, rather than see it again."""
     echo = attempt.trim.took_all
     if echo:
         turn.fired.append("echo_filter")
@@ -91,9 +88,6 @@ def ask_for_words(
     turn.retries.append(RetryRecord("words_only", ", ".join(c.name for c in parsed.calls)))
     last = len(turn.retries) >= settings.policy.max_retries
     if settings.grammar_available and (last or echo):
-        # The last attempt, after the model only called when asked for words: under the
-        # answer-only grammar, so the user gets text (after a tool result SmolLM2 wrote
-        # the same call three times under tool_choice none, and the answer was empty).
         answer_only(settings, turn)
         return
     turn.instruction = retry_instruction(
@@ -104,10 +98,8 @@ def ask_for_words(
 
 
 def answer_only(settings: EngineSettings, turn: Turn) -> None:
-    """The next attempt under the answer-only grammar: the conversation as it was,
-    rendered as under tool_choice="none" with no format shown (the grammar writes the
-    answer's shape, and a shown stand-in was copied) and no instruction added (see
-    `falls_back_to_words`)."""
+    """The next attempt under the answer-only grammar: the conversation rendered as under
+    tool_choice="none", with no examples and no instruction (models copy both)."""
     words = turn.request.replace(tool_choice=NONE)
     plain = evolve(settings.options, few_shot=False)
     turn.messages = render_contract(words, plain, constrained=True).messages
@@ -144,10 +136,7 @@ def _ask_again(settings: EngineSettings, turn: Turn, verdict: Verdict, attempt: 
     if verdict.reason == "repeated_call":
         turn.response_format = away_from_repeats(settings, turn, attempt)
     elif verdict.reason == "pretended_call" and verdict.tool is not None and turn.constrained:
-        # "get_crime_rate returned {"status": "done"}": after a nudge towards a tool, Qwen
-        # wrote the examples' made-up result as that tool's instead of calling it. Asked
-        # again (without the examples, below), it may call that tool or answer; its
-        # values are still checked. (Held to the call, it also called where no tool fit.)
+        # The model wrote a made-up result for this tool: it may call it, or answer.
         turn.response_format = grammar_for(settings, (verdict.tool,), request)
     turn.instruction = retry_instruction(
         verdict.reason,
@@ -165,10 +154,8 @@ def _ask_again(settings: EngineSettings, turn: Turn, verdict: Verdict, attempt: 
         reply = AssistantMessage("".join(attempt.raw))
         turn.messages = (*turn.messages, reply, UserMessage(turn.instruction))
         return
-    # The examples taught the model to fill values in (and to quote their made-up result):
-    # ask again without them and without the reply, so nothing is left to copy. With
-    # either in sight SmolLM2 wrote the same value again, and Qwen, asked about an
-    # invented value, answered with the examples' result instead.
+    # The examples taught the made-up value or result: ask again without them and without
+    # the reply, so nothing is left to copy.
     plain = evolve(settings.options, few_shot=False)
     fresh = render_contract(request, plain, constrained=turn.constrained).messages
     turn.messages = (*fresh, UserMessage(turn.instruction))
@@ -180,15 +167,10 @@ WORDS_AFTER: tuple[VerdictReason, ...] = ("forced_call", "unsure_call", "placeho
 
 
 def falls_back_to_words(settings: EngineSettings, turn: Turn, verdict: Verdict) -> bool:
-    """Whether the retry after `verdict` goes under the answer-only grammar, with no
-    instruction: after a call the grammar forced on the model or one it was unsure of,
-    a stand-in answer, or a value no one gave
-    after an earlier doubt about this turn (a made-up value, a quoted made-up
-    result, a forced call). The user most likely asked for something no tool does,
-    or never gave the value; asking again does not help a small model, a grammar for
-    words does. With an instruction added, both models answered with its words
-    ("Please provide the strings..."). `turn.retries` ends with this verdict's
-    retry."""
+    """Whether the retry after `verdict` goes under the answer-only grammar: after a
+    forced or unsure call, a stand-in answer, or a made-up value after an earlier doubt
+    in this turn. The user most likely asked for what no tool does; a grammar for
+    words helps a small model more than an instruction, whose words it would repeat."""
     if not settings.rules.on("words_fallback"):
         return False
     if verdict.reason in WORDS_AFTER:
@@ -203,12 +185,8 @@ def falls_back_to_words(settings: EngineSettings, turn: Turn, verdict: Verdict) 
 
 def repeat_in_words(settings: EngineSettings, turn: Turn, verdict: Verdict) -> bool:
     """Whether the try after a repeat of answered calls goes under the answer-only
-    grammar (under `auto`, with a grammar). On the turn after a result
-    (`bench.bfcl.after`, Qwen, tune half), a reply repeating answered calls came when
-    every call had its result: held to the other tools, the retry called one of them
-    with the same values, or wrote the same call on every try and the last went out (a
-    tool runner then runs it again, to its chain limit). Where a call was still
-    missing, no reply repeated one."""
+    grammar (under `auto`, with a grammar): a model repeating calls has every result
+    it needs, and held to the other tools it would misuse them."""
     return (
         verdict.reason == "repeated_call"
         and turn.policy.model_decides
@@ -220,13 +198,9 @@ def repeat_in_words(settings: EngineSettings, turn: Turn, verdict: Verdict) -> b
 def away_from_repeats(
     settings: EngineSettings, turn: Turn, attempt: Attempt
 ) -> ResponseFormat | None:
-    """A grammar for the retry that leaves out the tools the model keeps repeating.
+    """A grammar for the retry that leaves out the tools the model keeps repeating
+    (under `auto` with none left, an answer only)."""
 
-    Small models loop on a call whose result they already have; asking again rarely
-    helps, a grammar does. With no other tool left under `auto`, only a final answer is
-    allowed. Used whenever the inner backend takes JSON schemas, unless
-    `constrained=False`.
-    """
     current = turn.response_format
     if not settings.grammar_available or turn.policy.tool is not None:
         return current

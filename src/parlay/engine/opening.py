@@ -8,7 +8,7 @@ import logging
 from attrs import evolve
 
 from parlay.context import ToolCall, UserMessage
-from parlay.engine.attempt import Attempt
+from parlay.engine.attempt import Attempt, AttemptSetup
 from parlay.engine.checks.calls import CheckedCall, answered_calls, check_call
 from parlay.engine.checks.own_words import OwnWords, continuation_words
 from parlay.engine.checks.retry_message import retry_instruction
@@ -29,8 +29,8 @@ def begin_turn(settings: EngineSettings, request: ChatRequest) -> Turn:
     """The contract rendered, the first grammar, and what the attempts share."""
     policy = TurnPolicy.of(request, settings.policy.max_retries)
     constrained = settings.uses_constraint(request)
-    # Under tool_choice="none" a reply must be words. Not held to the answer grammar:
-    # under it SmolLM2 answered "What is the weather in Paris?" with "Paris"; a reply
+    # Under tool_choice="none" a reply must be words, but is not held to the answer
+    # grammar (under it a small model answers with a fragment of the question); a reply
     # that is only an action is asked again in words instead (`wants_words`).
     contract = render_contract(request, settings.options, constrained=constrained)
     response_format = request.response_format
@@ -86,9 +86,9 @@ def _own_words(
 
 
 def not_to_call(settings: EngineSettings, request: ChatRequest) -> tuple[str, ...]:
-    """parlay's words telling the model not to call, under tool_choice="none": the rule of
-    the system prompt and the retry message. Qwen answered with them ("No tool can be
-    called in this turn."), which is no answer (issue: generalisation, item 5)."""
+    """parlay's words telling the model not to call, under tool_choice="none" (the rule of
+    the system prompt and the retry message): a model may answer with them."""
+
     options, choice = settings.options, request.tool_choice
     rule = render_template(options, "contract/choice_rule.j2", choice=choice)
     retry = retry_instruction("words_only", "", 1, request.tools, choice, options)
@@ -113,16 +113,18 @@ def next_attempt(settings: EngineSettings, turn: Turn, can_retry: bool) -> Attem
         )
 
     return Attempt(
-        mode,
-        check=check,
-        may_call=policy.may_call,
-        refusal_phrases=settings.refusal_phrases,
-        # Text is held for the refusal check only while it is on.
-        refusal_window=settings.refusal_window if settings.rules.on("refusal") else 0,
-        suppress_text=turn.shown_text,
-        parallel=policy.parallel,
-        drop_duplicates=settings.rules.on("duplicate_calls")
-        and settings.options.action_format == "typed",
-        own_words=turn.own_words if settings.rules.on("echo_filter") else OwnWords(),
-        trim_clauses=turn.request.response_format is None,
+        AttemptSetup(
+            mode,
+            check=check,
+            may_call=policy.may_call,
+            refusal_phrases=settings.refusal_phrases,
+            # Text is held for the refusal check only while it is on.
+            refusal_window=settings.refusal_window if settings.rules.on("refusal") else 0,
+            suppress_text=turn.shown_text,
+            parallel=policy.parallel,
+            drop_duplicates=settings.rules.on("duplicate_calls")
+            and settings.options.action_format == "typed",
+            own_words=turn.own_words if settings.rules.on("echo_filter") else OwnWords(),
+            trim_clauses=turn.request.response_format is None,
+        )
     )

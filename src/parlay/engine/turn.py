@@ -1,10 +1,6 @@
-"""One request through the prompted engine: what its attempts found and did so far.
-
-The engine (`parlay.engine.backend`) asks the inner model up to `max_retries + 1`
-times for one request; a `Turn` carries what passes from one attempt to the next (the
-messages and grammar of the next one, the retries, the rules that acted, the notes) and
-makes the closing `Finish` with its `Diagnostics`.
-"""
+"""One request through the prompted engine: what passes from one attempt to the next
+(the next messages and grammar, the retries, the rules that acted, the notes), and the
+closing `Finish` with its `Diagnostics`."""
 
 from __future__ import annotations
 

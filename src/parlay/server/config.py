@@ -74,6 +74,11 @@ class ServerConfig:
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
 
     def __attrs_post_init__(self) -> None:
+        self._check_modes()
+        self._check_engine_and_limits()
+        self._check_access()
+
+    def _check_modes(self) -> None:
         if self.upstream_kind not in ("openai", "anthropic"):
             raise ConfigurationError(
                 f"upstream kind {self.upstream_kind!r} is not openai or anthropic"
@@ -97,6 +102,8 @@ class ServerConfig:
                 "--tools native needs an --upstream-url with tools of its own; the embedded "
                 "model has none, so it is served through the prompt-contract engine"
             )
+
+    def _check_engine_and_limits(self) -> None:
         share = self.min_call_confidence
         if share is not None and not 0 <= share <= 1:
             raise ConfigurationError(f"min call confidence {share} is not between 0 and 1")
@@ -124,6 +131,8 @@ class ServerConfig:
             raise ConfigurationError(
                 f"--header-timeout must be positive seconds, got {self.header_timeout}"
             )
+
+    def _check_access(self) -> None:
         if any(not key.strip() for key in self.client_keys):
             raise ConfigurationError(
                 "--client-key is empty: no client could present it, so every request "

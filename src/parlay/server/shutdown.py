@@ -32,21 +32,8 @@ def drain_on_signals(
     Does nothing outside the main thread, where signals cannot be handled."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    loop = asyncio.get_running_loop()
     previous: dict[int, Any] = {}
-    fired = threading.Event()
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        if not fired.is_set():
-            fired.set()
-            # Called between two bytecodes of the loop's own thread: hand over, never
-            # touch the loop's state from here.
-            loop.call_soon_threadsafe(drain)
-            if hard_exit_after is not None:
-                _start_watchdog(hard_exit_after)
-        before = previous.get(signum)
-        if callable(before):
-            before(signum, frame)
+    handler = _signal_handler(drain, hard_exit_after, previous)
 
     for sig in SIGNALS:
         before = signal.getsignal(sig)
@@ -61,6 +48,28 @@ def drain_on_signals(
                 signal.signal(sig, before)
 
     return restore
+
+
+def _signal_handler(
+    drain: Callable[[], None], hard_exit_after: float | None, previous: dict[int, Any]
+) -> Callable[[int, FrameType | None], None]:
+    """A handler draining on the first signal, then calling the one `previous` holds."""
+    loop = asyncio.get_running_loop()
+    fired = threading.Event()
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if not fired.is_set():
+            fired.set()
+            # Called between two bytecodes of the loop's own thread: hand over, never
+            # touch the loop's state from here.
+            loop.call_soon_threadsafe(drain)
+            if hard_exit_after is not None:
+                _start_watchdog(hard_exit_after)
+        before = previous.get(signum)
+        if callable(before):
+            before(signum, frame)
+
+    return handler
 
 
 def _start_watchdog(seconds: float) -> None:

@@ -168,7 +168,8 @@ def _diagnostics(logged: dict[str, Any] | None) -> Diagnostics | None:
     if not logged:
         return None
     try:
-        return back(DiagnosticsJSON.model_validate(logged))
+        diagnostics: Diagnostics = back(DiagnosticsJSON.model_validate(logged))
+        return diagnostics
     except ValueError:
         return None
 

@@ -88,7 +88,7 @@ def bounded_int(
     body: Mapping[str, Any], key: str, low: int, high: int, *, where: str = ""
 ) -> int | None:
     """`body[key]` as an integer in [low, high]; a boolean is no integer here."""
-    value = field(body, key, int, where=where)
+    value: int | None = field(body, key, int, where=where)
     if value is not None and not low <= value <= high:
         path = f"{where}.{key}" if where else key
         raise InvalidRequestError(f"`{path}` must be from {low:,} to {high:,}, got {_show(value)}")

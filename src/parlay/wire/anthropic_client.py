@@ -74,24 +74,32 @@ def encode_messages(request: ChatRequest) -> tuple[str, list[dict[str, Any]]]:
         elif isinstance(message, UserMessage):
             add("user", [{"type": "text", "text": message.content}])
         elif isinstance(message, AssistantMessage):
-            blocks: list[dict[str, Any]] = []
-            if message.content:
-                blocks.append({"type": "text", "text": message.content})
-            blocks.extend(
-                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
-                for c in message.tool_calls
-            )
-            add("assistant", blocks)
+            add("assistant", _assistant_blocks(message))
         elif isinstance(message, ToolResult):
-            block: dict[str, Any] = {
-                "type": "tool_result",
-                "tool_use_id": message.call_id,
-                "content": message.error if message.is_error else message.output,
-            }
-            if message.is_error:
-                block["is_error"] = True
-            add("user", [block])
+            add("user", [_result_block(message)])
     return "\n\n".join(system), turns
+
+
+def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    blocks.extend(
+        {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+        for c in message.tool_calls
+    )
+    return blocks
+
+
+def _result_block(message: ToolResult) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": message.call_id,
+        "content": message.error if message.is_error else message.output,
+    }
+    if message.is_error:
+        block["is_error"] = True
+    return block
 
 
 def encode_request(request: ChatRequest, *, model: str | None, stream: bool) -> dict[str, Any]:
@@ -181,49 +189,15 @@ class StreamDecoder:
     def feed(self, data: Mapping[str, Any]) -> Iterator[Event]:
         kind = data.get("type")
         if kind == "message_start":
-            message = data.get("message") or {}
-            self._model = message.get("model")
-            usage = message.get("usage") or {}
-            self._input = int(usage.get("input_tokens") or 0)
-            self._output = int(usage.get("output_tokens") or 0)
+            self._message_start(data)
         elif kind == "content_block_start":
-            index = int(data.get("index", len(self._blocks)))
-            block = dict(data.get("content_block") or {})
-            self._blocks[index] = block
-            if block.get("type") == "tool_use":
-                block["json"] = []
-                yield ToolCallStart(
-                    block.get("id") or f"toolu_{index}", block.get("name") or "", self._calls
-                )
-                self._calls += 1
-            elif block.get("type") == "text" and block.get("text"):
-                yield TextDelta(block["text"])
+            yield from self._block_start(data)
         elif kind == "content_block_delta":
-            block = self._blocks.get(int(data.get("index", -1))) or {}
-            delta = data.get("delta") or {}
-            if delta.get("type") == "text_delta" and delta.get("text"):
-                yield TextDelta(delta["text"])
-            elif delta.get("type") == "input_json_delta" and "json" in block:
-                fragment = delta.get("partial_json") or ""
-                if fragment:
-                    block["json"].append(fragment)
-                    yield ToolCallArgsDelta(block.get("id") or "", fragment)
+            yield from self._block_delta(data)
         elif kind == "content_block_stop":
-            block = self._blocks.get(int(data.get("index", -1))) or {}
-            if "json" in block:
-                text = "".join(block["json"])
-                arguments, _ = parse_arguments(text) if text else (block.get("input") or {}, None)
-                yield ToolCallEnd(
-                    ToolCall(block.get("name") or "", arguments, block.get("id") or "")
-                )
+            yield from self._block_stop(data)
         elif kind == "message_delta":
-            delta = data.get("delta") or {}
-            self._reason = delta.get("stop_reason") or self._reason
-            usage = data.get("usage") or {}
-            if usage.get("output_tokens") is not None:
-                self._output = int(usage["output_tokens"])
-            if usage.get("input_tokens"):
-                self._input = int(usage["input_tokens"])
+            self._message_delta(data)
         elif kind == "message_stop":
             self.stopped = True
             yield Finish(
@@ -234,6 +208,53 @@ class StreamDecoder:
             )
         elif kind == "error":
             raise stream_error(data)
+
+    def _message_start(self, data: Mapping[str, Any]) -> None:
+        message = data.get("message") or {}
+        self._model = message.get("model")
+        usage = message.get("usage") or {}
+        self._input = int(usage.get("input_tokens") or 0)
+        self._output = int(usage.get("output_tokens") or 0)
+
+    def _block_start(self, data: Mapping[str, Any]) -> Iterator[Event]:
+        index = int(data.get("index", len(self._blocks)))
+        block = dict(data.get("content_block") or {})
+        self._blocks[index] = block
+        if block.get("type") == "tool_use":
+            block["json"] = []
+            yield ToolCallStart(
+                block.get("id") or f"toolu_{index}", block.get("name") or "", self._calls
+            )
+            self._calls += 1
+        elif block.get("type") == "text" and block.get("text"):
+            yield TextDelta(block["text"])
+
+    def _block_delta(self, data: Mapping[str, Any]) -> Iterator[Event]:
+        block = self._blocks.get(int(data.get("index", -1))) or {}
+        delta = data.get("delta") or {}
+        if delta.get("type") == "text_delta" and delta.get("text"):
+            yield TextDelta(delta["text"])
+        elif delta.get("type") == "input_json_delta" and "json" in block:
+            fragment = delta.get("partial_json") or ""
+            if fragment:
+                block["json"].append(fragment)
+                yield ToolCallArgsDelta(block.get("id") or "", fragment)
+
+    def _block_stop(self, data: Mapping[str, Any]) -> Iterator[Event]:
+        block = self._blocks.get(int(data.get("index", -1))) or {}
+        if "json" in block:
+            text = "".join(block["json"])
+            arguments, _ = parse_arguments(text) if text else (block.get("input") or {}, None)
+            yield ToolCallEnd(ToolCall(block.get("name") or "", arguments, block.get("id") or ""))
+
+    def _message_delta(self, data: Mapping[str, Any]) -> None:
+        delta = data.get("delta") or {}
+        self._reason = delta.get("stop_reason") or self._reason
+        usage = data.get("usage") or {}
+        if usage.get("output_tokens") is not None:
+            self._output = int(usage["output_tokens"])
+        if usage.get("input_tokens"):
+            self._input = int(usage["input_tokens"])
 
 
 def decode_sse_data(text: str, where: str) -> Mapping[str, Any]:

@@ -27,7 +27,7 @@ from parlay.events import (
     ToolCallStart,
     Usage,
 )
-from parlay.request import ChatRequest, ToolChoice, ToolSpec
+from parlay.request import ChatRequest, GenerationOptions, ToolChoice, ToolSpec
 from parlay.wire.arguments import parse_arguments
 
 FINISH_REASONS: dict[str, FinishReason] = {
@@ -80,7 +80,17 @@ def encode_request(request: ChatRequest, *, model: str | None, stream: bool) -> 
             "type": "json_schema",
             "json_schema": {"name": fmt.name, "schema": fmt.schema, "strict": fmt.strict},
         }
-    options = request.options
+    body.update(_encode_options(request.options))
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    body.update(request.extra_body)
+    return body
+
+
+def _encode_options(options: GenerationOptions) -> dict[str, Any]:
+    """The generation options a request sets, in the body's order."""
+    body: dict[str, Any] = {}
     for key in (
         "temperature",
         "top_p",
@@ -101,10 +111,6 @@ def encode_request(request: ChatRequest, *, model: str | None, stream: bool) -> 
         # its default of 20 alternatives, more than asked: the proxy's encoder cuts them.)
         if options.top_logprobs:
             body["top_logprobs"] = options.top_logprobs
-    if stream:
-        body["stream"] = True
-        body["stream_options"] = {"include_usage": True}
-    body.update(request.extra_body)
     return body
 
 

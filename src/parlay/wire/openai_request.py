@@ -192,7 +192,7 @@ def decode_top_logprobs(body: Mapping[str, Any]) -> int | None:
     """`logprobs` and `top_logprobs` as `GenerationOptions.top_logprobs`: the alternatives
     per token asked for (0 with `logprobs: true` alone), None when not asked."""
     logprobs = field(body, "logprobs", bool)
-    top = field(body, "top_logprobs", int)
+    top: int | None = field(body, "top_logprobs", int)
     if not logprobs:
         if top is not None:
             raise InvalidRequestError("`top_logprobs` needs `logprobs: true` as well")

@@ -196,58 +196,63 @@ class StreamEncoder:
 
     def feed(self, event: Event) -> list[dict[str, Any]]:
         if isinstance(event, TextDelta):
-            if not event.text:
-                return []
-            chunk = self._chunk({"content": event.text})
-            if self.top_logprobs is not None and isinstance(event, ScoredTextDelta):
-                logprobs = encode_logprobs(event.tokens, self.top_logprobs)
-                chunk["choices"][0]["logprobs"] = logprobs
-            return [chunk]
+            return self._text(event)
         if isinstance(event, ToolCallStart):
-            self._saw_calls = True
-            index = self._index.setdefault(event.id, len(self._index))
-            self._sent_args[event.id] = False
-            return [
-                self._chunk(
-                    {
-                        "tool_calls": [
-                            {
-                                "index": index,
-                                "id": event.id,
-                                "type": "function",
-                                "function": {"name": event.name, "arguments": ""},
-                            }
-                        ]
-                    }
-                )
-            ]
+            return [self._start(event)]
         if isinstance(event, ToolCallArgsDelta):
             if not event.delta:
                 return []
             self._sent_args[event.id] = True
             return [self._args_chunk(event.id, event.delta)]
         if isinstance(event, ToolCallEnd):
-            if event.id not in self._index:
-                # An end without a start: announce the whole call at once.
-                out = self.feed(ToolCallStart(event.id, event.call.name, len(self._index)))
-                return [*out, self._args_chunk(event.id, event.call.arguments_json)]
-            if not self._sent_args.get(event.id):
-                # No fragment streamed: send the arguments whole so clients get valid JSON.
-                self._sent_args[event.id] = True
-                return [self._args_chunk(event.id, event.call.arguments_json)]
-            return []
+            return self._end(event)
         if isinstance(event, Finish):
-            reason = FINISH_OUT[event.reason]
-            if self._saw_calls and reason == "stop":
-                reason = "tool_calls"
-            out = [self._chunk({}, reason)]
-            if self.include_usage:
-                chunk = self._chunk({})
-                chunk["choices"] = []
-                chunk["usage"] = encode_usage(event.usage or Usage())
-                out.append(chunk)
-            return out
+            return self._finish(event)
         return []
+
+    def _text(self, event: TextDelta) -> list[dict[str, Any]]:
+        if not event.text:
+            return []
+        chunk = self._chunk({"content": event.text})
+        if self.top_logprobs is not None and isinstance(event, ScoredTextDelta):
+            logprobs = encode_logprobs(event.tokens, self.top_logprobs)
+            chunk["choices"][0]["logprobs"] = logprobs
+        return [chunk]
+
+    def _start(self, event: ToolCallStart) -> dict[str, Any]:
+        self._saw_calls = True
+        index = self._index.setdefault(event.id, len(self._index))
+        self._sent_args[event.id] = False
+        call = {
+            "index": index,
+            "id": event.id,
+            "type": "function",
+            "function": {"name": event.name, "arguments": ""},
+        }
+        return self._chunk({"tool_calls": [call]})
+
+    def _end(self, event: ToolCallEnd) -> list[dict[str, Any]]:
+        if event.id not in self._index:
+            # An end without a start: announce the whole call at once.
+            out = self.feed(ToolCallStart(event.id, event.call.name, len(self._index)))
+            return [*out, self._args_chunk(event.id, event.call.arguments_json)]
+        if not self._sent_args.get(event.id):
+            # No fragment streamed: send the arguments whole so clients get valid JSON.
+            self._sent_args[event.id] = True
+            return [self._args_chunk(event.id, event.call.arguments_json)]
+        return []
+
+    def _finish(self, event: Finish) -> list[dict[str, Any]]:
+        reason = FINISH_OUT[event.reason]
+        if self._saw_calls and reason == "stop":
+            reason = "tool_calls"
+        out = [self._chunk({}, reason)]
+        if self.include_usage:
+            chunk = self._chunk({})
+            chunk["choices"] = []
+            chunk["usage"] = encode_usage(event.usage or Usage())
+            out.append(chunk)
+        return out
 
     def _args_chunk(self, call_id: str, text: str) -> dict[str, Any]:
         index = self._index[call_id]

@@ -184,18 +184,27 @@ def decode_tools(raw_tools: Any, layout: ToolLayout) -> tuple[ToolSpec, ...]:
         if kind == "function":
             specs.append(_function_spec(raw, where))
         elif kind == "namespace":
-            space = field(raw, "name", str, where=where, required=True)
-            inner = field(raw, "tools", list, where=where) or []
-            for j, tool in enumerate(inner):
-                if not isinstance(tool, Mapping):
-                    raise InvalidRequestError(f"`{where}.tools[{j}]` must be an object")
-                key = (space, tool.get("name"))
-                if key in offered:
-                    specs.append(_function_spec(tool, f"{where}.tools[{j}]", offered[key]))
+            specs.extend(_namespace_specs(raw, where, offered))
         elif not isinstance(kind, str):
             raise InvalidRequestError(f"`{where}.type` must be a string")
     check_tools(specs, "tools")
     return tuple(specs)
+
+
+def _namespace_specs(
+    raw: Mapping[str, Any], where: str, offered: dict[tuple[str, str], str]
+) -> list[ToolSpec]:
+    """The offered tools of a namespace, in its order."""
+    space = field(raw, "name", str, where=where, required=True)
+    inner = field(raw, "tools", list, where=where) or []
+    specs: list[ToolSpec] = []
+    for j, tool in enumerate(inner):
+        if not isinstance(tool, Mapping):
+            raise InvalidRequestError(f"`{where}.tools[{j}]` must be an object")
+        key = (space, tool.get("name"))
+        if key in offered:
+            specs.append(_function_spec(tool, f"{where}.tools[{j}]", offered[key]))
+    return specs
 
 
 def _allowed(raw: Mapping[str, Any], specs: tuple[ToolSpec, ...]) -> tuple[ToolSpec, ...]:

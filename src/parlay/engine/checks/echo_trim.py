@@ -1,19 +1,10 @@
 """Clauses of a reply that only repeat the continuation, taken out as the reply streams.
 
-`OwnWords.repeated_by` judges a whole reply: one that only repeats the words parlay
-wraps tool results in is dropped and an answer asked for. A reply can also answer and
-then copy an instruction ("2 + 3 is 5. Decide the next step: if the request asks for
-something no result above gives yet, call the tool for it."), or open with one; the
-answer is worth showing, the instruction is not (issue: generalisation, item 5).
-
-`EchoTrim` reads a plain reply in clauses, each ending at `.`, `!`, `?`, `;` or `:`
-before white space, or at a line break. A clause is held while it could still turn out
-to repeat the continuation (`OwnWords.may_be_repeated_by`), shown as soon as it says
-something of its own, and dropped when it ends as a repeat (`OwnWords.repeated_by`).
-A short clause ("The answer:", "Result of add:") is never a repeat: a repeat is either
-twelve characters of the continuation as written or six words. Each chunk is scanned
-once for clause ends and a held clause is bounded by `OwnWords.longest`, so the trim is
-linear in the reply. However the reply is split into chunks, the same text is shown.
+A reply may answer and then copy an instruction of the continuation, or open with one:
+the answer is worth showing, the instruction is not. A clause is held while it may still
+turn out to be such a repeat (`OwnWords.may_be_repeated_by`), shown once it says
+something of its own, dropped when it ends as one. Held text is bounded by
+`OwnWords.longest`, so the trim is linear; every chunking shows the same text.
 """
 
 from __future__ import annotations

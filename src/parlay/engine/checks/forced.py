@@ -1,25 +1,11 @@
 """Calls the grammar made: the model's own choice of tool, read from its log-probabilities.
 
-Under a grammar (constrained decoding) a call can only name an offered tool, whatever
-the model would have written there. On BFCL's irrelevance questions Qwen2.5-Coder-0.5B
-was asked for WHOIS data with only a weather tool offered: at the first token of the
-name it gave 95 % to `elite` (the user's API key), and the grammar wrote
-`get_current_weather(location="123.123.123.123")`. Asked for VirusTotal data with the
-same tool, it was sure of `get`, but after it only 20 % of its choices went on to
-`_current_weather` (it leaned to `_v`), and the grammar wrote that.
-
-So where the backend reports the alternatives it weighed for each token (OpenAI's
-`top_logprobs`; llama.cpp and vLLM report them before the grammar filters, which is what
-this needs), the engine reads every token of each call's name: the share of the
-alternatives there that go on to an offered tool's name, given what was written before.
-A call is judged by its least sure token. On the first replies to 150 BFCL questions
-(bench/results/bfcl-name-shares.md), no right call of either model went below 0.13
-(SmolLM2-135M; Qwen's lowest was 0.89), while 9 of SmolLM2's 30 and 6 of Qwen's 21 calls
-where no tool fit went below 0.1; reading the first token only, a floor of 0.25 found 4
-and 3 of them. A floor of 0.5 (the engine's default) questions none of Qwen's right
-calls and 8 of its 21 where no tool fit, but 4 of SmolLM2's 33 right calls, so the
-embedded session runs SmolLM2 at 0.1. A backend that reports nothing (`tokens` empty) is
-not judged.
+Under a grammar a call can only name an offered tool, whatever the model would have
+written there. Where the backend reports the alternatives it weighed per token (before
+the grammar filters them), each token of a call's name is read: the share of the
+alternatives that go on to an offered tool's name. A call is judged by its least sure
+token against `min_offered_share`; a backend that reports nothing is not judged. How
+the shares of right and wrong calls differ: bench/results/bfcl-name-shares.md.
 """
 
 from __future__ import annotations
@@ -139,8 +125,7 @@ def _continuing_share(
     unknown). An alternative that runs past a name counts only if the name ends there
     (`weather"` continues `weather`; `weathers` does not). Alternatives that go on to a
     `neutral` text are left out: the format's placeholder name, which a model copies
-    when it means to call but is unsure which tool (Qwen, told its made-up result was
-    not a call, gave 65 % to `TO` of `TOOL_NAME` and 35 % to the one offered tool)."""
+    when it means to call but is unsure which tool."""
     offered = other = 0.0
     for alternative, logprob in token.top:
         p = math.exp(logprob)

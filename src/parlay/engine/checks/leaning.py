@@ -1,15 +1,9 @@
 """How sure the model was of calling, where it chose between that and answering in words.
 
-Under a grammar a reply says what it is in its first word: `{"final": ...}` or
-`{"tool": ...}` / `{"actions": [...]}` in the json format, `{"type": "final"}` or
-`{"type": "tool_call"}` in the typed one. Where the backend reports the alternatives the
-model weighed for each token (before the grammar filtered them, as llama.cpp does), the
-token that writes that word says how sure the model was: the share of the weight that
-went to answering, out of what went to answering or calling. It is recorded
-(`Diagnostics.answer_share`, first attempt only), and under `auto` the check
-`unsure_call` asks a first reply that calls for an answer in words when the model left
-calling less than `PromptedBackend(min_call_confidence=...)`: the one knob that trades
-calls against abstentions (`parlay.engine.calibration` holds its defaults).
+In the json and typed formats a reply writes its kind first (`final`, or a call). Where
+the backend reports the alternatives weighed at that token, their share on answering is
+recorded (`Diagnostics.answer_share`), and under `auto` the `unsure_call` check asks a
+first reply that calls for words when calling got less than `min_call_confidence`.
 """
 
 from __future__ import annotations
@@ -28,11 +22,9 @@ _KIND = {
     "json": (re.compile(r'^\s*\{\s*"'), "final", ("tool", "actions")),
     "typed": (re.compile(r'^\s*\{\s*"type"\s*:\s*"'), "final", ("tool_call", "tool_calls")),
 }
-# The knob's default (`PromptedBackend(min_call_confidence=...)`): the threshold with the
-# best balanced score on the development benchmark's tune half for the one model whose
-# confidence tells its right calls from its wrong ones (Qwen2.5-Coder-0.5B; SmolLM2's
-# does not, and the embedded engine runs with the knob off). `python -m bench.bfcl.knob`
-# shows every threshold on both halves of both models (bench/results/bfcl-knob.md).
+# The knob's default, chosen on the development benchmark; every threshold's score on
+# both models: bench/results/bfcl-knob.md.
+
 DEFAULT_CALL_CONFIDENCE = 0.75
 # The kind word is written within the reply's first characters, or not at all.
 _LOOK = 64

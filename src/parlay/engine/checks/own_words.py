@@ -1,12 +1,8 @@
 """The continuation's own words, which must not come back as an answer.
 
-The continuation that wraps tool results is parlay's text, save what it quotes (the
-results, the user's request). After a tool result, held to words, Qwen and SmolLM2
-answered with its last line, whole ("Decide the next step: call another tool if the
-task still needs one, ...") or reworded ("The request asked for something no result
-above gives yet, call the tool for it."), and once with the whole continuation, request
-and all (turn-after-a-result benchmark, stop 26). Such a reply carries nothing of the
-results: every word of it is the continuation's or the user's.
+The continuation that wraps tool results is parlay's text, save what it quotes. A small
+model held to words may answer with it, whole or reworded: such a reply carries nothing
+of the results, every word of it the continuation's or the user's.
 """
 
 from __future__ import annotations
@@ -71,9 +67,8 @@ class OwnWords:
 
     def repeated_by(self, text: str, *, cut: bool = False) -> bool:
         """Whether a plain reply only repeats the continuation: part of it as written,
-        or reworded in its own and the user's words. `cut`: the reply was stopped by the
-        token limit, so its last word may be the start of one of those words (Qwen
-        restated a long request until the limit cut it in "rem")."""
+        or reworded in its own and the user's words. `cut`: the token limit stopped the
+        reply, so its last word may be the start of one of those words."""
         if not self.passages:
             return False
         if any(echoes(text, passage) for passage in self.passages):
@@ -92,10 +87,10 @@ class OwnWords:
         )
 
     def with_instructions(self, texts: Iterable[str], asked: Iterable[str]) -> OwnWords:
-        """These words and those of parlay's `texts`, instructions about this turn that
-        quote nothing ("Right now you must not call any tool"), with the words of what the
-        user `asked` allowed beside them. Only their content words count as parlay's own:
-        "you", "the" and "from" in a clause of the user's words make no repeat of them."""
+        """These words and those of parlay's `texts` (instructions that quote nothing),
+        with the words the user `asked` allowed beside them. Only content words count as
+        parlay's own: "you" or "the" in the user's clause make no repeat."""
+
         added = tuple(text.strip() for text in texts if text.strip())
         if not added:
             return self

@@ -1,11 +1,5 @@
-"""The contract's own words, which must never reach a user as an answer.
-
-The format instructions show the model what to write with stand-ins (`"your answer"`,
-`"VALUE"`, `TOOL_NAME`...). Small models copy them: after a tool result, SmolLM2 and
-Qwen answered `{"final": {"content": "your answer"}}`. Such a reply is no answer; the
-engine asks again in words (`placeholder_answer`) or drops it.
-(The continuation around tool results is parlay's too: `parlay.engine.checks.own_words`.)
-"""
+"""The contract's stand-ins (`"your answer"`, `TOOL_NAME`...), which small models copy and
+which must never reach a user as an answer: such a reply is asked again or dropped."""
 
 from __future__ import annotations
 
@@ -38,9 +32,9 @@ def is_placeholder(text: str) -> bool:
 
 
 def is_debris(text: str) -> bool:
-    """Whether `text` has characters but not one letter or digit: punctuation, or the
-    braces and quotes of an action left over. After a tool result SmolLM2 answered `,`
-    and `}} `; handed over, the user had no answer at all."""
+    """Whether `text` has characters but not one letter or digit (an action's leftover
+    braces and quotes): no answer at all."""
+
     return bool(text.strip()) and _WORDLESS.fullmatch(text) is not None
 
 

@@ -1,12 +1,8 @@
 """The answer of last resort after tool results: the results themselves.
 
-Under `tool_choice="none"` a reply must have text (issue: generalisation, item 5). After
-tool results a small model can fail that on every try: Qwen, asked for words after a
-dropped reply, restated the user's request until the token limit cut it, twice, and
-the echo filter rightly dropped both (turn-after-a-result benchmark, stop 28). Rather
-than an empty message, the user then reads what the tools returned, one line each, in
-parlay's plainest words; `Diagnostics.rules` names `results_as_answer`, so a caller can
-tell this answer from the model's.
+Under `tool_choice="none"` a reply must have text; when every try fails that, the user
+reads what the tools returned, one line each, rather than an empty message
+(`Diagnostics.rules` names `results_as_answer`).
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """The checks of a reply, in order, and the retry policy that applies them.
 
-A check is any object with a `name` and `judge(reply) -> Verdict | None`: the verdict
-says what was wrong (its `detail` is what the model is told) and so what happens next,
-asked again, or asked for words (`parlay.engine.next_attempt`). The first verdict of a
-check whose rule is on decides. `DEFAULT_CHECKS` lists parlay's own, most important
-first: a call that cannot run (unknown tool, arguments that do not fit), a loop, an
-unreadable action; under `auto`, a call the grammar forced or the model was unsure of
-(`forced`, `leaning`); a call to another tool than the one named; a value copied from
-the examples or given by no one (`parlay.engine.contract.grounding`); a forced choice
-left without its call; a plain answer that is parlay's own text (a stand-in, the
-examples' made-up result); a refusal while tools are offered.
-
-A plain answer under `auto` is legitimate, so under `auto` the retry messages also allow
-one: the model may be telling us that no tool fits.
+A check is any object with a `name` and `judge(reply) -> Verdict | None`; the verdict's
+`detail` is what the model is told. The first verdict of a check whose rule is on
+decides (`parlay.engine.next_attempt` acts on it). `DEFAULT_CHECKS` lists parlay's own,
+most important first.
 """
 
 from __future__ import annotations

@@ -45,17 +45,7 @@ def retry_instruction(
         target = next((t for t in tools if t.name == choice.name), None)
     if target is None and tools:
         target = tools[0]
-    skeleton = ""
-    if target is not None:
-        # Placeholders, not example values: a model told "in this shape" copies values.
-        placeholders = {key: f"<{key}>" for key in example_arguments(target)}
-        shape = shape_of(options, constrained)
-        skeleton = render_call(
-            ToolCall(target.name, placeholders, "x"),
-            options,
-            shape=shape,
-            listed=lists_calls(options, shape, parallel),
-        )
+    skeleton = _skeleton(target, options, constrained, parallel) if target is not None else ""
     return render_template(
         options,
         "contract/retry.j2",
@@ -69,3 +59,12 @@ def retry_instruction(
         skeleton=skeleton,
         own_rule=reason not in RULES,
     )
+
+
+def _skeleton(target: ToolSpec, options: ContractOptions, constrained: bool, parallel: bool) -> str:
+    """A call of `target` in the reply's shape, with placeholders, not example values:
+    a model told "in this shape" copies values."""
+    placeholders = {key: f"<{key}>" for key in example_arguments(target)}
+    shape = shape_of(options, constrained)
+    call = ToolCall(target.name, placeholders, "x")
+    return render_call(call, options, shape=shape, listed=lists_calls(options, shape, parallel))

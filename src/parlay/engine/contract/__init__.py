@@ -7,8 +7,8 @@
 - `parser`: the tolerant, streaming reader of the three action syntaxes;
 - `repair`: a parsed call's arguments fitted to its tool's schema;
 - `grounding`: where a call's values came from (the conversation, the examples, nowhere);
-- `state`: where a conversation stands in the tool protocol;
-- `retry_message`: the message that asks for a corrected reply.
+- `state`: where a conversation stands in the tool protocol.
+
 
 Pure and free of I/O: same request, same text.
 """

@@ -3,9 +3,7 @@
 Backends with `Capabilities.json_schema` (llama.cpp, vLLM, OpenAI) turn a
 `ResponseFormat` into a grammar, so with `tool_choice` required or named the model
 cannot write anything but a call. A grammar cannot produce a fence or an `@tool` line,
-so under constraint every format writes its call as a bare JSON object, which the
-parser reads whatever format was taught. Measured: SmolLM2-135M went from 14/20 to
-18-19/20 right calls with it.
+so under constraint every format writes its call as a bare JSON object.
 """
 
 from __future__ import annotations
@@ -19,10 +17,8 @@ from parlay.engine.contract.parser.vocabulary import BLOCK_KEYS
 from parlay.engine.contract.pieces import ActionFormat
 from parlay.request import ResponseFormat, ToolChoice, ToolSpec
 
-# An answer has at least one character: under the answer-only grammar SmolLM2 once closed
-# the string at once (live_irrelevance_166-21-2), and the user got an empty message.
-# llama.cpp and vLLM turn `minLength` into the grammar; a server rejecting it is asked
-# again without the grammar (`PromptedBackend._unconstrained`).
+# An answer has at least one character, or a model may close the string at once and
+# leave the user an empty message.
 _ANSWER_TEXT: dict[str, Any] = {"type": "string", "minLength": 1}
 FINAL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -50,9 +46,9 @@ TYPED_FINAL_SCHEMA: dict[str, Any] = {
     "required": ["type", "content"],
 }
 # The typed format's form for several calls holds two or more: its kind is the model's
-# choice of one call or several, and with one entry allowed Qwen2.5-Coder chose
-# "tool_calls" on 14 of 15 questions asking for several, then wrote one entry every time
+# choice, which a model makes carelessly when one entry would do
 # (bench/results/parallel-probe.md).
+
 TYPED_MIN_SEVERAL = 2
 
 

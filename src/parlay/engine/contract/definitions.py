@@ -36,7 +36,7 @@ def distinct(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _free_name(key: str, name: str, taken: dict[tuple[str, str], Any], own: dict) -> str:
+def _free_name(key: str, name: str, taken: dict[tuple[str, str], Any], own: dict[str, Any]) -> str:
     n = 2
     while (key, f"{name}_{n}") in taken or f"{name}_{n}" in own:
         n += 1

@@ -1,14 +1,8 @@
 """Few-shot examples synthesised from the request's own tools.
 
-Measured on SmolLM2-135M: example calls of the *real* tools, as real chat turns, turn a
-model that never calls into one that mostly does; a no-tool example keeps it from
-calling on everything. Values come from the schema (`examples`, `default`, `enum`) or a
-small table of plausible values by argument name and type.
-
-Two examples teach when *not* to call, the cases BFCL's irrelevance questions are made
-of: a question no tool is about (answered directly), and a request for a tool that
-leaves out a value the tool needs (answered with a question, not a call with invented
-values).
+Example calls of the real tools teach a small model to call; two more teach when not
+to: a question no tool is about, and a request that leaves out a value a tool needs
+(answered with a question). Values come from the schema or a table by argument name.
 """
 
 from __future__ import annotations
@@ -27,9 +21,8 @@ from parlay.request import ToolSpec
 _DESCRIBED = re.compile(r"(?:\blike|e\.g\.,?|for example,?|such as)\s+([^\s,;()]+?)[.,;)]?(?:\s|$)")
 
 # Plausible values by what an argument's name says it holds: (name words, value, another
-# value). The first entry with a word in the name wins. A value that fits the argument
-# reads as an example, where "example" itself reads as a value to copy (measured on
-# BFCL: SmolLM2 sent "example" as a cuisine, a company and a recipe type).
+# value); the first entry with a word in the name wins. A fitting value reads as an
+# example, where the word "example" reads as a value to copy.
 _VALUES: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("url", "link", "endpoint"), "https://example.com/a", "https://example.com/b"),
     (("email",), "alice@example.com", "bob@example.com"),
@@ -110,13 +103,31 @@ class Chain:
     answer: str
 
 
+_MISSING = object()
+_KIND_VALUES: dict[str, Any] = {"integer": 3, "number": 2.5, "boolean": True}
+
+
 def example_value(name: str, schema: Any) -> Any:
     if not isinstance(schema, dict):
         return "example"
-    for key in ("examples",):
-        if isinstance(schema.get(key), list) and schema[key]:
-            return schema[key][0]
-    if "default" in schema and schema["default"] is not None:
+    given = _schema_value(name, schema)
+    if given is not _MISSING:
+        return given
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    described = _DESCRIBED.search(str(schema.get("description") or ""))
+    if described and kind in (None, "string"):
+        # "The order number, like A-1042.": the author's own example value.
+        return described.group(1).strip("'\"`")
+    return _value_of_kind(name, kind, schema)
+
+
+def _schema_value(name: str, schema: dict[str, Any]) -> Any:
+    """The value the schema offers (an example, its default, a choice), else `_MISSING`."""
+    if isinstance(schema.get("examples"), list) and schema["examples"]:
+        return schema["examples"][0]
+    if schema.get("default") is not None:
         return schema["default"]
     if isinstance(schema.get("enum"), list) and schema["enum"]:
         return schema["enum"][0]
@@ -125,19 +136,12 @@ def example_value(name: str, schema: Any) -> Any:
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list) and schema[key]:
             return example_value(name, schema[key][0])
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "string")
-    described = _DESCRIBED.search(str(schema.get("description") or ""))
-    if described and kind in (None, "string"):
-        # "The order number, like A-1042.": the author's own example value.
-        return described.group(1).strip("'\"`")
-    if kind == "integer":
-        return 3
-    if kind == "number":
-        return 2.5
-    if kind == "boolean":
-        return True
+    return _MISSING
+
+
+def _value_of_kind(name: str, kind: Any, schema: dict[str, Any]) -> Any:
+    if isinstance(kind, str) and kind in _KIND_VALUES:
+        return _KIND_VALUES[kind]
     if kind == "array":
         return [example_value(name.rstrip("s"), schema.get("items"))]
     if kind == "object":
@@ -211,22 +215,14 @@ def _varied_example(spec: ToolSpec, index: int) -> Example:
 
 
 def _reported(name: str, result: dict[str, Any]) -> str:
-    """The example's closing answer: what the tool returned, restated.
-
-    A small model copies this turn's shape into its real answers, so the shape is one
-    worth copying: the tool's name and its result, as it came. A fixed sentence ("It is
-    done.") was parroted word for word after real results; so were restated fields.
-    """
+    """The example's closing answer: the tool's name and its result, as it came (a small
+    model copies this shape into its real answers, so it must be one worth copying)."""
     return f"{name} returned {json.dumps(result)}."
 
 
 def _handed_value(name: str, schema: Any) -> Any:
-    """The value the chain's first result hands to the second call.
-
-    A number no one would write by chance: SmolLM2 copied the handed value into its real
-    second call instead of the real result's, and a distinctive number lets the engine
-    tell such a copy (see `values_of`) from a small number the user meant.
-    """
+    """The value the chain's first result hands to the second call: a number no one
+    writes by chance, so a copy of it in a real call is told (`values_of`)."""
     kind = schema.get("type") if isinstance(schema, dict) else None
     if kind == "integer":
         return HANDED_INTEGER
@@ -246,17 +242,13 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
     first = _varied_example(tools[0], 90)
     if len(tools) == 1:
         result = ToolResult(first.call.id, first.call.name, json.dumps(EXAMPLE_RESULT))
-        return Chain(
-            first.request,
-            first.call,
-            first.thought,
-            result,
-            None,
-            "",
-            None,
-            _reported(first.call.name, EXAMPLE_RESULT),
-        )
-    spec = tools[1]
+        answer = _reported(first.call.name, EXAMPLE_RESULT)
+        return Chain(first.request, first.call, first.thought, result, None, "", None, answer)
+    return _handing_chain(tools[0], first, tools[1])
+
+
+def _handing_chain(first_spec: ToolSpec, first: Example, spec: ToolSpec) -> Chain:
+    """The chain whose first result hands the second call its value."""
     arguments = example_arguments(spec)
     properties = spec.parameters.get("properties") or {}
     handed = next(iter(arguments), None)
@@ -269,7 +261,7 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
     return Chain(
         request,
         first.call,
-        f"First {tools[0].name}.",
+        f"First {first_spec.name}.",
         first_result,
         second,
         f"Now {spec.name} with the result.",
@@ -328,11 +320,8 @@ def ask_example(tools: tuple[ToolSpec, ...]) -> Ask | None:
 
 def values_of(calls: Sequence[ToolCall]) -> frozenset[str | int | float]:
     """The values the example calls show that a real call should not carry: strings, and
-    the chain's distinctive handed numbers.
+    the handed numbers (a small number is as often the user's own as a copy)."""
 
-    Small numbers are left out: in a real call they are as often the user's own, written
-    in words ("three nights"), as a copy.
-    """
     return frozenset(
         value
         for call in calls

@@ -1,37 +1,12 @@
 """Where a call's values came from: the conversation, the few-shot examples, or nowhere.
 
-Small models fill a tool's required arguments whether or not the user gave them: on
-BFCL's irrelevance questions most wrong calls carried a value no one had written
-(`"string1"`, `"https://example.com/api/interfaces"`, a date for a show the user never
-named), or the same text in every field. Lexical checks catch those calls so the retry
-policy can ask again:
-
-- `copied_value`: a value that only the few-shot calls show.
-- `invented_value`: a required string argument of which fewer than half the words occur
-  in anything the model was given to read (system, user and assistant text, tool
-  results), or a required number named as an id (`id`, `user_id`, `orderId`) whose
-  digits it never shows: ids are given or looked up, never worked out. A string id
-  written as a phrase of three or more words with no digit (`item_id="Kak rok shimmer
-  nya"`, the request copied in) is no id either. Arguments whose schema offers choices
-  (`enum`, `const`, `default`) are not checked.
-- `same_value`: one text poured into three or more arguments (a query written into
-  every intent list of a classification tool): the model did not choose where it goes.
-
-Words match loosely (`brownie` grounds `brownies`, `Italy` grounds `Italian`; a word with
-digits, like `string1`, only as itself; an abbreviation grounds its words and the words
-their abbreviation, `NYC` and "New York City"), so the check errs towards letting a call
-through. What only world knowledge grounds ("Paris" for "the French capital") is flagged;
-a model that gives the value again when asked keeps its call (`kept_insisted_value`).
-Over every call of the recorded BFCL runs (bench/results/bfcl*.json) it flagged
-none of the 295 right calls, and 25 of the 56 calls Qwen made where no tool fit. A
-conversation with letters outside the Latin script is not checked: a value may be a
-translation of the user's words, which word matching cannot see; digits read the same
-in any script, so ids are checked there too. Over the same runs, every numeric id in a
-right call was written in its question; the three that were not (`user_id=1` for a
-weather request in Chinese, `template_id=1234567890`) were all calls where no tool fit.
-No reply calling on a question that has a right call, right or wrong (1,635 over every
-configuration of the recorded runs), had a phrase for an id or one text in three
-arguments; both came up only where no tool fit.
+`copied_value` finds a value only the examples show; `invented_value` a required string
+of which fewer than half the words occur in what the model read, or an id whose digits it
+never shows, or a string id written as a phrase. Arguments with choices (`enum`, `const`,
+`default`) pass. Words match loosely (`brownie`/`brownies`, `NYC`/"New York City") so the
+check errs towards letting a call through; a conversation with non-Latin letters is only
+checked for ids, since a value may translate the user's words. What the checks cost and
+catch: bench/results/bfcl-ablation.md.
 """
 
 from __future__ import annotations
@@ -68,12 +43,8 @@ _PHRASE_WORDS = 3
 
 @frozen(slots=False)
 class Grounds:
-    """The words a conversation gives the model to take values from.
-
-    Read on first use: most replies carry no call to check, and a long conversation is
-    not worth scanning for them. `messages` None: nothing to check against, so every
-    value passes.
-    """
+    """The words a conversation gives the model, read on first use (most replies carry
+    no call to check). `messages` None: every value passes."""
 
     messages: tuple[Message, ...] | None
 
@@ -84,17 +55,14 @@ class Grounds:
 
     @cached_property
     def _read(self) -> tuple[frozenset[str], bool]:
-        """The conversation's words, and whether word matching can judge it (False when
-        some letter is not Latin: values may then be translations)."""
+        """The conversation's words, and whether word matching can judge it (Latin only)."""
         if self.messages is None:
             return frozenset(), False
         return frozenset(_WORD.findall(self._text.casefold())), _latin_only(self._text)
 
     @cached_property
     def _acronyms(self) -> frozenset[str]:
-        """The initials of every run of two to five words the conversation writes, with
-        and without its filler words: `nyc` for "New York City", `usa` for "United States
-        of America"."""
+        """The initials of every run of words, with and without filler: `nyc`, `usa`."""
         words = _WORD.findall(self._text.casefold())
         full = _initial_runs(words)
         return full | _initial_runs([w for w in words if w not in _FILLER])
@@ -104,18 +72,14 @@ class Grounds:
         return frozenset(_DIGITS.findall(self._text))
 
     def shows_number(self, value: float) -> bool:
-        """Whether the conversation writes this whole number's digits (anything else, and
-        a conversation not checked, passes)."""
+        """Whether the conversation writes this whole number's digits (others pass)."""
         if self.messages is None or not float(value).is_integer():
             return True
         return str(abs(int(value))) in self._numbers
 
     def grounds(self, value: str) -> bool:
-        """Whether at least half the words of `value` occur in the conversation (loosely).
-
-        Half, not one: `https://example.com/api/interfaces` for a user who asked about "an
-        interface" shares a word with the question and is still made up.
-        """
+        """Whether at least half the words of `value` occur in the conversation (loosely):
+        a made-up URL may share one word with the question."""
         tokens = [t for t in _WORD.findall(value.casefold()) if t not in _FILLER]
         words, checkable = self._read
         if not tokens or not checkable:
@@ -159,11 +123,7 @@ def _said(message: Message) -> str:
 def invented_value(
     arguments: dict[str, Any], spec: ToolSpec, grounds: Grounds
 ) -> tuple[str, Any] | None:
-    """The first required argument, and its value, that the conversation never gave.
-
-    Free-form values only: an argument whose schema lists its choices (`enum`, `const`)
-    or has a `default` may be filled without the user naming it.
-    """
+    """The first required free-form argument, and its value, the conversation never gave."""
     properties = spec.parameters.get("properties") or {}
     for key in spec.parameters.get("required") or ():
         schema = properties.get(key)
@@ -190,8 +150,7 @@ def _is_number(value: Any) -> bool:
 def copied_value(
     value: Any, examples: frozenset[str | int | float], path: str = ""
 ) -> tuple[str, Any] | None:
-    """The first argument (its path, like `items[0].name`) and value copied from a few-shot
-    call."""
+    """The first argument (a path like `items[0].name`) and value copied from an example."""
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return (path, value) if value in examples else None
     if isinstance(value, dict):
@@ -219,8 +178,7 @@ def echoes(text: str, source: str) -> bool:
 
 
 def may_echo(text: str, sources: Sequence[str]) -> bool:
-    """Whether `text`, the start of a reply, could still turn out to only repeat part of
-    one of `sources` (`echoes`)."""
+    """Whether `text`, a reply's start, may still turn out to echo one of `sources`."""
     folded = squeezed(text).strip(".")
     return any(folded in squeezed(source) for source in sources)
 

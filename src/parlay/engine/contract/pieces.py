@@ -52,20 +52,14 @@ class ContractOptions:
     max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
     thought_limit: int = 200
     template_dir: str | None = None
-    # A "(Reply with a tool call.)" line appended to the last user message under a forced
-    # choice. Off: measured on SmolLM2 (required, constrained, 6 tool questions) it took
-    # right calls from 5/6 to 3/6 (the model read the line as text to work on).
+    # A "(Reply with a tool call.)" line after the last user message under a forced
+    # choice (off: a small model reads it as text to work on).
     reminder: bool = False
     # With parallel calls allowed, the json and bare shapes show every call in the list
     # form (`{"actions": [...]}`), one call too, and the grammar admits only that form.
-    # Opt-in: it did not help. On 15 BFCL tune-half questions asking for several calls,
-    # Qwen wrote one entry every time, as it wrote `{"action": ...}` without it (0/15
-    # right both ways; bench/bfcl/notes.md, "Several calls").
     listed_calls: bool = False
-    # The continuation the model answers now restates the user's request, so a model that
-    # made one call of several sees what is left (turn-after-a-result benchmark, Qwen,
-    # bench/bfcl/notes.md stop 25). Off for the embedded SmolLM2, whose answer after a
-    # result it garbled (`parlay.start.EMBEDDED_RESTATE_REQUEST`).
+    # The continuation after tool results restates the user's request, so a model that
+    # made one call of several sees what is left.
     restate_request: bool = True
 
 
@@ -76,14 +70,9 @@ def render_template(options: ContractOptions, name: str, **variables: Any) -> st
 
 
 def shape_of(options: ContractOptions, constrained: bool) -> str:
-    """The template folder replies are shown in.
+    """The template folder replies are shown in: under a grammar, the bare JSON shape it
+    holds replies to (a model taught fences but held to JSON never calls)."""
 
-    Under constrained decoding a grammar holds the reply to one bare JSON object, so the
-    contract, the examples and the history show exactly that shape ("bare" for the
-    fenced and command formats; the json format without its thought): a model taught
-    fences but held to JSON picks the answer branch every time (measured on SmolLM2:
-    0/6 calls).
-    """
     if constrained and options.action_format not in OBJECT_FORMATS:
         return "bare"
     return options.action_format

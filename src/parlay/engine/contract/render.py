@@ -124,6 +124,11 @@ def _few_shot(
         render_final=lambda content: render_final(content, options, shape=shape),
         render_results=lambda results: render_results(results, options),
     )
+    return _turns(text), values_of(shown)
+
+
+def _turns(text: str) -> list[Message]:
+    """The chat turns of rendered examples, each begun by a `<<user>>` or `<<assistant>>` line."""
     turns: list[Message] = []
     role: str | None = None
     lines: list[str] = []
@@ -142,7 +147,7 @@ def _few_shot(
         else:
             lines.append(line)
     flush()
-    return turns, values_of(shown)
+    return turns
 
 
 def _unseen(
@@ -187,49 +192,60 @@ def project_history(
     out: list[Message] = []
     pending: list[ToolResult] = []
     asked = ""  # the latest user message: what the results serve
-
-    def flush(waiting: bool = False, request: str = "", may_call: bool = True) -> None:
-        if pending:
-            names = [r.name for r in pending]
-            show_ids = len(set(names)) < len(names)
-            text = render_results(
-                pending,
-                options,
-                waiting=waiting,
-                show_ids=show_ids,
-                request=request,
-                may_call=may_call,
-            )
-            out.append(UserMessage(text))
-            pending.clear()
-
     for message in messages:
         if isinstance(message, ToolResult):
             pending.append(message)
             continue
-        flush()
+        out.extend(_continuation(pending, options))
+        pending = []
         if isinstance(message, UserMessage):
             asked = message.content
         if isinstance(message, AssistantMessage):
-            parts = [message.content.strip()] if message.content.strip() else []
-            calls = message.tool_calls
-            if calls and shape in OBJECT_SHAPES:
-                # One JSON object per reply: the text before the calls becomes its thought
-                # (dropped under a grammar, which has no room for it).
-                thought = "" if constrained else " ".join(parts)[: options.thought_limit]
-                text = render_calls(calls, options, thought, shape=shape, listed=listed)
-                out.append(AssistantMessage(text))
-            elif calls:
-                parts.append(render_calls(calls, options, shape=shape))
-                out.append(AssistantMessage("\n".join(parts)))
-            else:
-                out.append(AssistantMessage(render_final(message.content, options, shape=shape)))
+            out.append(_projected_reply(message, options, shape, constrained, listed))
         else:
             out.append(message)
     restated = asked if options.restate_request else ""
     waiting = tool_state(messages) is ToolState.WAITING_FOR_RESULT
-    flush(waiting=waiting, request=restated, may_call=may_call)
+    out.extend(
+        _continuation(pending, options, waiting=waiting, request=restated, may_call=may_call)
+    )
     return out
+
+
+def _continuation(
+    results: list[ToolResult],
+    options: ContractOptions,
+    *,
+    waiting: bool = False,
+    request: str = "",
+    may_call: bool = True,
+) -> list[Message]:
+    """The message wrapping `results` (none without results); ids shown where names repeat."""
+    if not results:
+        return []
+    names = [r.name for r in results]
+    show_ids = len(set(names)) < len(names)
+    text = render_results(
+        results, options, waiting=waiting, show_ids=show_ids, request=request, may_call=may_call
+    )
+    return [UserMessage(text)]
+
+
+def _projected_reply(
+    message: AssistantMessage, options: ContractOptions, shape: str, constrained: bool, listed: bool
+) -> AssistantMessage:
+    """An assistant reply as the model would have written it in the contract's shape."""
+    parts = [message.content.strip()] if message.content.strip() else []
+    calls = message.tool_calls
+    if calls and shape in OBJECT_SHAPES:
+        # One JSON object per reply: the text before the calls becomes its thought
+        # (dropped under a grammar, which has no room for it).
+        thought = "" if constrained else " ".join(parts)[: options.thought_limit]
+        return AssistantMessage(render_calls(calls, options, thought, shape=shape, listed=listed))
+    if calls:
+        parts.append(render_calls(calls, options, shape=shape))
+        return AssistantMessage("\n".join(parts))
+    return AssistantMessage(render_final(message.content, options, shape=shape))
 
 
 def render_contract(
@@ -252,14 +268,10 @@ def render_contract(
     example_values: frozenset[str | int | float] = frozenset()
     example_answers: frozenset[str] = frozenset()
     if options.few_shot and tools and not from_history and request.tool_choice.mode != "none":
-        turns, example_values = _few_shot(
-            tools, options, shape, constrained, request.parallel_tool_calls
+        turns, example_values, example_answers = _examples(
+            request, tools, options, shape, constrained
         )
         out.extend(turns)
-        # One pass over the conversation for both: it is read whole for each.
-        unseen = _unseen(example_values | EXAMPLE_ANSWERS, messages)
-        example_answers = frozenset(str(v) for v in unseen & EXAMPLE_ANSWERS)
-        example_values = unseen - EXAMPLE_ANSWERS
     parallel = request.parallel_tool_calls
     may_call = request.tool_choice.mode != "none"
     out.extend(
@@ -276,6 +288,22 @@ def render_contract(
     return Contract(
         tuple(out), tools, state, history, from_history, example_values, example_answers, grounds
     )
+
+
+def _examples(
+    request: ChatRequest,
+    tools: tuple[ToolSpec, ...],
+    options: ContractOptions,
+    shape: str,
+    constrained: bool,
+) -> tuple[list[Message], frozenset[str | int | float], frozenset[str]]:
+    """The example turns, and the values and answers they show that the conversation
+    does not (a reply carrying one copied it)."""
+    turns, values = _few_shot(tools, options, shape, constrained, request.parallel_tool_calls)
+    # One pass over the conversation for both: it is read whole for each.
+    unseen = _unseen(values | EXAMPLE_ANSWERS, request.messages)
+    answers = frozenset(str(v) for v in unseen & EXAMPLE_ANSWERS)
+    return turns, unseen - EXAMPLE_ANSWERS, answers
 
 
 def _system_message(

@@ -39,16 +39,9 @@ class Repaired:
 def _python_type(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return Any
-    if schema.get("enum"):
-        values = tuple(v for v in schema["enum"] if isinstance(v, (str, int, float, bool)))
-        if values:
-            return Literal[values]
-    if "const" in schema and isinstance(schema["const"], (str, int, float, bool)):
-        return Literal[schema["const"]]
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list) and schema[key]:
-            options = tuple(_python_type(s) for s in schema[key])
-            return Union[options]  # noqa: UP007
+    choices = _choices_type(schema)
+    if choices is not None:
+        return choices
     kind = schema.get("type")
     if isinstance(kind, list):
         options = tuple(_python_type({**schema, "type": k}) for k in kind)
@@ -62,6 +55,21 @@ def _python_type(schema: Any) -> Any:
     if kind == "object":
         return dict[str, Any]
     return Any
+
+
+def _choices_type(schema: dict[str, Any]) -> Any:
+    """The type of a schema that lists its values (`enum`, `const`, `anyOf`), else None."""
+    if schema.get("enum"):
+        values = tuple(v for v in schema["enum"] if isinstance(v, (str, int, float, bool)))
+        if values:
+            return Literal[values]
+    if "const" in schema and isinstance(schema["const"], (str, int, float, bool)):
+        return Literal[schema["const"]]
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            options = tuple(_python_type(s) for s in schema[key])
+            return Union[options]  # noqa: UP007
+    return None
 
 
 @lru_cache(maxsize=256)

@@ -1,17 +1,9 @@
-"""Normalised argument JSON: arguments stream as JSON a client can load, however sloppy
-the JSON the model writes.
+"""Atoms as JSON: arguments stream as JSON a client can load, however sloppy the model's.
 
-The scanner hands over each piece of an argument value as it reads it, and the call
-assembler (`calls.py`) writes it: atoms become JSON literals or numbers (here), a missing
-comma or colon is supplied, a trailing comma is dropped, and arguments cut off are
-closed. What is written is JSON by construction: a comma is written before a frame's
-second and later values (never for a stray comma), a key only once its value starts, an
-atom only once it ends.
-
-Cut-off repair never merges or invents values: a number, literal or bare word the cut
-ends is dropped with its key (`[1, 2.` gives `[1]`: `2.` may have been `2.5`); so is a key
-whose value never started. A string the cut ends is closed where it was cut: its text has
-already streamed. The `cut_off` problem names what was dropped.
+The call assembler (`calls.py`) writes a comma only before a second value and a key only
+once its value starts, so what it writes is JSON by construction. Cut-off repair never
+invents a value: an atom the cut ends is dropped with its key (`2.` may have been `2.5`),
+a cut string is closed (its text has streamed), and `cut_off` names what was dropped.
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ from typing import Literal
 from parlay.engine.contract.parser.json_scan import JsonScanner
 from parlay.engine.contract.parser.state import ParserState
 from parlay.engine.contract.parser.strings import FENCE_END, WAIT
-from parlay.engine.contract.parser.vocabulary import ATOM_CHARS
 
 _IN_STRING = "ended inside a string at a closing fence (a closing quote is missing)"
 
@@ -54,59 +53,66 @@ class BlockReader:
 
     def run_block(self, final: bool) -> bool:
         # The readers as locals: this loop runs per character.
-        st, strings, scanner, stack = self.st, self.strings, self.scanner, self.stack
-        buf = st.buf
-        i = st.pos
+        st, strings, scanner = self.st, self.strings, self.scanner
+        buf, i = st.buf, st.pos
         n = len(buf)
         while i < n:
             if strings.quote is not None:
                 i = strings.span(i)
                 if i < 0:
-                    if i == FENCE_END:
-                        self.close_block(cut=True, why=_IN_STRING)
-                        return True
-                    assert i == WAIT
-                    return False  # an escape or a possible fence is cut: wait for more
+                    return self._string_stopped(i)
                 continue
             ch = buf[i]
             if ch == "`" and st.block_fenced:
                 fence = self._block_fence(i, final)
                 if fence is not None:
                     return fence
-            if scanner.atom:
-                if ATOM_CHARS.match(ch):
-                    scanner.atom.append(ch)
-                    i += 1
-                    continue
-                st.pos = i  # where the value ends (a tool name's position is checked)
-                scanner.end_atom()
-            if ch == "\n":
-                st.line_start_in_block = True
+            if scanner.atom and scanner.atom_goes_on(ch, i):
                 i += 1
                 continue
-            if ch in " \t\r":
+            if ch in " \t\r\n":
+                st.line_start_in_block = st.line_start_in_block or ch == "\n"
                 i += 1
                 continue
+
             st.line_start_in_block = False
-            if not stack:
-                if ch in "{[" and not (st.block_mode == "command" and self.calls.record is None):
-                    scanner.open_value(ch)
-                    i += 1
-                    continue
-                if not st.block_fenced:
-                    st.pos = i
-                    self.close_block(cut=False)
-                    return True
-                i += 1  # junk between objects in a fence
-                continue
-            scanner.structural(ch)
-            i += 1
-            if not stack and not st.block_fenced and not scanner.atom:
-                st.pos = i
-                self.close_block(cut=False)
+            if self._structural(ch, i):
                 return True
+            i += 1
         st.pos = i
         return False
+
+    def _string_stopped(self, stop: int) -> bool:
+        """A string's span stopped: at a fence that ends the block (True), or at an escape
+        or a possible fence the text read so far cuts (False: wait for more)."""
+        if stop == FENCE_END:
+            self.close_block(cut=True, why=_IN_STRING)
+            return True
+        assert stop == WAIT
+        return False
+
+    def _structural(self, ch: str, i: int) -> bool:
+        """A character outside strings and atoms, not blank; True when the block ends."""
+        if not self.stack:
+            return self._outside_values(ch, i)
+        self.scanner.structural(ch)
+        if not self.stack and not self.st.block_fenced and not self.scanner.atom:
+            return self._ends_at(i + 1)
+        return False
+
+    def _outside_values(self, ch: str, i: int) -> bool:
+        """A character outside any JSON value of the block: a value opens, the block ends
+        (True: not fenced), or it is junk between objects in a fence."""
+        if ch in "{[" and not (self.st.block_mode == "command" and self.calls.record is None):
+            self.scanner.open_value(ch)
+            return False
+        return False if self.st.block_fenced else self._ends_at(i)
+
+    def _ends_at(self, i: int) -> bool:
+        """The block ends before `i` (True, for the block loop to return)."""
+        self.st.pos = i
+        self.close_block(cut=False)
+        return True
 
     def _block_fence(self, i: int, final: bool) -> bool | None:
         """A backtick in a fenced block: its closing fence (True: the block ends), perhaps

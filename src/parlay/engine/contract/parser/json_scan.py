@@ -92,29 +92,27 @@ class JsonScanner:
             self.open_value(ch)
         elif ch in "}]":
             self.close_value()
-        elif ch == ":":
-            if top.kind == "{" and top.expect == "colon":
-                top.expect = "value"
-        elif ch == ",":
-            if top.kind == "[":
-                top.expect = "value"
-            elif top.expect == "comma":
-                top.expect = "key"
+        elif ch in ":,":
+            _punctuate(top, ch)
         elif ch in _OPERATORS:
             if self.calls.record is not None and self.calls.args_depth is not None:
                 self.calls.record.expression = self.calls.record.expression or ch
         elif ATOM_CHARS.match(ch):
-            is_key = top.kind == "{" and top.expect in ("key", "comma")
-            self.atom = [ch]
-            self.atom_is_key = is_key
-            if not is_key:
-                role = self.value_role()
-                if role == "args_start":
-                    self.calls.begin_args()
-                    role = "args"
-                if role == "args":
-                    self.calls.norm_value_start()
-                self.atom_role = role
+            self._begin_atom(top, ch)
+
+    def _begin_atom(self, top: Frame, ch: str) -> None:
+        """A number, literal or unquoted word starts: a key, or a value of some role."""
+        is_key = top.kind == "{" and top.expect in ("key", "comma")
+        self.atom = [ch]
+        self.atom_is_key = is_key
+        if not is_key:
+            role = self.value_role()
+            if role == "args_start":
+                self.calls.begin_args()
+                role = "args"
+            if role == "args":
+                self.calls.norm_value_start()
+            self.atom_role = role
 
     def _skipped(self, ch: str) -> None:
         """A character of a value nested too deep: only strings and brackets count."""
@@ -127,7 +125,6 @@ class JsonScanner:
             if not self.skip_depth:
                 after_value(self.stack)
 
-    # -- value roles ----------------------------------------------------------------------
     def value_role(self) -> ValueRole:
         """What the value about to start means, from its parent and its key."""
         if self.calls.args_depth is not None:
@@ -137,31 +134,36 @@ class JsonScanner:
         top = self.stack[-1]
         key = (top.key or "").lower()
         if top.role in ("root", "call"):
-            if key in ARGS_KEYS:
-                # The first arguments of a call are its arguments: a second set would
-                # make the streamed JSON two objects.
-                record = self.calls.record
-                return "skip" if record is not None and record.args_seen else "args_start"
-            if key in NAME_KEYS or (top.role == "root" and key in WRAPPER_KEYS):
-                return "name"  # a string names the tool; an object is a call wrapper
-            if top.role == "root" and key in FINAL_KEYS:
-                return "final"
-            if top.role == "root" and key in LIST_KEYS:
-                return "call_list"
-            if top.role == "root" and key in THOUGHT_KEYS:
-                return "thought"
-            if top.role == "root" and key == KIND_KEY:
-                return "kind"
-            if top.role == "root" and self.st.typed_final and key in CONTENT_KEYS:
-                return "final"
-            return "skip"
+            return self._member_role(top.role == "root", key)
         if top.role == "final" and key in CONTENT_KEYS:
             return "content"
         if top.role == "calls":
             return "root"
         return "skip"
 
+    def _member_role(self, at_root: bool, key: str) -> ValueRole:
+        """The role of the value under `key` in an action object (or a call inside one)."""
+        if key in ARGS_KEYS:
+            # The first arguments of a call are its arguments: a second set would make
+            # the streamed JSON two objects.
+            record = self.calls.record
+            return "skip" if record is not None and record.args_seen else "args_start"
+        if key in NAME_KEYS or (at_root and key in WRAPPER_KEYS):
+            return "name"  # a string names the tool; an object is a call wrapper
+        if not at_root:
+            return "skip"
+        if key in FINAL_KEYS:
+            return "final"
+        if key in LIST_KEYS:
+            return "call_list"
+        if key in THOUGHT_KEYS:
+            return "thought"
+        if key == KIND_KEY:
+            return "kind"
+        return "final" if self.st.typed_final and key in CONTENT_KEYS else "skip"
+
     def open_value(self, kind: str) -> None:
+
         if len(self.stack) >= MAX_DEPTH:
             self._skip_too_deep()
             return
@@ -248,8 +250,18 @@ class JsonScanner:
         else:
             self.strings.role = "skip"
 
-    # -- atoms (numbers, literals, unquoted keys and names) ---------------------------------
+    def atom_goes_on(self, ch: str, i: int) -> bool:
+        """Whether `ch`, at `i`, goes on the atom being read; if not, the atom ends there
+        (where it ends is kept: a tool name's position is checked)."""
+        if ATOM_CHARS.match(ch):
+            self.atom.append(ch)
+            return True
+        self.st.pos = i
+        self.end_atom()
+        return False
+
     def end_atom(self) -> None:
+
         atom = "".join(self.atom)
         self.atom = []
         top = self.stack[-1] if self.stack else None
@@ -276,3 +288,14 @@ class JsonScanner:
         if self.calls.args_depth is not None and len(self.stack) == self.calls.args_depth:
             self.calls.args_depth = None
         after_value(self.stack)
+
+
+def _punctuate(top: Frame, ch: str) -> None:
+    """A colon or a comma: the open object or array expects what comes after it."""
+    if ch == ":":
+        if top.kind == "{" and top.expect == "colon":
+            top.expect = "value"
+    elif top.kind == "[":
+        top.expect = "value"
+    elif top.expect == "comma":
+        top.expect = "key"

@@ -75,7 +75,6 @@ class TextReader:
         self.block = block
         self.calls = calls
 
-    # -- text -----------------------------------------------------------------------------
     def run_text(self, final: bool) -> bool:
         buf, pos = self.st.buf, self.st.pos
         while True:
@@ -88,50 +87,42 @@ class TextReader:
                 self.st.pos = len(buf)
                 return False
             at = match.start()
-            segment = buf[pos:at]
-            blank = self.st.line_blank and (not segment or segment.isspace())
-            ch = buf[at]
-            if ch == "\n":
-                self.st.emit_text(buf[pos : at + 1])
-                self.st.line_blank = True
-                pos = at + 1
-                continue
-            if ch == "`":
-                decided = self._text_backtick(segment, at, blank, final)
+            newline = buf[at] == "\n"
+            if not newline:
+                decided = self._at_trigger(buf[pos:at], at, final)
                 if decided is not None:
                     return decided
-                self.st.emit_text(buf[pos : at + 1])
-                self.st.line_blank = False
-                pos = at + 1
-                continue
-            if not blank:
-                self.st.emit_text(buf[pos : at + 1])
-                self.st.line_blank = False
-                pos = at + 1
-                continue
-            if ch == "@":
-                decided = self._text_command(segment, at, final)
-                if decided is not None:
-                    return decided
-                self.st.emit_text(buf[pos : at + 1])
-                self.st.line_blank = False
-                pos = at + 1
-                continue
-            # "{" at the start of a line: an action if its first key says so.
-            verdict = self.peek_first_key(at, final)
-            if verdict is None:
-                self.st.emit_text(segment)
-                self.st.line_blank = True
-                self.st.pos = at
-                return False
-            if verdict:
-                self.st.emit_text(segment)
-                self.st.pos = at
-                self.block.open_block(at, fenced=False, labeled=False)
-                return True
             self.st.emit_text(buf[pos : at + 1])
-            self.st.line_blank = False
+            self.st.line_blank = newline
             pos = at + 1
+
+    def _at_trigger(self, segment: str, at: int, final: bool) -> bool | None:
+        """A backtick, `@` or `{` after `segment`: a block opens (True), the text so far
+        cannot tell (False: wait for more), or it is prose (None)."""
+        blank = self.st.line_blank and (not segment or segment.isspace())
+        ch = self.st.buf[at]
+        if ch == "`":
+            return self._text_backtick(segment, at, blank, final)
+        if not blank:
+            return None
+        if ch == "@":
+            return self._text_command(segment, at, final)
+        return self._text_brace(segment, at, final)
+
+    def _text_brace(self, segment: str, at: int, final: bool) -> bool | None:
+        """`{` at the start of a line: an action if its first key says so."""
+        verdict = self.peek_first_key(at, final)
+        if verdict is None:
+            self.st.emit_text(segment)
+            self.st.line_blank = True
+            self.st.pos = at
+            return False
+        if verdict:
+            self.st.emit_text(segment)
+            self.st.pos = at
+            self.block.open_block(at, fenced=False, labeled=False)
+            return True
+        return None
 
     def _text_backtick(self, segment: str, at: int, blank: bool, final: bool) -> bool | None:
         """A backtick in text: a fence opens (True), may still open (False: wait for more),
@@ -210,9 +201,14 @@ class TextReader:
             return True
         if info not in JSON_FENCES or buf[i] == "`":
             return self._fence_as_code(i)
-        # A plain ```json fence holds an action only if its object's first key says so
-        # (read within _MAX_FENCE_GAP characters of blanks: past that it is code).
+        return self._json_fence(i, final)
+
+    def _json_fence(self, i: int, final: bool) -> bool:
+        """A plain ```json fence holds an action only if its object's first key says so
+        (read within _MAX_FENCE_GAP characters of blanks: past that it is code)."""
+        buf = self.st.buf
         limit = i + _MAX_FENCE_GAP
+
         j = _after_space(buf, i, limit)
         if j < len(buf) and buf[j] == "[":
             j = _after_space(buf, j + 1, limit)

@@ -1,13 +1,5 @@
-"""What the parser's readers share: where the reading stands and the output plumbing.
-
-`ActionStreamParser` (stream) is composed of four readers, each an object with one job
-and its own state, beside the `ParserState` they share:
-
-- `TextReader` (recognise): text between blocks, and where a block starts;
-- `JsonScanner` (json_scan): the JSON of an action block, from its opening to its end;
-- `StringReader` (strings): the strings of a block and what each value does once read;
-- `CallAssembler` (calls): names, arguments and thoughts into call events and calls.
-"""
+"""What the parser's readers share: where the reading stands, its size bounds, and the
+output plumbing."""
 
 from __future__ import annotations
 
@@ -21,17 +13,16 @@ from parlay.engine.contract.parser.results import ProblemKind
 from parlay.events import Event, TextDelta, ToolCallArgsDelta
 
 THOUGHT_LIMIT = 200
-# Size bounds (defence in depth; each is documented in the package docstring):
-# a block whose tool name is not read within this many characters of its start is settled
-# as an action, so its raw text need not be kept in case it turns out to be prose;
+# A block whose tool name is not read within this many characters of its start is settled
+# as an action, so its raw text need not be kept in case it turns out to be prose.
 MAX_UNDECIDED = 4096
-# values nested deeper than this in a block are skipped (dropped, and noted in arguments).
+# Values nested deeper than this in a block are skipped (dropped, and noted in arguments).
 MAX_DEPTH = 100
 
-# A streamed reply is mostly one `TextDelta` per chunk, and attrs' generated `__init__` for a
-# frozen class (a bound `object.__setattr__` fetched per call) is most of what a chunk of
-# prose costs. `text_delta` makes the same object, equal and hashed alike, by setting the
-# one slot directly; the check keeps it honest if the class ever gains a field.
+# A streamed reply is mostly one `TextDelta` per chunk, and attrs' frozen `__init__` is most
+# of what a chunk of prose costs: `text_delta` makes the same object by setting the one
+# slot directly; the check keeps it honest if the class ever gains a field.
+
 _TEXT_DELTA_FIELDS = attrs.fields(TextDelta)
 if not (
     len(_TEXT_DELTA_FIELDS) == 1

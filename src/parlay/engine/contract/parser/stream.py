@@ -23,13 +23,10 @@ from parlay.engine.contract.parser.state import (
 from parlay.engine.contract.parser.strings import StringReader
 from parlay.events import Event, TextDelta
 
-# What in a chunk of prose, read from the text state with nothing held, may start a block or
-# must be held back: a fence or a trailing backtick (it may become one), or `{`/`@` with
-# only whitespace before it on its line (`\s` is `str.isspace`, the text path's test);
-# the second pattern is for a chunk that starts on a blank line. Any other `{`, `@` or
-# backtick is text as it is. After a newline only blanks other than newlines are skipped
-# (`[^\S\n]`): `\n\s*` would match the same, but tried at every newline of a run of
-# them it reads the whole run each time (quadratic: 78 s for 100,000 newlines).
+# What in a chunk of prose may start a block or must be held back: a fence or a trailing
+# backtick, or `{`/`@` with only blanks before it on its line (the second pattern: for a
+# chunk that starts on a blank line). `[^\S\n]*`, not `\s*`, after a newline: `\s*` would
+# read a run of newlines again at each one (quadratic).
 _BLOCK_MAY_START = re.compile(r"```|`\Z|\n[^\S\n]*[{@]").search
 _BLOCK_MAY_START_ON_BLANK_LINE = re.compile(r"```|`\Z|\A\s*[{@]|\n[^\S\n]*[{@]").search
 _HELD_BACKTICKS = ("`", "``")
@@ -64,7 +61,6 @@ class ActionStreamParser:
         """A parser like this one, with ids of no use, for stringified arguments."""
         return ActionStreamParser(id_factory=lambda: "", thought_limit=self.st.thought_limit)
 
-    # -- public ---------------------------------------------------------------------------
     def feed(self, text: str) -> list[Event]:
         if (
             self.st.plain
@@ -72,44 +68,43 @@ class ActionStreamParser:
             and "\n" not in text
             and ("`" not in text or ("```" not in text and text[-1] != "`"))
         ):
-            # The common case while prose streams: text state, nothing held, the line not
-            # blank (so `{` and `@` are prose), and a chunk with no newline (the line stays
-            # so), no fence and no backtick at its end that may become one. The chunk goes
-            # out as it came, as the state loop would send it, at a fraction of the cost.
-            # (`text_delta`, inlined: this is the hot path.)
+            # The hot path while prose streams: nothing held, and nothing in the chunk may
+            # start a block. It goes out as the state loop would send it (inlined).
             self.st.text.append(text)
             delta = new_text_delta(TextDelta)
             set_text(delta, text)
             return [delta]
         if self.st.ended or not text:
             return []
+        quick = self._quick(text)
+        if quick is not None:
+            return quick
+        self.st.buf += text
+        self._run(final=False)
+        return self._after_run()
+
+    def _quick(self, text: str) -> list[Event] | None:
+        """What a chunk makes when its state settles it without the state loop, else None."""
         state = self.st.mode
         if state == "text":
             if self.st.pos == 0 and (not self.st.buf or self.st.buf in _HELD_BACKTICKS):
-                # Nothing held but perhaps a backtick or two (in case they open a fence):
-                # prose unless the chunk may start a block.
-                prose = self._prose(self.st.buf + text)
-                if prose is not None:
-                    return prose
-        elif state == "block":
+                return self._prose(self.st.buf + text)  # at most a backtick or two held
+            return None
+        if state == "block":
             return self._feed_block(text)
-        elif state == "code" and not self.st.buf and "`" not in text:
+        if state == "code" and not self.st.buf and "`" not in text:
             # Inside a code fence shown as text, and nothing in the chunk may close it.
             self.st.text.append(text)
             return [text_delta(text)]
-        elif (
+        if (
             state == "info"
             and _INFO_STOP(text) is None
             and _INFO_STOP(self.st.buf, self.st.pos) is None
             and len(self.st.buf) + len(text) <= self.st.pos + MAX_INFO
         ):
-            # The fence's info string goes on (it did not end before this chunk, and
-            # does not end in it): nothing to decide or emit yet.
-            self.st.buf += text
+            self.st.buf += text  # the fence's info string goes on: nothing to decide yet
             return []
-        self.st.buf += text
-        self._run(final=False)
-        return self._after_run()
+        return None
 
     def _feed_block(self, text: str) -> list[Event]:
         """A chunk inside an action block (`feed`'s block state)."""
@@ -199,7 +194,6 @@ class ActionStreamParser:
             self.st.blocks,
         )
 
-    # -- the state loop -------------------------------------------------------------------
     def _run(self, final: bool) -> None:
         self.st.final = final
         while True:
@@ -223,12 +217,9 @@ class ActionStreamParser:
             self._end_of_input()
 
     def _compact(self) -> None:
-        """Drop consumed text, so each feed costs what it adds (not the whole buffer).
+        """Drop consumed text, so each feed costs what it adds. A block's text is kept
+        only while the block may still turn out to be text (for MAX_UNDECIDED at most)."""
 
-        Text from the block's start is kept only while the block may still turn out to
-        be text (an unlabeled block before its name is read, for at most MAX_UNDECIDED
-        characters) or is being decided; a block known to be text is shown as it is read.
-        """
         pos = self.st.pos
         state = self.st.mode
         if state == "block":

@@ -1,25 +1,11 @@
-"""JSON strings in an action block: their characters and escapes, where they end, and what
-a string's value does once read (a key, a tool name, arguments, a thought, final content).
+"""JSON strings in an action block: their characters, escapes and ends, and what a
+string's value does once read (a key, a tool name, arguments, a thought, final content).
 
-A code fence inside a string of a fenced block: one rule, the same whole and streamed. Only
-a fence at the start of a line of the string's raw text counts (nothing but blanks before
-it since the opening quote or a raw newline; a `\\n` escape is no line break); any other
-backtick in a string is content.
-
-- While a code block the string holds is open, the next line-start fence closes it: content.
-- Otherwise a line-start fence opens such a code block (content, with its info string if
-  it has one: ```` ```python ```` or a bare ```` ``` ````), except in one case: a *bare*
-  fence after string text that ends (blanks aside) with `}` or `]` is the action block's
-  own closing fence. The model lost the string's closing quote and wrote the JSON's
-  closing brackets inside it (`"content": "hello}}` then the fence). The string ends
-  there (an argument string is kept and closed), the block closes, and the call is noted
-  `cut_off`.
-
-So a `write_file` call whose content holds fenced code, labeled or bare, written with raw
-newlines or with `\\n` escapes, reads as meant. What the rule gets wrong: a lost quote with
-no bracket before the fence reads the rest of the reply into the string (noted `cut_off`
-at the end), and a bare opening fence right after text ending in `}` ends the block.
-The string's closing quote is JSON's: it ends the string inside a code block too.
+A code fence inside a string of a fenced block counts only at the start of a raw line.
+It opens or closes a code block the string holds (content), except a *bare* fence after
+text ending in `}` or `]`: the model lost the closing quote, so the string, and the
+action block, end there (noted `cut_off`). So fenced code in a `write_file` call reads
+as meant.
 """
 
 from __future__ import annotations
@@ -192,10 +178,8 @@ class StringReader:
             self.chars.append(text)
 
     def _close_quoted_json(self) -> None:
-        """Final content that quotes JSON and ends inside one of its strings lost the
-        quote that closes it: the model wrote it unescaped, and that quote ended the
-        content instead (under a grammar the rest is then cut off). Close the quoted JSON
-        so the answer reads whole."""
+        """Close JSON quoted in final content whose closing quote, unescaped, ended the
+        content instead, so the answer reads whole."""
         if self.st.block_as_text:
             return
         closing = quoted_json_closing("".join(self.chars))
@@ -240,13 +224,9 @@ class StringReader:
 
 def quoted_json_closing(content: str) -> str:
     """What closes JSON quoted in `content` when the content ends inside one of its
-    strings (`returned {"status": "shipped` → `"}`), else "".
+    strings (`returned {"status": "shipped` → `"}`), else "". Quotes outside braces are
+    prose."""
 
-    SmolLM2, restating a tool result under the json format's grammar, escaped the inner
-    quotes but not the last one, which then closed the answer: `order_status returned
-    {\\"status\\": \\"shipped on 2026-11-20, arriving Tuesday"}}`. Quotes outside braces
-    are prose and not tracked.
-    """
     open_brackets: list[str] = []
     in_string = escaped = False
     for ch in content:
