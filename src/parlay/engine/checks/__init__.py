@@ -1,10 +1,16 @@
 """The checks a reply passes before anyone sees it, and what happens when one fails.
 
-- `retry`: the `Check` protocol, the default checks in the order they are judged, and the
-  `RetryPolicy` that applies them;
-- `calls`: what is wrong with one call (unknown tool, arguments, made-up values, a
-  repeat), and `CallRule`'s home in `rules`, which names every rule;
-- one module per kind of evidence a check reads:
-  `forced` and `leaning` (the model's own probabilities), `refusal`, `placeholders` and
-  `own_words` (parlay's own text coming back), `echo_trim`, `results_answer`.
+- `retry`: the `Check` protocol, `DEFAULT_CHECKS` in the order they are judged, the
+  `RetryPolicy` that applies them, and `CallRule`, the short form of a check of each call;
+- `rules`: every rule by name (`RULES`), and which are switched off;
+- `calls`: what is wrong with one call (unknown tool, arguments, made-up values, a repeat);
+- one module per kind of evidence a check reads: `forced` and `leaning` (the model's own
+  probabilities), `refusal`, `placeholders` and `own_words` (parlay's own text coming
+  back), `echo_trim`, `results_answer`.
+
+Write your own check against `Check`, `Reply` and `Verdict`, imported from here.
 """
+
+from parlay.engine.checks.retry import DEFAULT_CHECKS, CallRule, Check, Reply, Verdict
+
+__all__ = ["DEFAULT_CHECKS", "CallRule", "Check", "Reply", "Verdict"]
