@@ -1,0 +1,119 @@
+"""The engine before and after a change, beside the naive baseline, with its cost.
+
+    python -m bench.bfcl.before_after            # bench/results/bfcl-before-after.md
+
+For each model, on the validate half's questions that every compared run answered: right
+calls pooled, right abstentions on live_irrelevance, balanced (their mean, a system that
+never calls scores 50), with 95 % intervals; and the cost, seconds and requests to the
+model per question (requests are counted since the runs of issue 38; seconds depend on
+what else the machine ran). A run still in progress is compared on what it answered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench._table import markdown_table
+from bench.bfcl.stats import Share, mean, wilson
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+STORE = RESULTS / "bfcl-dev.jsonl"
+PAGE = RESULTS / "bfcl-before-after.md"
+# (label, system, tag) per model: the engine as last measured before issue 38, after it,
+# and the naive prompt (the tag of its only run).
+RUNS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "qwen": (
+        ("before (stop 23, typed)", "parlay:typed", "stop23"),
+        ("after (issue 38)", "parlay", "issue38"),
+        ("naive", "naive", "*"),
+    ),
+    "smollm2": (
+        ("before (stop 16, embedded)", "parlay", "stop16"),
+        ("after (issue 38)", "parlay", "issue38"),
+        ("naive", "naive", "*"),
+    ),
+}
+Outcome = dict[str, Any]
+# Fewer questions in common than this (a run just started): no section yet.
+MIN_QUESTIONS = 20
+
+
+def run_of(rows: Sequence[Outcome], model: str, system: str, tag: str) -> dict[str, Outcome]:
+    return {
+        r["question"]: r
+        for r in rows
+        if r["model"] == model
+        and r["half"] == "validate"
+        and r["system"] == system
+        and (tag == "*" or str(r.get("tag")) == tag)
+    }
+
+
+def shares(found: list[Outcome]) -> tuple[Share, Share, Share]:
+    calls = [o["right"] for o in found if o["category"] != "live_irrelevance"]
+    irrelevance = [o["right"] for o in found if o["category"] == "live_irrelevance"]
+    pooled, abstained = wilson(sum(calls), len(calls)), wilson(sum(irrelevance), len(irrelevance))
+    return pooled, abstained, mean(pooled, abstained)
+
+
+def cell(share: Share) -> str:
+    return f"{100 * share.value:.1f} ({100 * share.low:.1f}–{100 * share.high:.1f})"
+
+
+def cost(found: list[Outcome]) -> tuple[str, str]:
+    seconds = sum(o["seconds"] for o in found) / len(found)
+    counted = [o["requests"] for o in found if o.get("requests") is not None]
+    requests = f"{sum(counted) / len(counted):.2f}" if len(counted) == len(found) else "–"
+    return f"{seconds:.1f}", requests
+
+
+def section(rows: Sequence[Outcome], model: str) -> list[str]:
+    runs = [(label, run_of(rows, model, system, tag)) for label, system, tag in RUNS[model]]
+    if not all(found for _, found in runs):
+        return []
+    common = set.intersection(*(set(found) for _, found in runs))
+    if len(common) < MIN_QUESTIONS:
+        return []
+    table = []
+    for label, found in runs:
+        chosen = [found[q] for q in sorted(common)]
+        pooled, abstained, balanced = shares(chosen)
+        table.append([label, cell(pooled), cell(abstained), cell(balanced), *cost(chosen)])
+    header = [
+        "run", "calls right", "live_irrelevance right", "balanced", "s / question",
+        "requests / question",
+    ]  # fmt: skip
+    return [
+        f"## {model}, validate half ({len(common)} questions)",
+        "",
+        markdown_table(header, table),
+        "",
+    ]
+
+
+def render(rows: Sequence[Outcome]) -> str:
+    lines = ["# The engine before and after issue 38, beside the naive prompt", ""]
+    lines += [line.strip() for line in (__doc__ or "").splitlines()[4:10]]
+    lines.append("")
+    for model in RUNS:
+        lines += section(rows, model)
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--store", type=Path, default=STORE)
+    parser.add_argument("--page", type=Path, default=PAGE)
+    args = parser.parse_args(argv)
+    rows = [json.loads(line) for line in args.store.read_text().splitlines() if line.strip()]
+    page = render(rows)
+    args.page.write_text(page + "\n")
+    print(page)
+
+
+if __name__ == "__main__":
+    main()
