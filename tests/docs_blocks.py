@@ -210,6 +210,11 @@ def _environment(folder: Path, *, model: bool) -> dict[str, str]:
         "PYTHONUNBUFFERED": "1",
     }
     env.pop("PARLAY_OPENAI_BASE_URL", None)
+    if env.get("PYTHONPATH"):
+        # Blocks run in `folder`: `PYTHONPATH=src` must still name this checkout's code,
+        # not whatever parlay the environment has installed.
+        paths = env["PYTHONPATH"].split(os.pathsep)
+        env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in paths if p)
     if not model:
         env["PARLAY_LOCAL_MODEL"] = str(folder / "no-model-here-mark-the-block-model.gguf")
     return env

@@ -160,3 +160,25 @@ def test_page_examples_run_on_the_embedded_model_and_answer_with_the_tools_resul
     page: Path, tmp_path: Path
 ) -> None:
     _run_page(page, tmp_path, model=True)
+
+
+def test_a_shell_block_reads_nothing_on_stdin_so_parlay_prompt_sees_only_its_argument(
+    tmp_path: Path,
+) -> None:
+    # Given the answers meant for input(), `parlay prompt "TEXT"` prefixed them to TEXT.
+    shell = Block(page="p.md", line=1, lang="bash", source="cat; echo end\n")
+    asking = Block(page="p.md", line=1, lang="python", source="print(input('ok? '))\n")
+    assert run([shell], tmp_path, model=False, timeout=60) == "end\n"
+    assert run([asking], tmp_path, model=False, timeout=60) == "ok? y\n"
+
+
+def test_a_relative_pythonpath_still_names_this_checkout_in_a_blocks_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("PYTHONPATH", "src")
+    block = Block(
+        page="p.md", line=1, lang="python", source="import parlay\nprint(parlay.__file__)\n"
+    )
+    imported = run([block], tmp_path, model=False, timeout=60).strip()
+    assert imported == str(ROOT / "src" / "parlay" / "__init__.py")
