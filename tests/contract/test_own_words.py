@@ -17,6 +17,7 @@ from parlay.engine.checks.placeholders import (
     PLACEHOLDERS,
     is_debris,
     is_placeholder,
+    leading_debris,
     may_become_placeholder,
 )
 from parlay.events import Event, Finish, TextDelta
@@ -204,3 +205,24 @@ async def test_debris_with_no_retry_left_falls_back_to_the_results() -> None:
 )  # fmt: skip
 def test_debris_is_told_from_short_answers(text: str, debris: bool) -> None:
     assert is_debris(text) is debris
+
+
+@pytest.mark.parametrize("max_retries", [0, 2])  # live, and hybrid
+async def test_an_actions_leftover_braces_before_an_answer_are_not_shown(
+    max_retries: int,
+) -> None:
+    # `parlay prompt "What is 12 + 30?" -T tools.py` answered `}} 42 42 42 ...`: the
+    # braces that close an action are no part of the answer.
+    inner = ScriptedBackend(['}} "\n2 + 3 is 5.'], capabilities=PLAIN, chunk_size=1)
+    backend = PromptedBackend(inner, max_retries=max_retries)
+    text, _ = await run(backend, ChatRequest(AFTER_RESULT, tools=TOOLS))
+    assert text == "2 + 3 is 5."
+
+
+@pytest.mark.parametrize(
+    ("text", "cut"),
+    [("}} 42", 3), ('"}}, 42', 5), ("]\n5", 2), ("42 }", 0), ('"Quoted," she said', 0),
+     ("(5)", 0), ("", 0)],
+)  # fmt: skip
+def test_leading_debris_is_only_closing_syntax(text: str, cut: int) -> None:
+    assert leading_debris(text) == cut

@@ -15,7 +15,7 @@ from parlay.context import ToolCall
 from parlay.engine.checks.calls import CheckedCall
 from parlay.engine.checks.echo_trim import EchoTrim
 from parlay.engine.checks.own_words import OwnWords
-from parlay.engine.checks.placeholders import may_become_placeholder
+from parlay.engine.checks.placeholders import leading_debris, may_become_placeholder
 from parlay.engine.checks.refusal import RefusalPhrases, detect_refusal
 from parlay.engine.checks.retry import CallIssue
 from parlay.engine.policy import StreamingMode
@@ -199,7 +199,7 @@ class Attempt:
         self.text_live = True
         self.shown_text = True
         released, self.held = self.held, []
-        return released
+        return without_leading_debris(released)
 
     def _text(self, event: TextDelta) -> list[Event]:
         """Hybrid mode: text is held until `refusal_window` characters show no refusal."""
@@ -219,10 +219,12 @@ class Attempt:
         self.text_live = True
         self.shown_text = True
         released, self.held = self.held, []
-        return released
+        return without_leading_debris(released)
 
     def release(self) -> list[Event]:
         """The held events, each call's argument deltas replaced by its repaired JSON."""
+        if not self.shown_text:
+            self.held = without_leading_debris(self.held)
         streamed: dict[str, list[str]] = {}
         for event in self.held:
             if isinstance(event, ToolCallArgsDelta):
@@ -252,3 +254,19 @@ class Attempt:
     def emitted_calls(self) -> int:
         """Calls this attempt handed on: live ones, or held ones once released."""
         return self.live_calls + sum(1 for e in self.held if isinstance(e, ToolCallEnd))
+
+
+def without_leading_debris(events: list[Event]) -> list[Event]:
+    """The events with an action's leftover syntax taken off the start of their text."""
+    cut = leading_debris("".join(e.text for e in events if isinstance(e, TextDelta)))
+    if not cut:
+        return events
+    out: list[Event] = []
+    for event in events:
+        if cut and isinstance(event, TextDelta):
+            if len(event.text) <= cut:
+                cut -= len(event.text)
+                continue
+            event, cut = TextDelta(event.text[cut:]), 0
+        out.append(event)
+    return out

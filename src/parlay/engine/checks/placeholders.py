@@ -39,6 +39,15 @@ def is_debris(text: str) -> bool:
 
 
 _WORDLESS = re.compile(r"[\W_]+")
+# An action's closing syntax left before an answer ("}} 42"): closing braces or brackets,
+# with the quotes, commas and spaces around them.
+_LEADING_DEBRIS = re.compile(r"\A[\s\"'`]*[}\]][\s}\]\"'`,:]*")
+
+
+def leading_debris(text: str) -> int:
+    """How many characters at the start of `text` are an action's leftover syntax."""
+    found = _LEADING_DEBRIS.match(text)
+    return found.end() if found else 0
 
 
 def may_become_placeholder(text: str) -> bool:
