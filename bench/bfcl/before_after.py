@@ -11,13 +11,12 @@ what else the machine ran). A run still in progress is compared on what it answe
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bench._table import markdown_table
+from bench.bfcl.pages import cell, page_main
 from bench.bfcl.stats import Share, mean, wilson
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -58,10 +57,6 @@ def shares(found: list[Outcome]) -> tuple[Share, Share, Share]:
     irrelevance = [o["right"] for o in found if o["category"] == "live_irrelevance"]
     pooled, abstained = wilson(sum(calls), len(calls)), wilson(sum(irrelevance), len(irrelevance))
     return pooled, abstained, mean(pooled, abstained)
-
-
-def cell(share: Share) -> str:
-    return f"{100 * share.value:.1f} ({100 * share.low:.1f}–{100 * share.high:.1f})"
 
 
 def cost(found: list[Outcome]) -> tuple[str, str]:
@@ -105,14 +100,7 @@ def render(rows: Sequence[Outcome]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--store", type=Path, default=STORE)
-    parser.add_argument("--page", type=Path, default=PAGE)
-    args = parser.parse_args(argv)
-    rows = [json.loads(line) for line in args.store.read_text().splitlines() if line.strip()]
-    page = render(rows)
-    args.page.write_text(page + "\n")
-    print(page)
+    page_main(render, (__doc__ or "").splitlines()[0], STORE, PAGE, argv)
 
 
 if __name__ == "__main__":

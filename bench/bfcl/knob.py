@@ -14,13 +14,12 @@ default from the tune halves alone.
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from bench._table import markdown_table
+from bench.bfcl.pages import cell, page_main
 from bench.bfcl.stats import Share, mean, wilson
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -66,10 +65,6 @@ def scores(outcomes: Sequence[Outcome], threshold: float | None) -> tuple[Share,
     pooled = wilson(sum(calls), len(calls))
     abstained = wilson(sum(irrelevance), len(irrelevance))
     return pooled, abstained, mean(pooled, abstained)
-
-
-def cell(share: Share) -> str:
-    return f"{100 * share.value:.1f} ({100 * share.low:.1f}–{100 * share.high:.1f})"
 
 
 def best(outcomes: Sequence[Outcome]) -> float:
@@ -122,14 +117,7 @@ def render(rows: Sequence[Outcome]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", type=Path, default=STORE)
-    parser.add_argument("--page", type=Path, default=PAGE)
-    args = parser.parse_args(argv)
-    rows = [json.loads(line) for line in args.store.read_text().splitlines() if line.strip()]
-    page = render(rows)
-    args.page.write_text(page + "\n")
-    print(page)
+    page_main(render, (__doc__ or "").splitlines()[0], STORE, PAGE, argv)
 
 
 if __name__ == "__main__":
