@@ -130,7 +130,7 @@ class PromptedBackend:
             refusal_phrases=refusal_phrases,
             refusal_window=refusal_window,
             min_offered_share=min_offered_share,
-            min_call_confidence=min_call_confidence or None,
+            min_call_confidence=min_call_confidence,
             grammar_available=grammar,
             max_tokens=max_tokens,
             repetition=repetition,
@@ -162,7 +162,7 @@ class PromptedBackend:
 
     @property
     def min_call_confidence(self) -> float:
-        return self.settings.min_call_confidence or 0.0
+        return self.settings.min_call_confidence
 
     @property
     def action_format(self) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from parlay.context import Message, ToolCall, UserMessage
+from parlay.context import ToolCall
 from parlay.engine.attempt import Attempt
 from parlay.engine.checks.forced import NameChoice, name_choices
 from parlay.engine.checks.leaning import leans_to_words
@@ -21,6 +21,7 @@ from parlay.engine.checks.refusal import RefusalSignal, asks_user, detect_refusa
 from parlay.engine.checks.retry import Reply, Verdict, only_repeats
 from parlay.engine.contract.grounding import copied_answer, echoes
 from parlay.engine.contract.parser import ParseResult
+from parlay.engine.contract.state import ToolState
 from parlay.engine.settings import EngineSettings
 from parlay.engine.turn import Turn
 from parlay.request import ToolSpec
@@ -133,16 +134,11 @@ def unsure_share(settings: EngineSettings, turn: Turn) -> float | None:
     `min_call_confidence` (see `leaning`); None otherwise, and after a tool result."""
 
     threshold = settings.min_call_confidence
-    if threshold is None or turn.retries or not at_first_decision(turn.request.messages):
+    first = turn.contract.state is ToolState.FIRST_DECISION
+    if not threshold or turn.retries or not first:
         return None
     share = turn.answer_share
     return share if leans_to_words(share, 1 - threshold) else None
-
-
-def at_first_decision(messages: Sequence[Message]) -> bool:
-    """Whether the model decides on the user's words alone: the last message is the
-    user's, not a tool result whose content the next call may follow from."""
-    return bool(messages) and isinstance(messages[-1], UserMessage)
 
 
 def forced_choice(
