@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._table import markdown_table
-from bench.bfcl.pages import cell, page_main
-from bench.bfcl.stats import Share, mean, wilson
+from bench.bfcl.pages import balanced, cell, page_main, run_of
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 STORE = RESULTS / "bfcl-dev.jsonl"
@@ -41,24 +40,6 @@ Outcome = dict[str, Any]
 MIN_QUESTIONS = 20
 
 
-def run_of(rows: Sequence[Outcome], model: str, system: str, tag: str) -> dict[str, Outcome]:
-    return {
-        r["question"]: r
-        for r in rows
-        if r["model"] == model
-        and r["half"] == "validate"
-        and r["system"] == system
-        and (tag == "*" or str(r.get("tag")) == tag)
-    }
-
-
-def shares(found: list[Outcome]) -> tuple[Share, Share, Share]:
-    calls = [o["right"] for o in found if o["category"] != "live_irrelevance"]
-    irrelevance = [o["right"] for o in found if o["category"] == "live_irrelevance"]
-    pooled, abstained = wilson(sum(calls), len(calls)), wilson(sum(irrelevance), len(irrelevance))
-    return pooled, abstained, mean(pooled, abstained)
-
-
 def cost(found: list[Outcome]) -> tuple[str, str]:
     seconds = sum(o["seconds"] for o in found) / len(found)
     counted = [o["requests"] for o in found if o.get("requests") is not None]
@@ -67,7 +48,9 @@ def cost(found: list[Outcome]) -> tuple[str, str]:
 
 
 def section(rows: Sequence[Outcome], model: str) -> list[str]:
-    runs = [(label, run_of(rows, model, system, tag)) for label, system, tag in RUNS[model]]
+    runs = [
+        (label, run_of(rows, model, "validate", system, tag)) for label, system, tag in RUNS[model]
+    ]
     if not all(found for _, found in runs):
         return []
     common = set.intersection(*(set(found) for _, found in runs))
@@ -76,8 +59,8 @@ def section(rows: Sequence[Outcome], model: str) -> list[str]:
     table = []
     for label, found in runs:
         chosen = [found[q] for q in sorted(common)]
-        pooled, abstained, balanced = shares(chosen)
-        table.append([label, cell(pooled), cell(abstained), cell(balanced), *cost(chosen)])
+        pooled, abstained, score = balanced(chosen)
+        table.append([label, cell(pooled), cell(abstained), cell(score), *cost(chosen)])
     header = [
         "run", "calls right", "live_irrelevance right", "balanced", "s / question",
         "requests / question",

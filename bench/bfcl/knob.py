@@ -14,13 +14,13 @@ default from the tune halves alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bench._table import markdown_table
-from bench.bfcl.pages import cell, page_main
-from bench.bfcl.stats import Share, mean, wilson
+from bench.bfcl.pages import balanced, cell, page_main, run_of
+from bench.bfcl.stats import Share
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 STORE = RESULTS / "bfcl-dev.jsonl"
@@ -32,14 +32,8 @@ THRESHOLDS = (0.01, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4)
 Outcome = dict[str, Any]
 
 
-def stored(rows: Iterable[Outcome], model: str, half: str) -> list[Outcome]:
-    system, tag = RUNS[model]
-    found = {
-        r["question"]: r
-        for r in rows
-        if (r["model"], r["system"], r["half"], str(r.get("tag"))) == (model, system, half, tag)
-    }
-    return list(found.values())
+def stored(rows: Sequence[Outcome], model: str, half: str) -> list[Outcome]:
+    return list(run_of(rows, model, half, *RUNS[model]).values())
 
 
 def right_under(outcome: Outcome, threshold: float | None) -> bool:
@@ -58,13 +52,7 @@ def right_under(outcome: Outcome, threshold: float | None) -> bool:
 
 def scores(outcomes: Sequence[Outcome], threshold: float | None) -> tuple[Share, Share, Share]:
     """Calls pooled, live_irrelevance, and their mean (balanced), with intervals."""
-    calls = [right_under(o, threshold) for o in outcomes if o["category"] != "live_irrelevance"]
-    irrelevance = [
-        right_under(o, threshold) for o in outcomes if o["category"] == "live_irrelevance"
-    ]
-    pooled = wilson(sum(calls), len(calls))
-    abstained = wilson(sum(irrelevance), len(irrelevance))
-    return pooled, abstained, mean(pooled, abstained)
+    return balanced(outcomes, lambda outcome: right_under(outcome, threshold))
 
 
 def best(outcomes: Sequence[Outcome]) -> float:
@@ -78,8 +66,8 @@ def section(model: str, halves: dict[str, list[Outcome]]) -> list[str]:
     for threshold in (None, *THRESHOLDS):
         row = ["off" if threshold is None else f"{1 - threshold:.2f}"]
         for half in ("tune", "validate"):
-            calls, irrelevance, balanced = scores(halves[half], threshold)
-            row += [cell(balanced), f"{100 * calls.value:.1f}", f"{100 * irrelevance.value:.1f}"]
+            calls, irrelevance, score = scores(halves[half], threshold)
+            row += [cell(score), f"{100 * calls.value:.1f}", f"{100 * irrelevance.value:.1f}"]
         rows.append(row)
     header = ["min_call_confidence"] + [
         f"{half} {what}" for half in ("tune", "validate")
