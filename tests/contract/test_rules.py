@@ -127,3 +127,9 @@ def test_the_policys_checks_are_an_ordered_list_a_user_can_extend() -> None:
     extended = RetryPolicy(checks=(*DEFAULT_CHECKS, RuleCheck("no_paris", no_paris)))
     verdict = extended.judge(reply)
     assert verdict is not None and verdict.reason == "no_paris"
+
+
+def test_configure_refuses_an_unknown_rule_to_switch_on() -> None:
+    engine = PromptedBackend(scripted(caps=PLAIN_SCHEMA))
+    with pytest.raises(ConfigurationError, match=r"unknown rule.*refusl.*in rules_on"):
+        engine.configure(rules_on=["refusl"])

@@ -30,7 +30,7 @@ from parlay.engine.checks.leaning import DEFAULT_CALL_CONFIDENCE, answer_share
 from parlay.engine.checks.refusal import DEFAULT_REFUSALS, RefusalPhrases
 from parlay.engine.checks.results_answer import results_answer
 from parlay.engine.checks.retry import DEFAULT_CHECKS, Check, RetryPolicy
-from parlay.engine.checks.rules import Rules
+from parlay.engine.checks.rules import Rules, unknown_rules
 from parlay.engine.contract.parser import ActionStreamParser, ParseResult
 from parlay.engine.contract.render import (
     DEFAULT_FORMAT,
@@ -193,14 +193,17 @@ class PromptedBackend:
             "max_tokens": kept.max_tokens,
             "repetition": kept.repetition,
         }
+        checks = changes.pop("checks", kept.policy.checks)
+        switched_on = tuple(changes.pop("rules_on", ()))
+        if unknown := unknown_rules(switched_on, [check.name for check in checks]):
+            raise ConfigurationError(f"unknown rule(s) {', '.join(unknown)} in rules_on")
         # The rules as they are, then switched as asked (not rebuilt from the defaults).
         rules = self.rules.switched(
             off=changes.pop("rules_off", ()),
-            on=changes.pop("rules_on", ()),
+            on=switched_on,
             values=changes.pop("check_values", None),
         )
         settings.update(changes)
-        checks = settings.pop("checks", kept.policy.checks)
         return PromptedBackend(self.inner, **settings, rules_off=rules.off, checks=checks)
 
     @property
