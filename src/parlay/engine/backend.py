@@ -107,34 +107,14 @@ class PromptedBackend:
         rules_off: Iterable[str] = (),
         checks: Iterable[Check] = DEFAULT_CHECKS,
     ) -> None:
+        # The arguments as given, so `configure` changes some and keeps the rest.
+        self._arguments: dict[str, Any] = {
+            key: value for key, value in locals().items() if key not in ("self", "inner")
+        }
         _check_knobs(inner, constrained, min_offered_share, min_call_confidence, max_tokens)
         self.inner = inner
         self.constrained = constrained
-        grammar = constrained is not False and inner.capabilities.json_schema
-        if action_format is None:
-            action_format = "typed" if grammar else DEFAULT_FORMAT
-        self.settings = EngineSettings(
-            options=ContractOptions(
-                action_format=action_format,
-                few_shot=few_shot,
-                max_examples=max_examples,
-                max_result_chars=max_result_chars,
-                thought_limit=thought_limit,
-                template_dir=str(template_dir) if template_dir is not None else None,
-                listed_calls=listed_calls,
-                restate_request=restate_request,
-            ),
-            policy=RetryPolicy(
-                max_retries, Rules().switched(off=rules_off, values=check_values), tuple(checks)
-            ),
-            refusal_phrases=refusal_phrases,
-            refusal_window=refusal_window,
-            min_offered_share=min_offered_share,
-            min_call_confidence=min_call_confidence,
-            grammar_available=grammar,
-            max_tokens=max_tokens,
-            repetition=repetition,
-        )
+        self.settings = _settings(inner, **self._arguments)
 
     @property
     def options(self) -> ContractOptions:
@@ -173,27 +153,9 @@ class PromptedBackend:
         return self.policy.max_retries
 
     def configure(self, **changes: Any) -> PromptedBackend:
-        """A copy with some settings changed (same inner backend): handy for benchmarks."""
-        options, kept = self.settings.options, self.settings
-        settings: dict[str, Any] = {
-            "action_format": options.action_format,
-            "max_retries": kept.policy.max_retries,
-            "constrained": self.constrained,
-            "few_shot": options.few_shot,
-            "refusal_phrases": kept.refusal_phrases,
-            "template_dir": options.template_dir,
-            "max_result_chars": options.max_result_chars,
-            "thought_limit": options.thought_limit,
-            "refusal_window": kept.refusal_window,
-            "max_examples": options.max_examples,
-            "listed_calls": options.listed_calls,
-            "restate_request": options.restate_request,
-            "min_offered_share": kept.min_offered_share,
-            "min_call_confidence": self.min_call_confidence,
-            "max_tokens": kept.max_tokens,
-            "repetition": kept.repetition,
-        }
-        checks = changes.pop("checks", kept.policy.checks)
+        """A copy with some settings changed (same inner backend): handy for benchmarks.
+        `rules_off` and `rules_on` switch rules from those of this engine."""
+        checks = changes.get("checks", self.policy.checks)
         switched_on = tuple(changes.pop("rules_on", ()))
         if unknown := unknown_rules(switched_on, [check.name for check in checks]):
             raise ConfigurationError(f"unknown rule(s) {', '.join(unknown)} in rules_on")
@@ -203,8 +165,8 @@ class PromptedBackend:
             on=switched_on,
             values=changes.pop("check_values", None),
         )
-        settings.update(changes)
-        return PromptedBackend(self.inner, **settings, rules_off=rules.off, checks=checks)
+        arguments = {**self._arguments, **changes, "rules_off": rules.off, "check_values": None}
+        return PromptedBackend(self.inner, **arguments)
 
     @property
     def name(self) -> str:
@@ -358,6 +320,44 @@ class PromptedBackend:
                 notes_after = (note, *out.diagnostics.notes)
                 out = evolve(out, diagnostics=evolve(out.diagnostics, notes=notes_after))
             yield out
+
+
+def _settings(
+    inner: Backend,
+    *,
+    action_format: str | None,
+    max_retries: int,
+    constrained: bool | None,
+    refusal_phrases: RefusalPhrases,
+    refusal_window: int,
+    min_offered_share: float,
+    min_call_confidence: float,
+    max_tokens: int | None,
+    repetition: RepetitionLimit | None,
+    rules_off: Iterable[str],
+    check_values: bool | None,
+    checks: Iterable[Check],
+    template_dir: str | None,
+    **contract: Any,
+) -> EngineSettings:
+    """What the engine's parts read, from `PromptedBackend`'s arguments (`contract`:
+    the rest of `ContractOptions`)."""
+    grammar = constrained is not False and inner.capabilities.json_schema
+    if action_format is None:
+        action_format = "typed" if grammar else DEFAULT_FORMAT
+    folder = str(template_dir) if template_dir is not None else None
+    rules = Rules().switched(off=rules_off, values=check_values)
+    return EngineSettings(
+        options=ContractOptions(action_format=action_format, template_dir=folder, **contract),
+        policy=RetryPolicy(max_retries, rules, tuple(checks)),
+        refusal_phrases=refusal_phrases,
+        refusal_window=refusal_window,
+        min_offered_share=min_offered_share,
+        min_call_confidence=min_call_confidence,
+        grammar_available=grammar,
+        max_tokens=max_tokens,
+        repetition=repetition,
+    )
 
 
 def _check_knobs(
