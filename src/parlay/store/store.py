@@ -29,6 +29,7 @@ from parlay.store.records import (
     LoggedSession,
     utc_now,
 )
+from parlay.store.rows import insert_calls, insert_parent, read_response, read_session
 
 if TYPE_CHECKING:
     from parlay.context import Context
@@ -219,7 +220,7 @@ class Store:
                     session.system,
                     session.tools,
                 )
-                self._insert_parent(conn, session)
+                insert_parent(conn, session)
             cursor = conn.execute(
                 "INSERT INTO responses (session_id, created_at, backend, model, prompt, text, "
                 "finish_reason, prompt_tokens, completion_tokens, first_event_ms, duration_ms, "
@@ -240,7 +241,7 @@ class Store:
                 ),
             )
             response_id = int(cursor.lastrowid or 0)
-            self._insert_calls(conn, response_id, response)
+            insert_calls(conn, response_id, response)
             return response_id
 
     def extend_response(self, response_id: int, more: LoggedResponse) -> None:
@@ -270,29 +271,7 @@ class Store:
                     response_id,
                 ),
             )
-            self._insert_calls(conn, response_id, more)
-
-    @staticmethod
-    def _insert_calls(conn: sqlite3.Connection, response_id: int, response: LoggedResponse) -> None:
-        conn.executemany(
-            "INSERT INTO tool_calls (response_id, round, call_id, name, arguments) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [
-                (response_id, c.round, c.call_id, c.name, json.dumps(c.arguments))
-                for c in response.calls
-            ],
-        )
-        # One result per call: a conversation continued from the log (`parlay prompt -c`)
-        # shows the model its earlier results again, and they are logged already.
-        conn.executemany(
-            "INSERT INTO tool_results (response_id, call_id, name, output, error) "
-            "SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS "
-            "(SELECT 1 FROM tool_results WHERE call_id = ?)",
-            [
-                (response_id, r.call_id, r.name, r.output, r.error, r.call_id)
-                for r in response.results
-            ],
-        )
+            insert_calls(conn, response_id, more)
 
     # -- reading -----------------------------------------------------------------------
     def responses(
@@ -326,12 +305,12 @@ class Store:
             params.append(limit)
         with self._connection() as conn:
             rows = conn.execute(sql, params).fetchall()
-            return [self._response(conn, row) for row in rows]
+            return [read_response(conn, row) for row in rows]
 
     def response(self, response_id: int) -> LoggedResponse | None:
         with self._connection() as conn:
             row = conn.execute("SELECT * FROM responses WHERE id = ?", (response_id,)).fetchone()
-            return self._response(conn, row) if row is not None else None
+            return read_response(conn, row) if row is not None else None
 
     def sessions(self, *, limit: int | None = 20) -> list[LoggedSession]:
         sql = "SELECT * FROM sessions ORDER BY created_at DESC"
@@ -340,23 +319,13 @@ class Store:
             sql += " LIMIT ?"
             params.append(limit)
         with self._connection() as conn:
-            return [_logged_session(r) for r in conn.execute(sql, params)]
+            return [read_session(r) for r in conn.execute(sql, params)]
 
     def session(self, session_id: str) -> LoggedSession | None:
         """The logged session with this exact id."""
         with self._connection() as conn:
             row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            return _logged_session(row) if row is not None else None
-
-    @staticmethod
-    def _insert_parent(conn: sqlite3.Connection, session: LoggedSession) -> None:
-        # A fork's parent is written once, with its first response (see `Session.fork`).
-        if session.parent_id is not None:
-            conn.execute(
-                "UPDATE sessions SET parent_id = ?, parent_response_id = ? "
-                "WHERE id = ? AND parent_id IS NULL",
-                (session.parent_id, session.parent_response_id, session.id),
-            )
+            return read_session(row) if row is not None else None
 
     def context(self, conversation: str | int | None = None) -> Context:
         """A logged conversation as a context, as `parlay prompt -c` continues it: a
@@ -372,55 +341,3 @@ class Store:
             raise ValueError(f"no table {table!r} in the log")
         with self._connection() as conn:
             return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
-
-    @staticmethod
-    def _response(conn: sqlite3.Connection, row: sqlite3.Row) -> LoggedResponse:
-        calls = tuple(
-            LoggedCall(c["call_id"], c["name"], json.loads(c["arguments"]), c["round"])
-            for c in conn.execute(
-                "SELECT * FROM tool_calls WHERE response_id = ? ORDER BY id", (row["id"],)
-            )
-        )
-        results = tuple(
-            LoggedResult(r["call_id"], r["name"], r["output"], r["error"])
-            # A result is written with the turn that showed it to the model (often the next
-            # one); it belongs to the call that asked for it, so join on the call id.
-            # The first result of each call: logs written before results were kept once
-            # per call may hold a call's result twice.
-            for r in conn.execute(
-                "SELECT * FROM tool_results WHERE id IN (SELECT MIN(id) FROM tool_results "
-                "WHERE call_id IN (SELECT call_id FROM tool_calls WHERE response_id = ?) "
-                "GROUP BY call_id) ORDER BY id",
-                (row["id"],),
-            )
-        )
-        return LoggedResponse(
-            session_id=row["session_id"],
-            text=row["text"],
-            prompt=row["prompt"],
-            backend=row["backend"],
-            model=row["model"],
-            finish_reason=row["finish_reason"],
-            prompt_tokens=row["prompt_tokens"],
-            completion_tokens=row["completion_tokens"],
-            first_event_ms=row["first_event_ms"],
-            duration_ms=row["duration_ms"],
-            diagnostics=json.loads(row["diagnostics"]) if row["diagnostics"] else None,
-            calls=calls,
-            results=results,
-            created_at=row["created_at"],
-            id=row["id"],
-        )
-
-
-def _logged_session(row: sqlite3.Row) -> LoggedSession:
-    return LoggedSession(
-        row["id"],
-        row["created_at"],
-        row["source"],
-        row["backend"],
-        row["system"],
-        tuple(json.loads(row["tools"])),
-        parent_id=row["parent_id"],
-        parent_response_id=row["parent_response_id"],
-    )
