@@ -26,7 +26,7 @@ PIECES = [
     '{"name": "add", "arguments": {\'a\': 1, "b": 2,}}',
     '{"thought": "need it", "action": {"tool": "search", "args": {"q": "whales \\"blue\\""}}}',
     '{"final": {"content": "It is sunny \\u00e9 \\n done"}}',
-    '@tool add {"a": 1, "b": [1, 2, 3]}',
+    '{"tool": "add", "parameters": {"a": 1, "b": [1, 2, 3]}}',
     "@tool search",
     "“smart” quotes and ‘single’ ones",
     '{"tool": "get_weather", "parameters": "{\\"city\\": \\"Rome\\"}"}',

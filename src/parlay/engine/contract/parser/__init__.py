@@ -1,8 +1,8 @@
 """The incremental action parser: model text in, backend events out.
 
 It reads every action syntax whichever the contract taught (fenced ```` ```json ````
-blocks, one JSON object per reply, `@tool NAME {...}` lines), since models drift between
-them. The invariants the property tests check:
+blocks, one JSON object per reply), since models drift between them. The invariants the
+property tests check:
 
 - it decides only when the text so far settles a question, never because a chunk ended,
   so every split of a text gives what `parse(text)` gives;

@@ -3,8 +3,6 @@ scanner, and closing the block (as calls, or shown as the text it was)."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 from parlay.engine.contract.parser.json_scan import JsonScanner
 from parlay.engine.contract.parser.state import ParserState
 from parlay.engine.contract.parser.strings import FENCE_END, WAIT
@@ -13,8 +11,8 @@ _IN_STRING = "ended inside a string at a closing fence (a closing quote is missi
 
 
 class BlockReader:
-    """Opens, reads and closes action blocks (fenced, bare JSON objects, command
-    arguments): the loop that hands each character to the string reader or the scanner."""
+    """Opens, reads and closes action blocks (fenced or bare JSON objects): the loop that
+    hands each character to the string reader or the scanner."""
 
     __slots__ = ("calls", "scanner", "st", "stack", "strings")
 
@@ -25,25 +23,16 @@ class BlockReader:
         self.strings = scanner.strings
         self.calls = scanner.calls
 
-    def open_block(
-        self,
-        start: int,
-        *,
-        fenced: bool,
-        labeled: bool,
-        at: int | None = None,
-        mode: Literal["call", "command"] = "call",
-    ) -> None:
+    def open_block(self, start: int, *, fenced: bool, labeled: bool, at: int | None = None) -> None:
         self.st.blocks += 1
         self.st.mode = "block"
         self.st.block_start = start
         self.st.block_fenced = fenced
         self.st.block_labeled = labeled
-        self.st.block_mode = mode
         self.st.block_as_text = False
         self.st.block_emitted = False
         self.scanner.reset_block()
-        self.calls.reset_block(command=mode == "command")
+        self.calls.reset_block()
         self.strings.quote = None
         self.strings.fence = False
         self.st.line_start_in_block = False
@@ -103,7 +92,7 @@ class BlockReader:
     def _outside_values(self, ch: str, i: int) -> bool:
         """A character outside any JSON value of the block: a value opens, the block ends
         (True: not fenced), or it is junk between objects in a fence."""
-        if ch in "{[" and not (self.st.block_mode == "command" and self.calls.record is None):
+        if ch in "{[":
             self.scanner.open_value(ch)
             return False
         return False if self.st.block_fenced else self._ends_at(i)

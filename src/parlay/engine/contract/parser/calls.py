@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from parlay.context import ToolCall
 from parlay.engine.contract.parser.results import ParseProblem, ParseResult, ProblemKind
@@ -16,17 +16,9 @@ from parlay.engine.contract.parser.state import (
     Record,
     args_delta,
 )
-from parlay.events import Event, ToolCallArgsDelta, ToolCallEnd, ToolCallStart
+from parlay.events import ToolCallArgsDelta, ToolCallEnd, ToolCallStart
 
-_SUB_NAME = "_"  # the name a stringified arguments' own parse gives its call
-
-
-class WholeReader(Protocol):
-    """What reading stringified arguments needs of a parser."""
-
-    def feed(self, text: str) -> list[Event]: ...
-    def finish(self) -> list[Event]: ...
-    def result(self) -> ParseResult: ...
+SUB_NAME = "_"  # the name a stringified arguments' own parse gives its call
 
 
 class CallAssembler:
@@ -36,9 +28,9 @@ class CallAssembler:
     __slots__ = (
         "args_depth",
         "calls",
-        "fresh_parser",
         "held_key",
         "problems",
+        "read_arguments",
         "record",
         "st",
         "stack",
@@ -46,12 +38,12 @@ class CallAssembler:
     )
 
     def __init__(
-        self, st: ParserState, stack: list[Frame], fresh_parser: Callable[[], WholeReader]
+        self, st: ParserState, stack: list[Frame], read_arguments: Callable[[str], ParseResult]
     ) -> None:
         self.st = st
         self.stack = stack  # the scanner's JSON stack: where in the arguments a value is
-        # A new parser like the one this assembler is part of, for stringified arguments.
-        self.fresh_parser = fresh_parser
+        # Stringified arguments, read by a new parser like the one this assembler is part of.
+        self.read_arguments = read_arguments
         self.record: Record | None = None
         self.calls: list[ToolCall] = []
         self.problems: list[ParseProblem] = []
@@ -62,9 +54,8 @@ class CallAssembler:
         # is cut off, or dropped, is dropped with it).
         self.held_key: str | None = None
 
-    def reset_block(self, command: bool) -> None:
-        """A block opens: a command's record exists from its name on."""
-        self.record = Record() if command else None
+    def reset_block(self) -> None:
+        self.record = None
         self.args_depth = None
         self.held_key = None
 
@@ -92,6 +83,13 @@ class CallAssembler:
             self.st.block_as_text = True
             return
         self.start_call()
+
+    def open_arguments(self, name: str) -> None:
+        """A call named `name` whose arguments come next, on their own (stringified)."""
+        self.record = Record()
+        self.record.name = name
+        self.start_call()
+        self.begin_args()
 
     def start_call(self) -> None:
         record = self.record
@@ -141,7 +139,7 @@ class CallAssembler:
         """Arguments written as a JSON string ("stringified"): emit them as JSON."""
         record = self.record
         assert record is not None
-        parsed = _stringified_arguments(value, self.fresh_parser())
+        parsed = _stringified_arguments(value, self.read_arguments)
         if parsed is None:
             record.args_string = value
             return
@@ -215,23 +213,21 @@ class CallAssembler:
 
 
 def _stringified_arguments(
-    value: str, parser: WholeReader
+    value: str, read_arguments: Callable[[str], ParseResult]
 ) -> tuple[dict[str, Any], list[tuple[ProblemKind, str]]] | None:
-    """Stringified arguments read by the parser itself, as a command's arguments: the same
-    tolerance and the same bounds as arguments written out (linear, never raising), where
-    a general JSON repair costs seconds on a string of 10,000 `{`. None: not an object."""
+    """Stringified arguments read by the parser itself: the same tolerance and the same
+    bounds as arguments written out (linear, never raising), where a general JSON repair
+    costs seconds on a string of 10,000 `{`. None: not an object."""
     text = value.lstrip()
     if not text.startswith("{"):
         return None
-    parser.feed(f"@tool {_SUB_NAME} {text}")
-    parser.finish()
-    result = parser.result()
+    result = read_arguments(text)
     if not result.calls:
         return None
     notes = []
     for problem in result.problems:
-        detail = problem.detail.removeprefix(f"{_SUB_NAME}: ")
-        detail = detail.replace(f"the {_SUB_NAME} call", "the call")
+        detail = problem.detail.removeprefix(f"{SUB_NAME}: ")
+        detail = detail.replace(f"the {SUB_NAME} call", "the call")
         notes.append((problem.kind, f"its stringified arguments: {detail}"))
     return result.calls[0].arguments, notes
 

@@ -180,9 +180,6 @@ class JsonScanner:
     def _frame_role(self, kind: Literal["{", "["]) -> FrameRole:
         """What the object or array opening here is (starting a call's record or its
         arguments on the way)."""
-        if self.st.block_mode == "command" and not self.stack:
-            self.calls.begin_args()
-            return "args"
         role = self.value_role()
         if role == "args_start":
             self.calls.begin_args()

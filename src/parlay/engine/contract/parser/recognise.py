@@ -1,5 +1,4 @@
-"""Where blocks start: the text path, fences (action blocks or code shown as text) and
-`@tool NAME {args}` command lines.
+"""Where blocks start: the text path, and fences (action blocks or code shown as text).
 
 Text is emitted at once; only what could still turn into a block is held back, and only
 until the text seen so far settles it.
@@ -10,7 +9,6 @@ from __future__ import annotations
 import re
 
 from parlay.engine.contract.parser.blocks import BlockReader
-from parlay.engine.contract.parser.calls import CallAssembler
 from parlay.engine.contract.parser.state import ParserState
 from parlay.engine.contract.parser.vocabulary import (
     ACTION_FENCES,
@@ -21,23 +19,14 @@ from parlay.engine.contract.parser.vocabulary import (
     REPLY_KINDS,
 )
 
-# How far a `{` line, a fence info string, the blank lines between a ```` ```json ```` fence
-# and its `{`, and the name after `@tool` are read before each is settled (as prose, code
-# or a block): what is held back, and read again as each chunk comes, stays bounded.
+# How far a `{` line, a fence info string and the blank lines between a ```` ```json ````
+# fence and its `{` are read before each is settled (as prose, code or a block): what is
+# held back, and read again as each chunk comes, stays bounded.
 _MAX_KEY_PEEK = 48
 MAX_INFO = 40
 _MAX_FENCE_GAP = 256
-_MAX_COMMAND_HEAD = 128
-_TEXT_TRIGGER = re.compile(r"[`\n@{]")
-_NAME_CHARS = re.compile(r"[A-Za-z0-9_.\-:/]+")
-_BLANKS = re.compile(r"[ \t]*")
+_TEXT_TRIGGER = re.compile(r"[`\n{]")
 _SPACE = re.compile(r"[ \t\r\n]*")
-
-
-def _after_blanks(text: str, start: int, end: int | None = None) -> int:
-    match = _BLANKS.match(text, start) if end is None else _BLANKS.match(text, start, end)
-    assert match is not None  # `[ \t]*` matches anywhere
-    return match.end()
 
 
 def _after_space(text: str, start: int, end: int) -> int:
@@ -68,12 +57,11 @@ class TextReader:
     """Reads text between blocks and recognises the start of each block (handing it to
     the block reader)."""
 
-    __slots__ = ("block", "calls", "st")
+    __slots__ = ("block", "st")
 
-    def __init__(self, st: ParserState, block: BlockReader, calls: CallAssembler) -> None:
+    def __init__(self, st: ParserState, block: BlockReader) -> None:
         self.st = st
         self.block = block
-        self.calls = calls
 
     def run_text(self, final: bool) -> bool:
         buf, pos = self.st.buf, self.st.pos
@@ -97,16 +85,13 @@ class TextReader:
             pos = at + 1
 
     def _at_trigger(self, segment: str, at: int, final: bool) -> bool | None:
-        """A backtick, `@` or `{` after `segment`: a block opens (True), the text so far
-        cannot tell (False: wait for more), or it is prose (None)."""
+        """A backtick or `{` after `segment`: a block opens (True), the text so far cannot
+        tell (False: wait for more), or it is prose (None)."""
         blank = self.st.line_blank and (not segment or segment.isspace())
-        ch = self.st.buf[at]
-        if ch == "`":
+        if self.st.buf[at] == "`":
             return self._text_backtick(segment, at, blank, final)
         if not blank:
             return None
-        if ch == "@":
-            return self._text_command(segment, at, final)
         return self._text_brace(segment, at, final)
 
     def _text_brace(self, segment: str, at: int, final: bool) -> bool | None:
@@ -139,23 +124,6 @@ class TextReader:
             self.st.line_blank = blank
             self.st.pos = at
             return False
-        return None
-
-    def _text_command(self, segment: str, at: int, final: bool) -> bool | None:
-        """An `@` at the start of a line: an `@tool NAME` command opens (True), may still
-        open (False: wait for more), or it is prose (None)."""
-        head = self.st.buf[at : at + 6]
-        if len(head) < 6 and "@tool ".startswith(head) and not final:
-            self.st.emit_text(segment)
-            self.st.line_blank = True
-            self.st.pos = at
-            return False
-        if head[:5] == "@tool" and len(head) == 6 and head[5] in " \t":
-            self.st.emit_text(segment)
-            self.st.pos = at + 6
-            self.st.block_start = at
-            self.st.mode = "cmd_name"
-            return True
         return None
 
     def peek_first_key(self, at: int, final: bool) -> bool | None:
@@ -247,41 +215,4 @@ class TextReader:
         self.st.pos = at + 3
         self.st.mode = "text"
         self.st.line_blank = False
-        return True
-
-    # -- commands -------------------------------------------------------------------------
-    def run_cmd_name(self, final: bool) -> bool:
-        buf = self.st.buf
-        limit = self.st.pos + _MAX_COMMAND_HEAD
-        i = _after_blanks(buf, self.st.pos, limit)
-        match = _NAME_CHARS.match(buf, i, limit)
-        end = match.end() if match else i
-        if end >= len(buf) and end < limit and not final:
-            return False
-        name = buf[i:end]
-        if not name or end >= limit:
-            # "@tool" with no name, or blanks and a name too long for one: prose after all.
-            self.st.mode = "text"
-            self.st.emit_text(buf[self.st.block_start : end])
-            self.st.pos = end
-            self.st.line_blank = False
-            return True
-        self.block.open_block(
-            self.st.block_start, fenced=False, labeled=True, at=end, mode="command"
-        )
-        self.st.mode = "cmd_args"
-        assert self.calls.record is not None
-        self.calls.record.name = name
-        self.calls.record.name_key = "tool"
-        self.calls.start_call()
-        return True
-
-    def run_cmd_args(self, final: bool) -> bool:
-        buf = self.st.buf
-        j = self.st.pos = _after_blanks(buf, self.st.pos)
-        if j >= len(buf) and not final:
-            return False
-        self.st.mode = "block"
-        if j >= len(buf) or buf[j] not in "{[":
-            self.block.close_block(cut=False)  # a command with no arguments
         return True

@@ -63,9 +63,9 @@ def args_delta(call_id: str, text: str) -> ToolCallArgsDelta:
     return delta
 
 
-# What the text reader is reading: prose, a fence's info string, an action block, a
-# code fence shown as text, a command's name, a command's arguments.
-ReaderMode = Literal["text", "info", "block", "code", "cmd_name", "cmd_args"]
+# What the text reader is reading: prose, a fence's info string, an action block, or a
+# code fence shown as text.
+ReaderMode = Literal["text", "info", "block", "code"]
 # What an open object or array of a block is: the action, a call inside a wrapper, the
 # final answer, a list of calls, arguments, or something skipped.
 FrameRole = Literal["root", "call", "final", "calls", "args", "skip"]
@@ -132,7 +132,6 @@ class ParserState:
         "block_emitted",
         "block_fenced",
         "block_labeled",
-        "block_mode",
         "block_start",
         "blocks",
         "buf",
@@ -178,7 +177,6 @@ class ParserState:
         self.block_start = 0
         self.block_fenced = False
         self.block_labeled = False
-        self.block_mode: Literal["call", "command"] = "call"
         self.block_as_text = False
         self.block_emitted = False
         self.line_start_in_block = True

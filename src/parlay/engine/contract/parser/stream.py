@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection
 
 from parlay.context import new_call_id
 from parlay.engine.contract.parser.blocks import BlockReader
-from parlay.engine.contract.parser.calls import CallAssembler
+from parlay.engine.contract.parser.calls import SUB_NAME, CallAssembler
 from parlay.engine.contract.parser.json_scan import JsonScanner
 from parlay.engine.contract.parser.recognise import MAX_INFO, TextReader
 from parlay.engine.contract.parser.results import ParseResult
@@ -24,11 +24,11 @@ from parlay.engine.contract.parser.strings import StringReader
 from parlay.events import Event, TextDelta
 
 # What in a chunk of prose may start a block or must be held back: a fence or a trailing
-# backtick, or `{`/`@` with only blanks before it on its line (the second pattern: for a
+# backtick, or `{` with only blanks before it on its line (the second pattern: for a
 # chunk that starts on a blank line). `[^\S\n]*`, not `\s*`, after a newline: `\s*` would
 # read a run of newlines again at each one (quadratic).
-_BLOCK_MAY_START = re.compile(r"```|`\Z|\n[^\S\n]*[{@]").search
-_BLOCK_MAY_START_ON_BLANK_LINE = re.compile(r"```|`\Z|\A\s*[{@]|\n[^\S\n]*[{@]").search
+_BLOCK_MAY_START = re.compile(r"```|`\Z|\n[^\S\n]*{").search
+_BLOCK_MAY_START_ON_BLANK_LINE = re.compile(r"```|`\Z|\A\s*{|\n[^\S\n]*{").search
 _HELD_BACKTICKS = ("`", "``")
 # What ends a fence's info string, or decides it (as `TextReader.run_info` reads it).
 _INFO_STOP = re.compile(r"[\n{\[`]").search
@@ -52,14 +52,20 @@ class ActionStreamParser:
     ) -> None:
         st = self.st = ParserState(tool_names, id_factory=id_factory, thought_limit=thought_limit)
         stack: list[Frame] = []
-        calls = self.calls = CallAssembler(st, stack, self._fresh_parser)
+        calls = self.calls = CallAssembler(st, stack, self._read_arguments)
         strings = self.strings = StringReader(st, stack, calls)
         self.block = BlockReader(st, JsonScanner(st, stack, strings, calls))
-        self.reader = TextReader(st, self.block, calls)
+        self.reader = TextReader(st, self.block)
 
-    def _fresh_parser(self) -> ActionStreamParser:
-        """A parser like this one, with ids of no use, for stringified arguments."""
-        return ActionStreamParser(id_factory=lambda: "", thought_limit=self.st.thought_limit)
+    def _read_arguments(self, text: str) -> ParseResult:
+        """Stringified arguments (`text` opens an object), read by a parser like this one
+        as the arguments of a call named `SUB_NAME`, with ids of no use."""
+        parser = ActionStreamParser(id_factory=lambda: "", thought_limit=self.st.thought_limit)
+        parser.block.open_block(0, fenced=False, labeled=True)
+        parser.calls.open_arguments(SUB_NAME)
+        parser.feed(text)
+        parser.finish()
+        return parser.result()
 
     def feed(self, text: str) -> list[Event]:
         if (
@@ -204,12 +210,8 @@ class ActionStreamParser:
                 progressed = self.reader.run_text(final)
             elif state == "info":
                 progressed = self.reader.run_info(final)
-            elif state == "code":
-                progressed = self.reader.run_code(final)
-            elif state == "cmd_name":
-                progressed = self.reader.run_cmd_name(final)
             else:
-                progressed = self.reader.run_cmd_args(final)
+                progressed = self.reader.run_code(final)
             if not progressed:
                 break
         self._compact()
@@ -236,7 +238,7 @@ class ActionStreamParser:
                 keep = pos
             else:
                 keep = min(self.st.block_start, pos)
-        elif state == "info" or state == "cmd_name":
+        elif state == "info":
             keep = min(self.st.block_start, pos)
         else:
             keep = pos
