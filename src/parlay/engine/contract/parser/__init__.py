@@ -13,42 +13,13 @@ property tests check:
 - nothing raises: what cannot be read becomes text or a `ParseProblem`; cut-off repair
   closes a cut string but never invents a value (`arguments.py`).
 
-`ActionStreamParser` (`stream.py`) composes the readers: `TextReader` (`recognise.py`),
-`BlockReader` (`blocks.py`), `JsonScanner` (`json_scan.py`), `StringReader`
-(`strings.py`) and `CallAssembler` (`calls.py`), over one shared `ParserState`.
+`ActionStreamParser` (`stream.py`) composes four readers over one shared `ParserState`:
+`TextReader` (`recognise.py`), `JsonScanner` (`json_scan.py`), `StringReader`
+(`strings.py`) and `CallAssembler` (`calls.py`).
 """
 
 from parlay.engine.contract.parser.results import ParseProblem, ParseResult
-from parlay.engine.contract.parser.state import MAX_DEPTH, MAX_UNDECIDED, THOUGHT_LIMIT
-from parlay.engine.contract.parser.stream import ActionStreamParser
-from parlay.engine.contract.parser.vocabulary import (
-    ACTION_FENCES,
-    ARGS_KEYS,
-    BLOCK_KEYS,
-    CONTENT_KEYS,
-    FINAL_KEYS,
-    JSON_FENCES,
-    NAME_KEYS,
-    THOUGHT_KEYS,
-    WRAPPER_KEYS,
-)
-from parlay.engine.contract.parser.whole import parse
+from parlay.engine.contract.parser.stream import ActionStreamParser, parse
+from parlay.engine.contract.parser.vocabulary import ARGS_KEYS
 
-__all__ = [
-    "ACTION_FENCES",
-    "ARGS_KEYS",
-    "BLOCK_KEYS",
-    "CONTENT_KEYS",
-    "FINAL_KEYS",
-    "JSON_FENCES",
-    "MAX_DEPTH",
-    "MAX_UNDECIDED",
-    "NAME_KEYS",
-    "THOUGHT_KEYS",
-    "THOUGHT_LIMIT",
-    "WRAPPER_KEYS",
-    "ActionStreamParser",
-    "ParseProblem",
-    "ParseResult",
-    "parse",
-]
+__all__ = ["ARGS_KEYS", "ActionStreamParser", "ParseProblem", "ParseResult", "parse"]

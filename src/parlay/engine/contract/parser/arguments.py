@@ -1,4 +1,4 @@
-"""Atoms as JSON: arguments stream as JSON a client can load, however sloppy the model's.
+"""Arguments as JSON a client can load, however sloppy the model's.
 
 The call assembler (`calls.py`) writes a comma only before a second value and a key only
 once its value starts, so what it writes is JSON by construction. Cut-off repair never
@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from typing import Any
 
+from parlay.engine.contract.parser.state import Record
 from parlay.engine.contract.parser.vocabulary import LITERALS
 
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?\Z")
@@ -23,11 +25,8 @@ _NUMERIC = re.compile(r"[-+]?\.?\d")
 
 
 def normalise_atom(atom: str) -> str:
-    """An unquoted value as JSON: literals mapped, numbers kept, anything else quoted.
-
-    NaN and infinities (`NaN`, `Infinity`, `1e999`) become null, as JavaScript writes them
-    in JSON; an atom over `MAX_NUMBER_CHARS` characters is kept as a string.
-    """
+    """An unquoted value as JSON: literals mapped, numbers kept, anything else quoted;
+    NaN and infinities become null, as JavaScript writes them in JSON."""
     if atom in LITERALS:
         return LITERALS[atom]
     if len(atom) > MAX_NUMBER_CHARS:
@@ -50,3 +49,22 @@ def overlong_number(atom: str) -> str | None:
     if len(atom) > MAX_NUMBER_CHARS and _NUMERIC.match(atom):
         return f"a number of {len(atom)} characters was kept as a string"
     return None
+
+
+def arguments_of(record: Record) -> tuple[dict[str, Any], str | None]:
+    """A finished record's arguments, and what was wrong with them if anything."""
+    if record.args_string is not None:
+        return {}, f"arguments are not a JSON object: {record.args_string[:120]!r}"
+    if not record.args_json:
+        return {}, None
+    text = "".join(record.args_json)
+    try:
+        # JSON by construction; the guard keeps a slip from escaping.
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}, f"unreadable: {text[:120]!r}"
+    if value is None:
+        return {}, None
+    if not isinstance(value, dict):
+        return {}, f"arguments are not a JSON object: {text[:120]!r}"
+    return value, None

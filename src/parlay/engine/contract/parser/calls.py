@@ -1,13 +1,14 @@
-"""Call assembly: a record's name starts the call, its arguments stream, its end becomes a
-`ToolCall` (or a `ParseProblem` saying why not); thoughts are collected on the way."""
+"""Call assembly: a record's name starts the call, its arguments stream as normalised JSON
+fragments as they are read, its end becomes a `ToolCall` (or a `ParseProblem` saying why
+not); thoughts are collected on the way."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 from parlay.context import ToolCall
+from parlay.engine.contract.parser.arguments import arguments_of, normalise_atom, overlong_number
 from parlay.engine.contract.parser.results import ParseProblem, ParseResult, ProblemKind
 from parlay.engine.contract.parser.state import (
     MAX_UNDECIDED,
@@ -22,28 +23,18 @@ SUB_NAME = "_"  # the name a stringified arguments' own parse gives its call
 
 
 class CallAssembler:
-    """Turns the records the JSON scanner fills into call events and `ToolCall`s, and
-    writes each call's arguments as normalised JSON fragments as they are read."""
+    """Turns the records the JSON scanner fills into call events and `ToolCall`s."""
 
     __slots__ = (
-        "args_depth",
-        "calls",
-        "held_key",
-        "problems",
-        "read_arguments",
-        "record",
-        "st",
-        "stack",
-        "thoughts",
-    )
+        "args_depth", "calls", "held_key", "problems", "read", "record", "st", "stack", "thoughts"
+    )  # fmt: skip
 
     def __init__(
-        self, st: ParserState, stack: list[Frame], read_arguments: Callable[[str], ParseResult]
+        self, st: ParserState, stack: list[Frame], read: Callable[[str], ParseResult]
     ) -> None:
         self.st = st
         self.stack = stack  # the scanner's JSON stack: where in the arguments a value is
-        # Stringified arguments, read by a new parser like the one this assembler is part of.
-        self.read_arguments = read_arguments
+        self.read = read  # stringified arguments, read by a new parser like this one's
         self.record: Record | None = None
         self.calls: list[ToolCall] = []
         self.problems: list[ParseProblem] = []
@@ -54,42 +45,35 @@ class CallAssembler:
         # is cut off, or dropped, is dropped with it).
         self.held_key: str | None = None
 
-    def reset_block(self) -> None:
-        self.record = None
-        self.args_depth = None
-        self.held_key = None
-
     def new_record(self) -> None:
-        if self.record is not None:
-            self.end_record(cut=False)
+        self.end_record(cut=False)
         self.record = Record()
-
-    def set_name(self, name: str, key: str) -> None:
-        record = self.record
-        if record is None or record.name is not None or not name or self.st.block_as_text:
-            return
-        record.name = name
-        record.name_key = key.lower()
-        if (
-            not self.st.block_labeled
-            and not self.st.block_emitted
-            and record.name_key not in ("tool", "action", "tool_name")
-            and self.st.tools
-            and name not in self.st.tools
-            and self.st.pos - self.st.block_start <= MAX_UNDECIDED
-        ):
-            # {"name": "Ada", ...} in an answer is data, not an action. (Past
-            # MAX_UNDECIDED the block's raw text is no longer kept: it stays an action.)
-            self.st.block_as_text = True
-            return
-        self.start_call()
 
     def open_arguments(self, name: str) -> None:
         """A call named `name` whose arguments come next, on their own (stringified)."""
-        self.record = Record()
-        self.record.name = name
+        self.record = Record(name)
         self.start_call()
         self.begin_args()
+
+    def set_name(self, name: str) -> None:
+        record, st = self.record, self.st
+        if record is None or record.name is not None or not name or st.block_as_text:
+            return
+        record.name = name
+        key = (self.stack[-1].key or "").lower() if self.stack else ""
+        if (
+            not st.block_labeled
+            and not st.block_emitted
+            and key not in ("tool", "action", "tool_name")
+            and st.tools
+            and name not in st.tools
+            and st.pos - st.block_start <= MAX_UNDECIDED
+        ):
+            # {"name": "Ada", ...} in an answer is data, not an action. (Past
+            # MAX_UNDECIDED the block's raw text is no longer kept: it stays an action.)
+            st.block_as_text = True
+            return
+        self.start_call()
 
     def start_call(self) -> None:
         record = self.record
@@ -103,26 +87,24 @@ class CallAssembler:
             record.args_pending = []
 
     def end_record(self, cut: bool, why: str = "was cut off", dropped: str = "") -> None:
-        """The record ends (`dropped`: what cut-off arguments lost, see
-        `JsonScanner.close_block`): a call, or a problem saying why not."""
-        record = self.record
-        if record is None:
+        """The record ends (`dropped`: what cut-off arguments lost): a call, or a problem
+        saying why not."""
+        record, self.record = self.record, None
+        if record is None or self.st.block_as_text:
             return
-        self.record = None
-        if record.name is None or self.st.block_as_text:
-            if record.args_seen and not self.st.block_as_text:
-                self.problems.append(
-                    ParseProblem("no_tool_name", "an action block has arguments but no tool name")
-                )
+        if record.name is None:
+            if record.args_seen:
+                detail = "an action block has arguments but no tool name"
+                self.problems.append(ParseProblem("no_tool_name", detail))
             return
-        arguments, problem = _arguments(record)
+        arguments, problem = arguments_of(record)
         if record.expression is not None:
             problem = (
                 f"an expression ({record.expression!r}) where a value should be; "
                 "write each argument as a plain JSON value, computed"
             )
         if problem:
-            self.problems.append(ParseProblem("unreadable_arguments", f"{record.name}: {problem}"))
+            record.notes.insert(0, ("unreadable_arguments", problem))
         for kind, detail in record.notes:
             self.problems.append(ParseProblem(kind, f"{record.name}: {detail}"))
         if cut:
@@ -136,17 +118,22 @@ class CallAssembler:
         self.st.emit(ToolCallEnd(call))
 
     def args_from_string(self, value: str) -> None:
-        """Arguments written as a JSON string ("stringified"): emit them as JSON."""
+        """Arguments written as a JSON string ("stringified"), read by the parser itself:
+        the same tolerance and bounds as arguments written out (linear, never raising),
+        where a general JSON repair costs seconds on a string of 10,000 `{`."""
         record = self.record
         assert record is not None
-        parsed = _stringified_arguments(value, self.read_arguments)
-        if parsed is None:
+        text = value.lstrip()
+        result = self.read(text) if text.startswith("{") else None
+        if result is None or not result.calls:
             record.args_string = value
             return
-        arguments, notes = parsed
         record.args_object = True
-        record.notes.extend(notes)
-        self.norm(json.dumps(arguments, ensure_ascii=False))
+        for problem in result.problems:
+            detail = problem.detail.removeprefix(f"{SUB_NAME}: ")
+            detail = detail.replace(f"the {SUB_NAME} call", "the call")
+            record.notes.append((problem.kind, f"its stringified arguments: {detail}"))
+        self.norm(json.dumps(result.calls[0].arguments, ensure_ascii=False))
 
     # -- arguments ------------------------------------------------------------------
     def begin_args(self) -> None:
@@ -159,34 +146,38 @@ class CallAssembler:
         self.args_depth = len(self.stack)
         self.held_key = None
 
-    def _in_arg_frame(self) -> bool:
-        """Inside the arguments' JSON, below their root (where keys and commas are written)."""
-        depth = self.args_depth
-        return depth is not None and len(self.stack) > depth
+    def value_ended(self) -> None:
+        """A value ended: the arguments, if it was them; its parent expects a comma next."""
+        if self.args_depth is not None and len(self.stack) == self.args_depth:
+            self.args_depth = None
+        if self.stack:
+            self.stack[-1].expect = "comma"
 
-    def norm_value_start(self) -> None:
-        """A value starts in the arguments: a key it follows without a colon gets one."""
-        if self._in_arg_frame():
-            top = self.stack[-1]
-            if top.kind == "{" and top.expect == "colon":
-                top.expect = "value"
+    def key_read(self, key: str) -> None:
+        if self.stack:
+            self.stack[-1].key = key
+            self.stack[-1].expect = "colon"
+        if self.args_depth is not None and len(self.stack) > self.args_depth:
+            self.held_key = json.dumps(key, ensure_ascii=False)
+
+    def atom(self, atom: str) -> None:
+        """An unquoted argument value, written as JSON."""
+        note = overlong_number(atom)
+        if note:
+            self.note("unreadable_arguments", note)
+        self.norm_member(normalise_atom(atom))
 
     def norm_member(self, text: str) -> None:
         """Write the start of a value: the comma and key before it, then `text`."""
-        if self._in_arg_frame():
+        if self.args_depth is not None and len(self.stack) > self.args_depth:
             top = self.stack[-1]
             prefix = ", " if top.members else ""
             top.members += 1
             if top.kind == "{":
-                key = self.held_key if self.held_key is not None else '"_"'
-                prefix += key + ": "
+                prefix += (self.held_key if self.held_key is not None else '"_"') + ": "
             self.held_key = None
             text = prefix + text
         self.norm(text)
-
-    def hold_key(self, key: str) -> None:
-        if self._in_arg_frame():
-            self.held_key = json.dumps(key, ensure_ascii=False)
 
     def norm(self, text: str) -> None:
         record = self.record
@@ -211,40 +202,7 @@ class CallAssembler:
             value = value[: self.st.thought_limit]
         self.thoughts.append(value)
 
-
-def _stringified_arguments(
-    value: str, read_arguments: Callable[[str], ParseResult]
-) -> tuple[dict[str, Any], list[tuple[ProblemKind, str]]] | None:
-    """Stringified arguments read by the parser itself: the same tolerance and the same
-    bounds as arguments written out (linear, never raising), where a general JSON repair
-    costs seconds on a string of 10,000 `{`. None: not an object."""
-    text = value.lstrip()
-    if not text.startswith("{"):
-        return None
-    result = read_arguments(text)
-    if not result.calls:
-        return None
-    notes = []
-    for problem in result.problems:
-        detail = problem.detail.removeprefix(f"{SUB_NAME}: ")
-        detail = detail.replace(f"the {SUB_NAME} call", "the call")
-        notes.append((problem.kind, f"its stringified arguments: {detail}"))
-    return result.calls[0].arguments, notes
-
-
-def _arguments(record: Record) -> tuple[dict[str, Any], str | None]:
-    if record.args_string is not None:
-        return {}, f"arguments are not a JSON object: {record.args_string[:120]!r}"
-    if not record.args_json:
-        return {}, None
-    text = "".join(record.args_json)
-    try:
-        # JSON by construction (arguments.py); the guard keeps a slip from escaping.
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return {}, f"unreadable: {text[:120]!r}"
-    if value is None:
-        return {}, None
-    if not isinstance(value, dict):
-        return {}, f"arguments are not a JSON object: {text[:120]!r}"
-    return value, None
+    def operator(self, op: str) -> None:
+        """An arithmetic operator: in arguments, the call is reported unreadable."""
+        if self.record is not None and self.args_depth is not None:
+            self.record.expression = self.record.expression or op
