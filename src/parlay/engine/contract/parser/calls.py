@@ -1,14 +1,25 @@
 """Call assembly: a record's name starts the call, its arguments stream as normalised JSON
-fragments as they are read, its end becomes a `ToolCall` (or a `ParseProblem` saying why
-not); thoughts are collected on the way."""
+as they are read, its end becomes a `ToolCall` (or a `ParseProblem` saying why not);
+thoughts are collected on the way.
+
+The arguments are JSON a client can load, however sloppy the model's: a comma is written
+only before a second value and a key only once its value starts, so what is written is
+JSON by construction. Cut-off repair never invents a value: an atom the cut ends is
+dropped with its key (`2.` may have been `2.5`), a cut string is closed (its text has
+streamed), and `cut_off` names what was dropped.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable
+from typing import Any
+
+import attrs
 
 from parlay.context import ToolCall
-from parlay.engine.contract.parser.arguments import arguments_of, normalise_atom, overlong_number
 from parlay.engine.contract.parser.results import ParseProblem, ParseResult, ProblemKind
 from parlay.engine.contract.parser.state import (
     MAX_UNDECIDED,
@@ -17,33 +28,33 @@ from parlay.engine.contract.parser.state import (
     Record,
     args_delta,
 )
+from parlay.engine.contract.parser.vocabulary import LITERALS
 from parlay.events import ToolCallArgsDelta, ToolCallEnd, ToolCallStart
 
 SUB_NAME = "_"  # the name a stringified arguments' own parse gives its call
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?\Z")
+# An atom longer than this is kept as the string the model wrote, never read as a number:
+# no real argument has 100 digits, and Python refuses to read an int of 4,300 (and reading
+# long ones costs quadratic time).
+MAX_NUMBER_CHARS = 100
+_NUMERIC = re.compile(r"[-+]?\.?\d")
 
 
+@attrs.define
 class CallAssembler:
     """Turns the records the JSON scanner fills into call events and `ToolCall`s."""
 
-    __slots__ = (
-        "args_depth", "calls", "held_key", "problems", "read", "record", "st", "stack", "thoughts"
-    )  # fmt: skip
-
-    def __init__(
-        self, st: ParserState, stack: list[Frame], read: Callable[[str], ParseResult]
-    ) -> None:
-        self.st = st
-        self.stack = stack  # the scanner's JSON stack: where in the arguments a value is
-        self.read = read  # stringified arguments, read by a new parser like this one's
-        self.record: Record | None = None
-        self.calls: list[ToolCall] = []
-        self.problems: list[ParseProblem] = []
-        self.thoughts: list[str] = []
-        # Where the arguments' root sits on the stack while they are read.
-        self.args_depth: int | None = None
-        # An argument key read, written out only once its value starts (a key whose value
-        # is cut off, or dropped, is dropped with it).
-        self.held_key: str | None = None
+    st: ParserState
+    read: Callable[[str], ParseResult]  # stringified arguments, by a parser like this one's
+    stack: list[Frame] = attrs.Factory(list)  # the scanner's: where in the arguments we are
+    record: Record | None = None
+    calls: list[ToolCall] = attrs.Factory(list)
+    problems: list[ParseProblem] = attrs.Factory(list)
+    thoughts: list[str] = attrs.Factory(list)
+    args_depth: int | None = None  # where the arguments' root sits on the stack
+    # An argument key read, written out only once its value starts (a key whose value is
+    # cut off, or dropped, is dropped with it).
+    held_key: str | None = None
 
     def new_record(self) -> None:
         self.end_record(cut=False)
@@ -87,8 +98,7 @@ class CallAssembler:
             record.args_pending = []
 
     def end_record(self, cut: bool, why: str = "was cut off", dropped: str = "") -> None:
-        """The record ends (`dropped`: what cut-off arguments lost): a call, or a problem
-        saying why not."""
+        """The record ends, as a call or a problem (`dropped`: what a cut value lost)."""
         record, self.record = self.record, None
         if record is None or self.st.block_as_text:
             return
@@ -97,7 +107,7 @@ class CallAssembler:
                 detail = "an action block has arguments but no tool name"
                 self.problems.append(ParseProblem("no_tool_name", detail))
             return
-        arguments, problem = arguments_of(record)
+        arguments, problem = _arguments(record)
         if record.expression is not None:
             problem = (
                 f"an expression ({record.expression!r}) where a value should be; "
@@ -108,10 +118,8 @@ class CallAssembler:
         for kind, detail in record.notes:
             self.problems.append(ParseProblem(kind, f"{record.name}: {detail}"))
         if cut:
-            detail = f"the {record.name} call {why}"
-            if dropped:
-                detail += f"; its unfinished value {dropped[:60]!r} was dropped"
-            self.problems.append(ParseProblem("cut_off", detail))
+            dropped = f"; its unfinished value {dropped[:60]!r} was dropped" if dropped else ""
+            self.problems.append(ParseProblem("cut_off", f"the {record.name} call {why}{dropped}"))
         assert record.id is not None
         call = ToolCall(record.name, arguments, record.id)
         self.calls.append(call)
@@ -135,7 +143,14 @@ class CallAssembler:
             record.notes.append((problem.kind, f"its stringified arguments: {detail}"))
         self.norm(json.dumps(result.calls[0].arguments, ensure_ascii=False))
 
-    # -- arguments ------------------------------------------------------------------
+    def add_thought(self, value: str) -> None:
+        if len(value) > self.st.thought_limit:
+            detail = f"{len(value)} characters, cut to {self.st.thought_limit}"
+            self.problems.append(ParseProblem("thought_too_long", detail))
+            value = value[: self.st.thought_limit]
+        self.thoughts.append(value)
+
+    # -- arguments ------------------------------------------------------------------------
     def begin_args(self) -> None:
         record = self.record
         if record is None:
@@ -147,7 +162,7 @@ class CallAssembler:
         self.held_key = None
 
     def value_ended(self) -> None:
-        """A value ended: the arguments, if it was them; its parent expects a comma next."""
+        """A value ended (the arguments, if it was them): its parent expects a comma."""
         if self.args_depth is not None and len(self.stack) == self.args_depth:
             self.args_depth = None
         if self.stack:
@@ -161,11 +176,11 @@ class CallAssembler:
             self.held_key = json.dumps(key, ensure_ascii=False)
 
     def atom(self, atom: str) -> None:
-        """An unquoted argument value, written as JSON."""
-        note = overlong_number(atom)
-        if note:
-            self.note("unreadable_arguments", note)
-        self.norm_member(normalise_atom(atom))
+        """An unquoted argument value, written as JSON (see `_atom_json`)."""
+        if len(atom) > MAX_NUMBER_CHARS and _NUMERIC.match(atom):
+            detail = f"a number of {len(atom)} characters was kept as a string"
+            self.note("unreadable_arguments", detail)
+        self.norm_member(_atom_json(atom))
 
     def norm_member(self, text: str) -> None:
         """Write the start of a value: the comma and key before it, then `text`."""
@@ -195,14 +210,45 @@ class CallAssembler:
         if self.record is not None:
             self.record.notes.append((kind, detail))
 
-    def add_thought(self, value: str) -> None:
-        if len(value) > self.st.thought_limit:
-            detail = f"{len(value)} characters, cut to {self.st.thought_limit}"
-            self.problems.append(ParseProblem("thought_too_long", detail))
-            value = value[: self.st.thought_limit]
-        self.thoughts.append(value)
-
     def operator(self, op: str) -> None:
         """An arithmetic operator: in arguments, the call is reported unreadable."""
         if self.record is not None and self.args_depth is not None:
             self.record.expression = self.record.expression or op
+
+
+def _atom_json(atom: str) -> str:
+    """An unquoted value as JSON: literals mapped, numbers kept, anything else quoted;
+    NaN and infinities become null, as JavaScript writes them in JSON."""
+    if atom in LITERALS:
+        return LITERALS[atom]
+    if len(atom) > MAX_NUMBER_CHARS:
+        return json.dumps(atom, ensure_ascii=False)
+    try:
+        number = float(atom)
+    except ValueError:
+        return json.dumps(atom, ensure_ascii=False)
+    if not math.isfinite(number):
+        return "null"
+    if _NUMBER.match(atom):
+        return atom
+    if number.is_integer() and "." not in atom and abs(number) < 2**53:
+        return str(int(number))
+    return repr(number)
+
+
+def _arguments(record: Record) -> tuple[dict[str, Any], str | None]:
+    """A finished record's arguments, and what was wrong with them if anything."""
+    if record.args_string is not None:
+        return {}, f"arguments are not a JSON object: {record.args_string[:120]!r}"
+    if not record.args_json:
+        return {}, None
+    text = "".join(record.args_json)
+    try:
+        value = json.loads(text)  # JSON by construction; the guard keeps a slip from escaping
+    except (ValueError, RecursionError):
+        return {}, f"unreadable: {text[:120]!r}"
+    if value is None:
+        return {}, None
+    if not isinstance(value, dict):
+        return {}, f"arguments are not a JSON object: {text[:120]!r}"
+    return value, None

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+import attrs
+
 from parlay.engine.contract.parser.calls import CallAssembler
 from parlay.engine.contract.parser.state import MAX_DEPTH, Frame, FrameRole, ParserState
 from parlay.engine.contract.parser.strings import FENCE_END, WAIT, StringReader, StringRole
@@ -53,26 +55,20 @@ _STRING_ROLES: dict[ValueRole, StringRole] = {
 }  # fmt: skip
 
 
+@attrs.define
 class JsonScanner:
     """Reads the JSON of an action block, handing strings to the string reader and what
     each value is for to the call assembler; closes the block (as calls, or as the text
     it was)."""
 
-    __slots__ = (
-        "atom", "atom_is_key", "atom_role", "calls", "skip_depth", "st", "stack", "strings"
-    )  # fmt: skip
-
-    def __init__(
-        self, st: ParserState, stack: list[Frame], strings: StringReader, calls: CallAssembler
-    ) -> None:
-        self.st = st
-        self.stack = stack  # the open objects and arrays of the block
-        self.strings = strings
-        self.calls = calls
-        self.atom: list[str] = []  # a number, literal or unquoted word being read
-        self.atom_is_key = False
-        self.atom_role: ValueRole = "skip"
-        self.skip_depth = 0  # > 0: inside a value nested too deep, skipped
+    st: ParserState
+    stack: list[Frame]  # the open objects and arrays of the block
+    strings: StringReader
+    calls: CallAssembler
+    atom: list[str] = attrs.Factory(list)  # a number, literal or unquoted word being read
+    atom_is_key: bool = False
+    atom_role: ValueRole = "skip"
+    skip_depth: int = 0  # > 0: inside a value nested too deep, skipped
 
     def open_block(self, start: int, *, fenced: bool, labeled: bool, at: int | None = None) -> None:
         # The readers' own state was reset when the last block closed.

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+import attrs
+
 from parlay.engine.contract.parser.json_scan import JsonScanner
 from parlay.engine.contract.parser.state import ParserState
 from parlay.engine.contract.parser.vocabulary import (
@@ -23,10 +25,10 @@ from parlay.engine.contract.parser.vocabulary import (
 # fence and its `{` are read before each is settled (as prose, code or a block): what is
 # held back, and read again as each chunk comes, stays bounded.
 _MAX_KEY_PEEK = 48
-MAX_INFO = 40
+_MAX_INFO = 40
 _MAX_FENCE_GAP = 256
 _TEXT_TRIGGER = re.compile(r"[`\n{]")
-INFO_STOP = re.compile(r"[\n{\[`]").search  # what ends a fence's info string
+_INFO_STOP = re.compile(r"[\n{\[`]").search  # what ends a fence's info string
 _SPACE = re.compile(r"[ \t\r\n]*")
 
 
@@ -51,15 +53,13 @@ def _names_a_kind(buf: str, i: int, end: int, undecided: bool | None) -> bool | 
     return undecided if stop < 0 else buf[i + 1 : stop].strip().lower() in REPLY_KINDS
 
 
+@attrs.define
 class TextReader:
     """Reads the text between blocks, shows code fences as text, and hands each action
     block to the JSON scanner where it starts."""
 
-    __slots__ = ("scanner", "st")
-
-    def __init__(self, st: ParserState, scanner: JsonScanner) -> None:
-        self.st = st
-        self.scanner = scanner
+    st: ParserState
+    scanner: JsonScanner
 
     def run_text(self, final: bool) -> bool:
         st = self.st
@@ -138,8 +138,8 @@ class TextReader:
     def run_info(self, final: bool) -> bool:
         st = self.st
         buf, start = st.buf, st.pos
-        end = min(len(buf), start + MAX_INFO)
-        stop = INFO_STOP(buf, start, end)
+        end = min(len(buf), start + _MAX_INFO)
+        stop = _INFO_STOP(buf, start, end)
         if stop is None:
             if end == len(buf) and not final:
                 return False  # the info string is not finished yet

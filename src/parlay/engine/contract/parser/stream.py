@@ -10,12 +10,11 @@ from typing import Any
 from parlay.context import new_call_id
 from parlay.engine.contract.parser.calls import SUB_NAME, CallAssembler
 from parlay.engine.contract.parser.json_scan import JsonScanner
-from parlay.engine.contract.parser.recognise import INFO_STOP, MAX_INFO, TextReader
+from parlay.engine.contract.parser.recognise import TextReader
 from parlay.engine.contract.parser.results import ParseResult
 from parlay.engine.contract.parser.state import (
     MAX_UNDECIDED,
     THOUGHT_LIMIT,
-    Frame,
     ParserState,
     ReaderMode,
     new_text_delta,
@@ -51,10 +50,9 @@ class ActionStreamParser:
         thought_limit: int = THOUGHT_LIMIT,
     ) -> None:
         st = self.st = ParserState(frozenset(tool_names), id_factory, thought_limit)
-        stack: list[Frame] = []
-        calls = self.calls = CallAssembler(st, stack, self._read_arguments)
+        calls = self.calls = CallAssembler(st, self._read_arguments)
         strings = self.strings = StringReader(st, calls)
-        scanner = self.scanner = JsonScanner(st, stack, strings, calls)
+        scanner = self.scanner = JsonScanner(st, calls.stack, strings, calls)
         reader = self.reader = TextReader(st, scanner)
         # Each mode's step: True while it made progress the next step may build on.
         self.steps: dict[ReaderMode, Callable[[bool], bool]] = {
@@ -109,30 +107,13 @@ class ActionStreamParser:
             # Inside a code fence shown as text, and nothing in the chunk may close it.
             st.text.append(text)
             return [text_delta(text)]
-        if (
-            st.mode == "info"
-            and INFO_STOP(text) is None
-            and INFO_STOP(st.buf, st.pos) is None
-            and len(st.buf) + len(text) <= st.pos + MAX_INFO
-        ):
-            st.buf += text  # the fence's info string goes on: nothing to decide yet
-            return []
         return None
 
     def _in_string(self, text: str) -> list[Event] | None:
         """A chunk inside a string of an action block with nothing pending, when nothing in
-        it ends or escapes the string (or may: a fence): string content. Else None."""
+        it may end the string: string content. Else None."""
         st, strings = self.st, self.strings
-        close = strings.quote and strings.close
-        if (
-            not close
-            or st.pos != len(st.buf)
-            or close in text
-            or "\\" in text
-            or "`" in text
-            or "\n" in text
-            or (close == "”" and "“" in text)
-        ):
+        if strings.quote is None or st.pos != len(st.buf) or not strings.takes_whole(text):
             return None
         strings.add(text)
         if st.buf or st.block_as_text:  # its raw text is kept (or shown)

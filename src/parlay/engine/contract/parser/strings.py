@@ -14,6 +14,8 @@ import re
 from json.encoder import encode_basestring  # json.dumps(s, ensure_ascii=False), in C
 from typing import Literal
 
+import attrs
+
 from parlay.engine.contract.parser.calls import CallAssembler
 from parlay.engine.contract.parser.state import ParserState
 from parlay.engine.contract.parser.vocabulary import FINAL_KINDS, QUOTES
@@ -41,21 +43,19 @@ WAIT = -1  # `StringReader.span`: an escape or a fence is cut by the end of the 
 FENCE_END = -2  # `StringReader.span`: a bare fence ended the block (`pos` is past it)
 
 
+@attrs.define
 class StringReader:
     """Reads the strings of an action block: their characters, escapes and fences, where
     each ends, and what its value does once read (`role`: set by the scanner)."""
 
-    __slots__ = ("calls", "chars", "close", "fence", "quote", "role", "st", "tail")
-
-    def __init__(self, st: ParserState, calls: CallAssembler) -> None:
-        self.st = st
-        self.calls = calls
-        self.quote: str | None = None  # the open string's quote (None: no string open)
-        self.close = ""  # the quote that closes it
-        self.role: StringRole = ""
-        self.chars: list[str] = []
-        self.fence = False  # a code fence opened inside the current string
-        self.tail = ""  # the current string's last character other than a blank
+    st: ParserState
+    calls: CallAssembler
+    quote: str | None = None  # the open string's quote (None: no string open)
+    close: str = ""  # the quote that closes it
+    role: StringRole = ""
+    chars: list[str] = attrs.Factory(list)
+    fence: bool = False  # a code fence opened inside the current string
+    tail: str = ""  # the current string's last character other than a blank
 
     def begin(self, quote: str, role: StringRole) -> None:
         self.quote = quote
@@ -64,6 +64,10 @@ class StringReader:
         self.chars = []
         self.fence = False
         self.tail = ""
+
+    def takes_whole(self, text: str) -> bool:
+        """Whether nothing in `text` may end, escape or fence the open string."""
+        return _STOPS[self.close, self.st.block_fenced](text) is None
 
     def span(self, i: int) -> int:
         """Consume string characters from `i`: the index after them, WAIT or FENCE_END."""
