@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -19,18 +18,9 @@ from parlay.engine.contract.parser.state import (
     ReaderMode,
     new_text_delta,
     set_text,
-    text_delta,
 )
 from parlay.engine.contract.parser.strings import StringReader
 from parlay.events import Event, TextDelta
-
-# What in a chunk of prose may start a block or must be held back: a fence or a trailing
-# backtick, or `{` with only blanks before it on its line (the second pattern: for a
-# chunk that starts on a blank line). `[^\S\n]*`, not `\s*`, after a newline: `\s*` would
-# read a run of newlines again at each one (quadratic).
-_BLOCK_MAY_START = re.compile(r"```|`\Z|\n[^\S\n]*{").search
-_BLOCK_MAY_START_ON_BLANK_LINE = re.compile(r"```|`\Z|\A\s*{|\n[^\S\n]*{").search
-_HELD_BACKTICKS = ("`", "``")
 
 
 class ActionStreamParser:
@@ -88,26 +78,14 @@ class ActionStreamParser:
             return [delta]
         if st.ended or not text:
             return []
-        quick = self._quick(text)
-        if quick is not None:
-            return quick
+        if st.mode == "block":
+            in_string = self._in_string(text)
+            if in_string is not None:
+                return in_string
         st.buf += text
         self._run(final=False)
         st.plain = not st.buf and st.mode == "text" and not st.line_blank
         return st.take()
-
-    def _quick(self, text: str) -> list[Event] | None:
-        """What a chunk makes when its state settles it without the state loop, else None."""
-        st = self.st
-        if st.mode == "text" and st.pos == 0 and (not st.buf or st.buf in _HELD_BACKTICKS):
-            return self._prose(st.buf + text)  # at most a backtick or two held
-        if st.mode == "block":
-            return self._in_string(text)
-        if st.mode == "code" and not st.buf and "`" not in text:
-            # Inside a code fence shown as text, and nothing in the chunk may close it.
-            st.text.append(text)
-            return [text_delta(text)]
-        return None
 
     def _in_string(self, text: str) -> list[Event] | None:
         """A chunk inside a string of an action block with nothing pending, when nothing in
@@ -121,32 +99,6 @@ class ActionStreamParser:
             st.pos = len(st.buf)
             self._compact()
         return st.take()
-
-    def _prose(self, text: str) -> list[Event] | None:
-        """`text` read from the text state with nothing held: one delta if it is prose (a
-        trailing backtick or two held back, as `TextReader.run_text` does), None if it may
-        start a block (the general path decides)."""
-        st = self.st
-        stop = (_BLOCK_MAY_START_ON_BLANK_LINE if st.line_blank else _BLOCK_MAY_START)(text)
-        held = ""
-        if stop is not None:
-            if stop.end() < len(text) or stop.group() != "`":
-                return None
-            # Only the backticks at the end may start a fence: hold them back.
-            body = text.rstrip("`")
-            text, held = body, text[len(body) :]
-        if text:
-            st.text.append(text)
-            newline = text.rfind("\n")
-            if newline >= 0:
-                tail = text[newline + 1 :]
-                st.line_blank = not tail or tail.isspace()
-            elif st.line_blank and not text.isspace():
-                st.line_blank = False
-        st.buf = held
-        st.pos = 0
-        st.plain = not held and not st.line_blank
-        return [text_delta(text)] if text else []
 
     def finish(self) -> list[Event]:
         if self.st.ended:
