@@ -15,21 +15,11 @@ from typing import Literal
 
 import attrs
 
+import parlay.engine.contract.parser.vocabulary as vocab
 from parlay.engine.contract.parser.calls import CallAssembler
 from parlay.engine.contract.parser.state import MAX_DEPTH, Frame, FrameRole, ParserState
 from parlay.engine.contract.parser.strings import FENCE_END, WAIT, StringReader, StringRole
-from parlay.engine.contract.parser.vocabulary import (
-    ARGS_KEYS,
-    ATOM_CHARS,
-    CONTENT_KEYS,
-    FINAL_KEYS,
-    KIND_KEY,
-    LIST_KEYS,
-    LITERALS,
-    NAME_KEYS,
-    THOUGHT_KEYS,
-    WRAPPER_KEYS,
-)
+from parlay.engine.contract.parser.vocabulary import ATOM_CHARS, LITERALS
 
 _OPERATORS = frozenset("*/%^()")
 _QUOTE_CHARS = "\"'“‘”"
@@ -153,8 +143,17 @@ class JsonScanner:
             strings.finish()
         if self.atom and (self.atom_is_key or self.atom_role != "args"):
             self.end_atom()
-        cut = cut and (bool(self.stack) or calls.args_depth is not None)
-        dropped = self._close_open_args() if calls.args_depth is not None else ""
+        dropped, depth = "".join(self.atom), calls.args_depth  # a cut argument value, if any
+        cut = cut and (bool(self.stack) or depth is not None)
+        if depth is not None:
+            # Close what cut-off arguments left open, so the deltas still concatenate to
+            # JSON; a key without its value is dropped with it.
+            if not dropped and calls.held_key is not None:
+                dropped = f"the key {calls.held_key} without its value"
+            closers = '"' if strings.quote is not None else ""
+            closers += "".join("}" if f.kind == "{" else "]" for f in reversed(self.stack[depth:]))
+            if closers:
+                calls.norm(closers)
         calls.end_record(cut=cut, why=why, dropped=dropped)
         if st.block_as_text:
             st.block_as_text = False
@@ -166,20 +165,6 @@ class JsonScanner:
         self.atom = []
         st.mode = "text"
         st.line_blank = not st.block_fenced
-
-    def _close_open_args(self) -> str:
-        """Close what cut-off arguments left open (a string, objects, arrays), so the
-        deltas still concatenate to JSON; what was dropped (a partial atom, or a key
-        without its value), or ""."""
-        dropped = "".join(self.atom)  # an argument value: close_block ended any other atom
-        if not dropped and self.calls.held_key is not None:
-            dropped = f"the key {self.calls.held_key} without its value"
-        closers = '"' if self.strings.quote is not None else ""
-        for frame in reversed(self.stack[self.calls.args_depth or 0 :]):
-            closers += "}" if frame.kind == "{" else "]"
-        if closers:
-            self.calls.norm(closers)
-        return dropped
 
     # -- values ---------------------------------------------------------------------------
     def structural(self, ch: str) -> None:
@@ -230,30 +215,30 @@ class JsonScanner:
         key = (top.key or "").lower()
         if top.role == "root" or top.role == "call":
             return self._member_role(top.role == "root", key)
-        if top.role == "final" and key in CONTENT_KEYS:
+        if top.role == "final" and key in vocab.CONTENT_KEYS:
             return "content"
         return "root" if top.role == "calls" else "skip"
 
     def _member_role(self, at_root: bool, key: str) -> ValueRole:
         """The role of the value under `key` in an action object (or a call inside one)."""
-        if key in ARGS_KEYS:
+        if key in vocab.ARGS_KEYS:
             # The first arguments of a call are its arguments: a second set would make
             # the streamed JSON two objects.
             record = self.calls.record
             return "skip" if record is not None and record.args_seen else "args_start"
-        if key in NAME_KEYS or (at_root and key in WRAPPER_KEYS):
+        if key in vocab.NAME_KEYS or (at_root and key in vocab.WRAPPER_KEYS):
             return "name"  # a string names the tool; an object is a call wrapper
         if not at_root:
             return "skip"
-        if key in FINAL_KEYS:
+        if key in vocab.FINAL_KEYS:
             return "final"
-        if key in LIST_KEYS:
+        if key in vocab.LIST_KEYS:
             return "call_list"
-        if key in THOUGHT_KEYS:
+        if key in vocab.THOUGHT_KEYS:
             return "thought"
-        if key == KIND_KEY:
+        if key == vocab.KIND_KEY:
             return "kind"
-        return "final" if self.st.typed_final and key in CONTENT_KEYS else "skip"
+        return "final" if self.st.typed_final and key in vocab.CONTENT_KEYS else "skip"
 
     def _start_value(self) -> ValueRole:
         """The role of the value starting here; the start of a call's arguments begins them."""
@@ -280,7 +265,7 @@ class JsonScanner:
             if record is not None and len(self.stack) == self.calls.args_depth:
                 record.args_object = bracket == "{"
             self.calls.norm_member(bracket)
-        self.stack.append(Frame(bracket, role))
+        self.stack.append(Frame(bracket, role, "key" if bracket == "{" else "value"))
 
     def close_value(self) -> None:
         frame = self.stack.pop()

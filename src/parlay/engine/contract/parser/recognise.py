@@ -10,16 +10,10 @@ import re
 
 import attrs
 
+import parlay.engine.contract.parser.vocabulary as vocab
 from parlay.engine.contract.parser.json_scan import JsonScanner
 from parlay.engine.contract.parser.state import ParserState
-from parlay.engine.contract.parser.vocabulary import (
-    ACTION_FENCES,
-    BLOCK_KEYS,
-    JSON_FENCES,
-    KIND_KEY,
-    QUOTES,
-    REPLY_KINDS,
-)
+from parlay.engine.contract.parser.vocabulary import QUOTES
 
 # How far a `{` line, a fence info string and the blank lines between a ```` ```json ````
 # fence and its `{` are read before each is settled (as prose, code or a block): what is
@@ -29,28 +23,30 @@ _MAX_INFO = 40
 _MAX_FENCE_GAP = 256
 _TEXT_TRIGGER = re.compile(r"[`\n{]")
 _INFO_STOP = re.compile(r"[\n{\[`]").search  # what ends a fence's info string
-_SPACE = re.compile(r"[ \t\r\n]*")
+_SPACE = r"[ \t\r\n]*"
+# After an object's `{`: the opening quote of its first key, if any, and the key.
+_FIRST_KEY = re.compile(_SPACE + "([\"'“‘”]?)(\\w*)").match
+_KIND_GAP = re.compile(_SPACE + "(?::" + _SPACE + ")?").match  # from a key to its value
+# From a ```json fence to its object: blanks, and a list's `[` among them.
+_FENCE_GAP = re.compile(_SPACE + r"(?:\[" + _SPACE + ")?").match
 
 
-def _after_space(text: str, start: int, end: int) -> int:
-    match = _SPACE.match(text, start, max(start, end))
-    assert match is not None  # `[ \t\r\n]*` matches anywhere
+def _end(match: re.Match[str] | None) -> int:
+    assert match is not None  # the patterns above match the empty string
     return match.end()
 
 
 def _names_a_kind(buf: str, i: int, end: int, undecided: bool | None) -> bool | None:
     """Whether the value after a first key `"type"` (from `i`, its colon next) is a kind
     of reply the typed format writes; `undecided` if the text so far cannot tell."""
-    i = _after_space(buf, i, end)
-    if i < end and buf[i] == ":":
-        i = _after_space(buf, i + 1, end)
+    i = _end(_KIND_GAP(buf, i, end))
     if i >= end:
         return undecided
     close = QUOTES.get(buf[i])
     if close is None:
         return False
     stop = buf.find(close, i + 1, end)
-    return undecided if stop < 0 else buf[i + 1 : stop].strip().lower() in REPLY_KINDS
+    return undecided if stop < 0 else buf[i + 1 : stop].strip().lower() in vocab.REPLY_KINDS
 
 
 @attrs.define
@@ -119,20 +115,17 @@ class TextReader:
         buf = self.st.buf
         end = min(len(buf), at + _MAX_KEY_PEEK)
         undecided = None if not final and end == len(buf) else False
-        i = _after_space(buf, at + 1, end)
-        if i >= end:
-            return undecided
-        close = QUOTES.get(buf[i])
-        i = start = i + (close is not None)
-        while i < end and (buf[i].isalnum() or buf[i] == "_"):
-            i += 1
+        first = _FIRST_KEY(buf, at + 1, end)
+        assert first is not None  # it matches the empty string
+        i, (quote, key) = first.end(), first.groups()
+        close = QUOTES.get(quote)
         if i >= end:
             return undecided
         if close is not None and buf[i] != close:
             return False
-        if buf[start:i] == KIND_KEY:
+        if key == vocab.KIND_KEY:
             return _names_a_kind(buf, i + (close is not None), end, undecided)
-        return buf[start:i] in BLOCK_KEYS
+        return key in vocab.BLOCK_KEYS
 
     # -- fences ---------------------------------------------------------------------------
     def run_info(self, final: bool) -> bool:
@@ -146,10 +139,10 @@ class TextReader:
             return self._fence_as_code(end)
         i = stop.start()
         info = buf[start:i].strip().lower()
-        if info in ACTION_FENCES:
+        if info in vocab.ACTION_FENCES:
             self.scanner.open_block(st.block_start, fenced=True, labeled=True, at=i)
             return True
-        if info not in JSON_FENCES or buf[i] == "`":
+        if info not in vocab.JSON_FENCES or buf[i] == "`":
             return self._fence_as_code(i)
         return self._json_fence(i, final)
 
@@ -158,9 +151,7 @@ class TextReader:
         (read within _MAX_FENCE_GAP characters of blanks: past that it is code)."""
         buf = self.st.buf
         limit = i + _MAX_FENCE_GAP
-        j = _after_space(buf, i, limit)
-        if j < len(buf) and buf[j] == "[":
-            j = _after_space(buf, j + 1, limit)
+        j = _end(_FENCE_GAP(buf, i, limit))
         if j < limit and j >= len(buf) and not final:
             return False
         verdict = j < limit and j < len(buf) and buf[j] == "{" and self.peek_first_key(j, final)

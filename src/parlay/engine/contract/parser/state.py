@@ -20,8 +20,7 @@ MAX_DEPTH = 100
 
 
 def _slot_setters(cls: type, *names: str) -> list[Callable[[Any, str], None]]:
-    """The slot setters of an attrs class whose fields are plain `names`, so that setting
-    them on `object.__new__(cls)` makes what `cls(...)` makes (checked: kept honest)."""
+    """The slot setters of an attrs class whose fields are exactly the plain `names`."""
     fields = attrs.fields(cls)
     plain = not any(f.converter or f.validator for f in fields)
     if [f.name for f in fields] != list(names) or not plain or hasattr(cls, "__attrs_post_init__"):
@@ -57,17 +56,15 @@ ReaderMode = Literal["text", "info", "block", "code"]
 FrameRole = Literal["root", "call", "final", "calls", "args", "skip"]
 
 
+@attrs.define
 class Frame:
     """One open JSON object or array, and what it expects next."""
 
-    __slots__ = ("expect", "key", "kind", "members", "role")
-
-    def __init__(self, kind: Literal["{", "["], role: FrameRole) -> None:
-        self.kind = kind
-        self.role = role
-        self.key: str | None = None
-        self.expect = "key" if kind == "{" else "value"
-        self.members = 0  # values written so far (argument frames: a comma before the next)
+    kind: Literal["{", "["]
+    role: FrameRole
+    expect: Literal["key", "colon", "value", "comma"]
+    key: str | None = None
+    members: int = 0  # values written so far (argument frames: a comma before the next)
 
 
 @attrs.define
@@ -92,10 +89,9 @@ class Record:
 
 @attrs.define
 class ParserState:
-    """Where the reading stands and what went out: the text read and not yet consumed,
-    the reader's mode, the facts of the block being read, and the events and visible text
-    emitted. The readers share it; each keeps its own state. (Slots: the scanning loops
-    read it per character.)"""
+    """Where the reading stands and what went out: the text read and not yet consumed, the
+    reader's mode, the block being read, the events and visible text emitted. The readers
+    share it; each keeps its own state."""
 
     tools: frozenset[str]
     new_id: Callable[[], str]

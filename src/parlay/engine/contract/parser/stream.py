@@ -30,7 +30,7 @@ class ActionStreamParser:
     in an answer: `{"name": "Ada", ...}` is text unless `Ada` is a tool.
     """
 
-    __slots__ = ("calls", "reader", "scanner", "st", "steps", "strings")
+    __slots__ = ("calls", "scanner", "st", "steps", "strings")
 
     def __init__(
         self,
@@ -43,7 +43,7 @@ class ActionStreamParser:
         calls = self.calls = CallAssembler(st, self._read_arguments)
         strings = self.strings = StringReader(st, calls)
         scanner = self.scanner = JsonScanner(st, calls.stack, strings, calls)
-        reader = self.reader = TextReader(st, scanner)
+        reader = TextReader(st, scanner)
         # Each mode's step: True while it made progress the next step may build on.
         self.steps: dict[ReaderMode, Callable[[bool], bool]] = {
             "text": reader.run_text,
@@ -78,26 +78,18 @@ class ActionStreamParser:
             return [delta]
         if st.ended or not text:
             return []
-        if st.mode == "block":
-            in_string = self._in_string(text)
-            if in_string is not None:
-                return in_string
+        strings = self.strings
+        if strings.quote is not None and st.pos == len(st.buf) and strings.takes_whole(text):
+            # The other hot path: content of a string in a block, nothing pending.
+            strings.add(text)
+            if st.buf or st.block_as_text:  # its raw text is kept (or shown)
+                st.buf += text
+                st.pos = len(st.buf)
+                self._compact()
+            return st.take()
         st.buf += text
         self._run(final=False)
         st.plain = not st.buf and st.mode == "text" and not st.line_blank
-        return st.take()
-
-    def _in_string(self, text: str) -> list[Event] | None:
-        """A chunk inside a string of an action block with nothing pending, when nothing in
-        it may end the string: string content. Else None."""
-        st, strings = self.st, self.strings
-        if strings.quote is None or st.pos != len(st.buf) or not strings.takes_whole(text):
-            return None
-        strings.add(text)
-        if st.buf or st.block_as_text:  # its raw text is kept (or shown)
-            st.buf += text
-            st.pos = len(st.buf)
-            self._compact()
         return st.take()
 
     def finish(self) -> list[Event]:
