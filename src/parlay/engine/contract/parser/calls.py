@@ -34,8 +34,8 @@ from parlay.events import ToolCallArgsDelta, ToolCallEnd, ToolCallStart
 SUB_NAME = "_"  # the name a stringified arguments' own parse gives its call
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?\Z")
 # An atom longer than this is kept as the string the model wrote, never read as a number:
-# no real argument has 100 digits, and Python refuses to read an int of 4,300 (and reading
-# long ones costs quadratic time).
+# no real argument has 100 digits; Python refuses an int of 4,300 (and long ones cost
+# quadratic time).
 MAX_NUMBER_CHARS = 100
 _NUMERIC = re.compile(r"[-+]?\.?\d")
 
@@ -126,9 +126,8 @@ class CallAssembler:
         self.st.emit(ToolCallEnd(call))
 
     def args_from_string(self, value: str) -> None:
-        """Arguments written as a JSON string ("stringified"), read by the parser itself:
-        the same tolerance and bounds as arguments written out (linear, never raising),
-        where a general JSON repair costs seconds on a string of 10,000 `{`."""
+        """Arguments written as a JSON string, read by a parser like this one: linear and
+        never raising, where a general JSON repair costs seconds on 10,000 `{`."""
         record = self.record
         assert record is not None
         text = value.lstrip()
@@ -150,7 +149,6 @@ class CallAssembler:
             value = value[: self.st.thought_limit]
         self.thoughts.append(value)
 
-    # -- arguments ------------------------------------------------------------------------
     def begin_args(self) -> None:
         record = self.record
         if record is None:

@@ -47,9 +47,8 @@ _STRING_ROLES: dict[ValueRole, StringRole] = {
 
 @attrs.define
 class JsonScanner:
-    """Reads the JSON of an action block, handing strings to the string reader and what
-    each value is for to the call assembler; closes the block (as calls, or as the text
-    it was)."""
+    """Reads an action block's JSON; strings go to the string reader, what each value is
+    for to the call assembler."""
 
     st: ParserState
     stack: list[Frame]  # the open objects and arrays of the block
@@ -166,7 +165,6 @@ class JsonScanner:
         st.mode = "text"
         st.line_blank = not st.block_fenced
 
-    # -- values ---------------------------------------------------------------------------
     def structural(self, ch: str) -> None:
         if self.skip_depth:
             self._skipped(ch)

@@ -13,7 +13,6 @@ import attrs
 import parlay.engine.contract.parser.vocabulary as vocab
 from parlay.engine.contract.parser.json_scan import JsonScanner
 from parlay.engine.contract.parser.state import ParserState
-from parlay.engine.contract.parser.vocabulary import QUOTES
 
 # How far a `{` line, a fence info string and the blank lines between a ```` ```json ````
 # fence and its `{` are read before each is settled (as prose, code or a block): what is
@@ -42,7 +41,7 @@ def _names_a_kind(buf: str, i: int, end: int, undecided: bool | None) -> bool | 
     i = _end(_KIND_GAP(buf, i, end))
     if i >= end:
         return undecided
-    close = QUOTES.get(buf[i])
+    close = vocab.QUOTES.get(buf[i])
     if close is None:
         return False
     stop = buf.find(close, i + 1, end)
@@ -118,7 +117,7 @@ class TextReader:
         first = _FIRST_KEY(buf, at + 1, end)
         assert first is not None  # it matches the empty string
         i, (quote, key) = first.end(), first.groups()
-        close = QUOTES.get(quote)
+        close = vocab.QUOTES.get(quote)
         if i >= end:
             return undecided
         if close is not None and buf[i] != close:
@@ -127,7 +126,6 @@ class TextReader:
             return _names_a_kind(buf, i + (close is not None), end, undecided)
         return key in vocab.BLOCK_KEYS
 
-    # -- fences ---------------------------------------------------------------------------
     def run_info(self, final: bool) -> bool:
         st = self.st
         buf, start = st.buf, st.pos

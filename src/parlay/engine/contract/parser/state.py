@@ -4,7 +4,7 @@ output plumbing."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 import attrs
 
@@ -19,20 +19,13 @@ MAX_UNDECIDED = 4096
 MAX_DEPTH = 100
 
 
-def _slot_setters(cls: type, *names: str) -> list[Callable[[Any, str], None]]:
-    """The slot setters of an attrs class whose fields are exactly the plain `names`."""
-    fields = attrs.fields(cls)
-    plain = not any(f.converter or f.validator for f in fields)
-    if [f.name for f in fields] != list(names) or not plain or hasattr(cls, "__attrs_post_init__"):
-        raise TypeError(f"{cls.__name__} changed: update parser.state's delta makers")
-    return [vars(cls)[name].__set__ for name in names]
-
-
 # A streamed reply is mostly one delta per chunk, and attrs' frozen `__init__` is most of
-# what a chunk of prose costs: these make the same objects by setting the slots directly.
+# what a chunk costs: these make the same objects by setting their slots directly (the
+# parser's stream tests check that they equal what the classes make).
 new_text_delta = object.__new__
-(set_text,) = _slot_setters(TextDelta, "text")
-_set_id, _set_delta = _slot_setters(ToolCallArgsDelta, "id", "delta")
+set_text = vars(TextDelta)["text"].__set__
+_set_id = vars(ToolCallArgsDelta)["id"].__set__
+_set_delta = vars(ToolCallArgsDelta)["delta"].__set__
 
 
 def text_delta(text: str) -> TextDelta:
@@ -89,9 +82,8 @@ class Record:
 
 @attrs.define
 class ParserState:
-    """Where the reading stands and what went out: the text read and not yet consumed, the
-    reader's mode, the block being read, the events and visible text emitted. The readers
-    share it; each keeps its own state."""
+    """What the readers share: the text read and not yet consumed, the mode, the block
+    being read, the events and visible text emitted (each reader keeps its own state)."""
 
     tools: frozenset[str]
     new_id: Callable[[], str]
@@ -129,13 +121,34 @@ class ParserState:
             self.text.append(text)
             self.pending.append(text)
 
-    def flush_text(self) -> None:
+    def flush_text(self) -> None:  # callers check there is text pending
         # Text pieces join into one delta per run of text (joined once: linear).
-        if self.pending:
-            self.out.append(text_delta("".join(self.pending)))
-            self.pending = []
+        self.out.append(text_delta("".join(self.pending)))
+        self.pending = []
 
     def emit(self, event: Event) -> None:
         if self.pending:
             self.flush_text()
         self.out.append(event)
+
+    def compact(self) -> None:
+        """Drop consumed text, so each feed costs what it adds. A block's text is kept
+        only while the block may still turn out to be text (for MAX_UNDECIDED at most)."""
+        pos = keep = self.pos
+        if self.mode == "block":
+            if self.block_as_text:
+                self.emit_text(self.buf[self.block_start : pos])
+                self.block_start = pos
+            elif not (self.block_labeled or self.block_emitted):
+                if pos - self.block_start > MAX_UNDECIDED:
+                    # The name, if it comes, comes too late to make this block text
+                    # (`CallAssembler.set_name`): it is an action, its raw text not kept.
+                    self.block_labeled = True
+                else:
+                    keep = min(self.block_start, pos)
+        elif self.mode == "info":
+            keep = min(self.block_start, pos)
+        if keep > 0:
+            self.buf = self.buf[keep:]
+            self.pos = pos - keep
+            self.block_start -= keep

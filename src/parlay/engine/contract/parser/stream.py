@@ -11,24 +11,14 @@ from parlay.engine.contract.parser.calls import SUB_NAME, CallAssembler
 from parlay.engine.contract.parser.json_scan import JsonScanner
 from parlay.engine.contract.parser.recognise import TextReader
 from parlay.engine.contract.parser.results import ParseResult
-from parlay.engine.contract.parser.state import (
-    MAX_UNDECIDED,
-    THOUGHT_LIMIT,
-    ParserState,
-    ReaderMode,
-    new_text_delta,
-    set_text,
-)
+from parlay.engine.contract.parser.state import THOUGHT_LIMIT, ParserState, new_text_delta, set_text
 from parlay.engine.contract.parser.strings import StringReader
 from parlay.events import Event, TextDelta
 
 
 class ActionStreamParser:
-    """Feed text deltas, get events. `finish()` flushes; `result()` summarises.
-
-    `tool_names` (optional) tells blocks whose name key is `name` apart from ordinary JSON
-    in an answer: `{"name": "Ada", ...}` is text unless `Ada` is a tool.
-    """
+    """Feed text deltas, get events; `finish()` flushes, `result()` summarises. `tool_names`
+    tells `{"name": "Ada", ...}` in an answer (text) from a call (`Ada` is a tool)."""
 
     __slots__ = ("calls", "scanner", "st", "steps", "strings")
 
@@ -45,7 +35,7 @@ class ActionStreamParser:
         scanner = self.scanner = JsonScanner(st, calls.stack, strings, calls)
         reader = TextReader(st, scanner)
         # Each mode's step: True while it made progress the next step may build on.
-        self.steps: dict[ReaderMode, Callable[[bool], bool]] = {
+        self.steps: dict[str, Callable[[bool], bool]] = {
             "text": reader.run_text,
             "info": reader.run_info,
             "block": scanner.run_block,
@@ -85,7 +75,7 @@ class ActionStreamParser:
             if st.buf or st.block_as_text:  # its raw text is kept (or shown)
                 st.buf += text
                 st.pos = len(st.buf)
-                self._compact()
+                st.compact()
             return st.take()
         st.buf += text
         self._run(final=False)
@@ -114,36 +104,13 @@ class ActionStreamParser:
         st.final = final
         while self.steps[st.mode](final):
             pass
-        self._compact()
+        st.compact()
         if final:
             if st.mode == "block":
                 self.scanner.close_block(cut=True)
             st.emit_text(st.buf[st.pos :])
             st.pos = len(st.buf)
             st.mode = "text"
-
-    def _compact(self) -> None:
-        """Drop consumed text, so each feed costs what it adds. A block's text is kept
-        only while the block may still turn out to be text (for MAX_UNDECIDED at most)."""
-        st = self.st
-        pos = keep = st.pos
-        if st.mode == "block":
-            if st.block_as_text:
-                st.emit_text(st.buf[st.block_start : pos])
-                st.block_start = pos
-            elif not (st.block_labeled or st.block_emitted):
-                if pos - st.block_start > MAX_UNDECIDED:
-                    # The name, if it comes, comes too late to make this block text
-                    # (`CallAssembler.set_name`): it is an action, its raw text not kept.
-                    st.block_labeled = True
-                else:
-                    keep = min(st.block_start, pos)
-        elif st.mode == "info":
-            keep = min(st.block_start, pos)
-        if keep > 0:
-            st.buf = st.buf[keep:]
-            st.pos = pos - keep
-            st.block_start -= keep
 
 
 def parse(text: str, tool_names: Collection[str] = (), **options: Any) -> ParseResult:

@@ -21,7 +21,6 @@ from parlay.engine.contract.parser.state import ParserState
 from parlay.engine.contract.parser.vocabulary import FINAL_KINDS, QUOTES
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\"}
-_BLANKS = re.compile(r"[ \t]*")
 # How far past a fence in a string its line is read to tell an info string from none.
 _FENCE_PEEK = 16
 # What stops a run of string content: an escape, a newline, the closing quote, and in a
@@ -156,9 +155,8 @@ class StringReader:
         """Does the fence ending at `k` have an info string (anything but blanks before its
         line ends)? None: the text read so far does not say."""
         buf = self.st.buf
-        match = _BLANKS.match(buf, k, k + _FENCE_PEEK)
-        assert match is not None  # `[ \t]*` matches anywhere
-        end = match.end()
+        line = buf[k : k + _FENCE_PEEK]
+        end = k + len(line) - len(line.lstrip(" \t"))
         if end >= k + _FENCE_PEEK:
             return True
         if end >= len(buf):
@@ -201,10 +199,8 @@ class StringReader:
 
 
 def quoted_json_closing(content: str) -> str:
-    """What closes JSON quoted in `content` when the content ends inside one of its
-    strings (`returned {"status": "shipped` → `"}`), else "". Quotes outside braces are
-    prose."""
-
+    """What closes JSON quoted in `content` when it ends inside one of its strings
+    (`returned {"status": "shipped` → `"}`), else "". Quotes outside braces are prose."""
     open_brackets: list[str] = []
     in_string = escaped = False
     for ch in content:
