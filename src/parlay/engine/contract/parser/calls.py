@@ -71,7 +71,7 @@ class CallAssembler:
         if record is None or record.name is not None or not name or st.block_as_text:
             return
         record.name = name
-        key = (self.stack[-1].key or "").lower() if self.stack else ""
+        key = (self.stack[-1].key or "").lower()  # a name is read inside an object
         if (
             not st.block_labeled
             and not st.block_emitted
@@ -90,7 +90,6 @@ class CallAssembler:
         record = self.record
         assert record is not None and record.name is not None
         record.id = self.st.new_id()
-        record.started = True
         self.st.block_emitted = True
         self.st.emit(ToolCallStart(record.id, record.name, len(self.calls)))
         if record.args_pending:
@@ -153,9 +152,7 @@ class CallAssembler:
         record = self.record
         if record is None:
             record = self.record = Record()
-        record.args_seen = True
-        record.args_json = []
-        record.args_pending = []
+        record.args_seen = True  # and only now: a record's arguments begin once, from empty
         self.args_depth = len(self.stack)
         self.held_key = None
 
@@ -167,9 +164,8 @@ class CallAssembler:
             self.stack[-1].expect = "comma"
 
     def key_read(self, key: str) -> None:
-        if self.stack:
-            self.stack[-1].key = key
-            self.stack[-1].expect = "colon"
+        top = self.stack[-1]  # a key is read inside an object
+        top.key, top.expect = key, "colon"
         if self.args_depth is not None and len(self.stack) > self.args_depth:
             self.held_key = json.dumps(key, ensure_ascii=False)
 
@@ -199,8 +195,8 @@ class CallAssembler:
         record.args_json.append(text)
         if not record.args_object:
             return  # arguments that are not an object never stream (see Record)
-        if record.started and not self.st.block_as_text:
-            self.st.emit(args_delta(record.id or "", text))
+        if record.id is not None and not self.st.block_as_text:
+            self.st.emit(args_delta(record.id, text))
         else:
             record.args_pending.append(text)
 
@@ -245,8 +241,6 @@ def _arguments(record: Record) -> tuple[dict[str, Any], str | None]:
         value = json.loads(text)  # JSON by construction; the guard keeps a slip from escaping
     except (ValueError, RecursionError):
         return {}, f"unreadable: {text[:120]!r}"
-    if value is None:
-        return {}, None
-    if not isinstance(value, dict):
-        return {}, f"arguments are not a JSON object: {text[:120]!r}"
-    return value, None
+    if value is None or isinstance(value, dict):  # null: no arguments
+        return value or {}, None
+    return {}, f"arguments are not a JSON object: {text[:120]!r}"

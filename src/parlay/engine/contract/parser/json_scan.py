@@ -26,8 +26,7 @@ _QUOTE_CHARS = "\"'“‘”"
 _IN_STRING = "ended inside a string at a closing fence (a closing quote is missing)"
 # What a value about to start means, from its parent and its key.
 ValueRole = Literal[
-    "args", "args_start", "root", "name", "final", "call_list", "thought", "kind", "content",
-    "skip",
+    "args", "args_start", "root", "name", "final", "call_list", "thought", "kind", "content", "skip"
 ]  # fmt: skip
 # What an object or array opening in each role is, as a `{` and as a `[` (else skipped).
 _FRAME_ROLES: dict[ValueRole, tuple[FrameRole, FrameRole]] = {

@@ -65,8 +65,7 @@ class Record:
     """One call object being read."""
 
     name: str | None = None
-    id: str | None = None
-    started: bool = False
+    id: str | None = None  # from the call's start on
     args_json: list[str] = attrs.Factory(list)  # normalised argument JSON, all of it
     args_pending: list[str] = attrs.Factory(list)  # of it, not yet emitted (before the start)
     args_seen: bool = False

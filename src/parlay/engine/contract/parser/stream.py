@@ -91,13 +91,9 @@ class ActionStreamParser:
         return self.st.take()
 
     def result(self) -> ParseResult:
-        return ParseResult(
-            "".join(self.st.text),
-            tuple(self.calls.calls),
-            tuple(self.calls.problems),
-            tuple(self.calls.thoughts),
-            self.st.blocks,
-        )
+        calls, st = self.calls, self.st
+        found = tuple(calls.calls), tuple(calls.problems), tuple(calls.thoughts)
+        return ParseResult("".join(st.text), *found, st.blocks)
 
     def _run(self, final: bool) -> None:
         st = self.st

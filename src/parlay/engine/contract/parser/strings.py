@@ -35,9 +35,7 @@ _JSON_CLOSERS = ("}", "]")
 _NEWLINE_RUN = re.compile(r"\n\s*").match
 # What the open string is: a key, a tool name, arguments (or their start as one string),
 # a thought, final content, the typed format's kind, or something skipped.
-StringRole = Literal[
-    "", "key", "name", "args", "args_string", "thought", "content", "kind", "skip"
-]  # fmt: skip
+StringRole = Literal["key", "name", "args", "args_string", "thought", "content", "kind", "skip"]
 WAIT = -1  # `StringReader.span`: an escape or a fence is cut by the end of the text read so far
 FENCE_END = -2  # `StringReader.span`: a bare fence ended the block (`pos` is past it)
 
@@ -51,7 +49,7 @@ class StringReader:
     calls: CallAssembler
     quote: str | None = None  # the open string's quote (None: no string open)
     close: str = ""  # the quote that closes it
-    role: StringRole = ""
+    role: StringRole = "skip"
     chars: list[str] = attrs.Factory(list)
     fence: bool = False  # a code fence opened inside the current string
     tail: str = ""  # the current string's last character other than a blank
