@@ -10,7 +10,7 @@ Generators, with their share of the inputs:
   with characters deleted, inserted or doubled, and often cut off;
 - `code_in_args`: a `write_file` call whose content holds a fenced code block, written
   with raw newlines or `\\n` escapes, a bare or labeled inner fence, a lost quote;
-- `long_runs`: a prefix that opens a state (a fence, a string, a number, a command name)
+- `long_runs`: a prefix that opens a state (a fence, a string, a number, a stray `@tool`)
   then one character up to 20,000 times;
 - `deep_nesting`: brackets or objects nested up to 20,000 deep, in and out of arguments;
 - `huge_numbers`: numbers of hundreds or thousands of digits, huge exponents.
@@ -28,8 +28,8 @@ _ACTIONS = [
     '```json\n{"name": "add", "arguments": {"a": 1, "b": 2.5e3}}\n```\n',
     '{"thought": "need it", "action": {"tool": "search", "args": {"q": "blue \\"whales\\""}}}\n',
     '{"final": {"content": "Done: \\u00e9 \\n ok"}}\n',
-    '@tool add {"a": 1, "b": [1, 2, {"c": null}]}\n',
-    "@tool search\n",
+    '{"tool": "add", "parameters": {"a": 1, "b": [1, 2, {"c": null}]}}\n',
+    "@tool search\n",  # the command format is gone: prose now
     '```json\n[{"tool": "add", "parameters": {}}, {"tool": "search", "parameters": {"q": 1}}]\n```\n',
     '{"tool": "get_weather", "parameters": "{\\"city\\": \\"Rome\\"}"}\n',
     "```json\n{'tool': 'add', 'parameters': {'a': True, b: None, 'c': [1, 2,],},}\n```\n",
@@ -145,7 +145,7 @@ def mutated_action(rng: random.Random) -> str:
     elif fmt == 1:
         text = '{"thought": "t", "action": {"tool": "add", "args": ' + body + "}}\n"
     elif fmt == 2:
-        text = "@tool add " + body + "\n"
+        text = '{"tool": "add", "parameters": ' + body + "}\n"
     else:
         text = '```json\n{"name": "add", "arguments": ' + json.dumps(body) + "}\n```\n"
     text = _mutate(rng, text, rng.choice([0, 1, 2, 5]))
@@ -184,7 +184,9 @@ def deep_nesting(rng: random.Random) -> str:
     depth = _log_uniform(rng, 10, 20_000)
     opener = rng.choice(["[", "{", '{"a": ', '[{"a": ', "{'k': ["])
     closer = {"[": "]", "{": "}", '{"a": ': "}", '[{"a": ': "}]", "{'k': [": "]}"}[opener]
-    prefix = rng.choice(['{"tool": "add", "parameters": ', "@tool add ", "```json\n", "", '{"x": '])
+    prefix = rng.choice(
+        ['{"tool": "add", "parameters": ', "```json action\n", "```json\n", "", '{"x": ']
+    )
     tail = closer * rng.choice([0, depth // 2, depth])
     return prefix + opener * depth + "1" + tail + rng.choice(["", "}", "}\n```"])
 
@@ -197,7 +199,7 @@ def huge_numbers(rng: random.Random) -> str:
     return rng.choice(
         [
             '{"tool": "add", "parameters": {"a": ' + number + "}}",
-            '@tool add {"a": [1, ' + number + "]}",
+            '{"tool": "add", "parameters": {"a": [1, ' + number + "]}}",
             '```json action\n{"tool": "add", "parameters": {"a": ' + number,
             '{"tool": "add", "parameters": "{\\"a\\": ' + number + '}"}',
         ]

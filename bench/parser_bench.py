@@ -50,10 +50,6 @@ def json_object(rng: random.Random) -> str:
     return json.dumps({"thought": "adding", "action": action}) + "\n"
 
 
-def command(rng: random.Random) -> str:
-    return "@tool search " + json.dumps({"q": "blue whales", "limit": rng.randint(1, 5)}) + "\n"
-
-
 def sloppy(rng: random.Random) -> str:
     return "```json\n{'tool': 'add', 'parameters': {'a': 1, 'b': 2,},}\n```\n"
 
@@ -71,7 +67,6 @@ MIXES = {
     "prose 80% + fenced blocks": [(PROSE, 4), (fenced, 1)],
     "fenced blocks only": [(fenced, 1)],
     "json protocol objects": [(PROSE, 1), (json_object, 2)],
-    "command lines": [(PROSE, 1), (command, 2)],
     "sloppy JSON (repairs)": [(PROSE, 1), (sloppy, 2)],
     "long string arguments": [(PROSE, 1), (long_string, 1)],
 }

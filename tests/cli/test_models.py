@@ -120,8 +120,8 @@ def test_action_format_puts_a_native_tools_backend_behind_the_engine(
 ) -> None:
     native = resolve_model("http://127.0.0.1:8080/v1")
     assert not isinstance(native, PromptedBackend)
-    backend = resolve_model("http://127.0.0.1:8080/v1", action_format="command")
-    assert isinstance(backend, PromptedBackend) and backend.action_format == "command"
+    backend = resolve_model("http://127.0.0.1:8080/v1", action_format="json")
+    assert isinstance(backend, PromptedBackend) and backend.action_format == "json"
     # the embedded spelling when $PARLAY_OPENAI_BASE_URL names a server with native tools
     monkeypatch.setenv("PARLAY_OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")
     assert not isinstance(resolve_model("embedded"), PromptedBackend)

@@ -38,7 +38,7 @@ FLAGS: list[tuple[list[str], dict[str, Any]]] = [
     (["--no-stream"], {"no_stream": True}),
     (["--json"], {"json": True}),
     (["--prompted"], {"prompted": True}),
-    (["--action-format", "command"], {"action_format": "command"}),
+    (["--action-format", "json"], {"action_format": "json"}),
     (
         ["--rule-off", "refusal", "--rule-off", "invented_value"],
         {"rule_off": ("refusal", "invented_value")},
@@ -112,7 +112,7 @@ def test_prompt_and_chat_have_the_same_options_in_the_same_order() -> None:
 def test_action_format_in_help(command: str) -> None:
     result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
-    assert "--action-format" in result.stdout and "fenced|json|command" in result.stdout
+    assert "--action-format" in result.stdout and "fenced|json|typed" in result.stdout
     assert "--prompted" in result.stdout  # the options around it are still there
 
 
@@ -121,7 +121,7 @@ def test_a_wrong_action_format_names_the_choices(built: list[RunOptions], comman
     result = runner.invoke(app, [*COMMANDS[command], "--action-format", "xml"], input="")
     assert result.exit_code == 2
     assert "--action-format" in result.stderr and "'xml'" in result.stderr
-    assert all(f"'{choice}'" in result.stderr for choice in ("fenced", "json", "command"))
+    assert all(f"'{choice}'" in result.stderr for choice in ("fenced", "json", "typed"))
     assert built == []  # rejected before any session is built
 
 

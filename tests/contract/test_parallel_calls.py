@@ -32,7 +32,6 @@ WRITTEN = {
     '{"tool": "add", "parameters": {"a": 1, "b": 2}}]}',
     "fenced": '```json action\n{"tool": "get_weather", "parameters": {"city": "Paris"}}\n```\n'
     '```json action\n{"tool": "add", "parameters": {"a": 1, "b": 2}}\n```',
-    "command": '@tool get_weather {"city": "Paris"}\n@tool add {"a": 1, "b": 2}',
     "typed": '{"type": "tool_calls", "tools": [{"tool_name": "get_weather", "arguments": '
     '{"city": "Paris"}}, {"tool_name": "add", "arguments": {"a": 1, "b": 2}}]}',
 }

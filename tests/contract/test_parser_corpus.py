@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from parlay.engine.contract.parser import parse
+from parlay.engine.contract.parser import ActionStreamParser, parse
 
 TOOLS = ("get_weather", "add", "search")
 PARIS = [("get_weather", {"city": "Paris"})]
@@ -37,7 +37,7 @@ CORPUS = [
     ),
     (
         "a last key without its value (hypothesis found the streamed JSON broke here)",
-        '@tool search {"q": "rain", "lang"}',
+        '{"tool": "search", "parameters": {"q": "rain", "lang"}}',
         [("search", {"q": "rain", "lang": None})],
         "",
     ),
@@ -79,7 +79,6 @@ CORPUS = [
         [],
         'It returned {"status": "done"}, and "ok',
     ),
-    ("command line", '@tool get_weather {"city": "Paris"}', PARIS, ""),
     (
         "several blocks",
         '```json action\n{"tool": "get_weather", "parameters": {"city": "Paris"}}\n```\n'
@@ -157,6 +156,22 @@ def test_corpus(label: str, output: str, calls: list, text: str) -> None:
     result = parse(output, TOOLS)
     assert [(c.name, c.arguments) for c in result.calls] == calls
     assert result.text == text
+
+
+@pytest.mark.parametrize(
+    "line",
+    ['@tool get_weather {"city": "Paris"}', 'Sure.\n@tool add {"a": 1}\nDone.', "@tool search"],
+)
+def test_a_command_line_is_text_now_that_the_format_is_gone(line: str) -> None:
+    # The `@tool NAME {args}` format is no longer taught or read: such a line is prose.
+    for chunk in (0, 1, 4):
+        parser = ActionStreamParser(TOOLS)
+        pieces = [line[i : i + chunk] for i in range(0, len(line), chunk)] if chunk else [line]
+        for piece in pieces:
+            parser.feed(piece)
+        parser.finish()
+        result = parser.result()
+        assert (result.calls, result.problems, result.text) == ((), (), line)
 
 
 def test_cut_off_is_reported() -> None:

@@ -175,7 +175,7 @@ def test_a_final_answer_holding_a_code_fence_reads_as_meant() -> None:
     "text",
     [
         '{"tool":"add","parameters":{"a":' + "1" * 4301 + "}}",
-        '@tool add {"a": [1, -' + "9" * 5000 + "]}",
+        '{"tool": "add", "parameters": {"a": [1, -' + "9" * 5000 + "]}}",
         '{"tool":"add","parameters":"{\\"a\\": ' + "1" * 4301 + '}"}',
     ],
     ids=["a 4301-digit number", "in an array", "in stringified arguments"],
@@ -192,7 +192,8 @@ def test_a_number_of_thousands_of_digits_is_kept_as_a_string_not_raised(text: st
 
 
 def test_numbers_json_cannot_carry_become_null() -> None:
-    result = parse_each_way('@tool add {"a": 1e999, "b": -1e999, "c": NaN, "d": 1e-999}')
+    text = '{"tool": "add", "parameters": {"a": 1e999, "b": -1e999, "c": NaN, "d": 1e-999}}'
+    result = parse_each_way(text)
     assert calls(result) == [("add", {"a": None, "b": None, "c": None, "d": 0.0})]
 
 
@@ -227,13 +228,6 @@ def test_blank_lines_after_a_fence_stream_in_linear_time(text: str, chunk: int) 
 def test_a_run_of_100000_newlines_parses_in_linear_time(chunk: int) -> None:
     _, result = feed("\n" * 100_000, chunk)
     assert result.text == "\n" * 100_000
-
-
-@pytest.mark.parametrize("chunk", CHUNKINGS.values(), ids=CHUNKINGS.keys())
-def test_a_command_name_of_40000_characters_streams_in_linear_time(chunk: int) -> None:
-    text = "@tool " + "a" * 40_000
-    _, result = feed(text, chunk)
-    assert result.calls == () and result.text == text  # no tool has such a name: prose
 
 
 @pytest.mark.parametrize("braces", [10_000, 40_000])
@@ -274,13 +268,13 @@ def test_a_name_read_past_the_undecided_bound_makes_a_call_not_text() -> None:
 @pytest.mark.parametrize(
     ("text", "arguments", "dropped"),
     [
-        ('@tool add {"b": [1, 2.', {"b": [1]}, "'2.'"),
+        ('{"tool": "add", "parameters": {"b": [1, 2.', {"b": [1]}, "'2.'"),
         ('{"tool":"add","parameters":{"a":[1, true', {"a": [1]}, "'true'"),
-        ('@tool add {"a": 1, "b": 12', {"a": 1}, "'12'"),
-        ('@tool add {"a": 1, "b": ', {"a": 1}, '"b"'),
-        ('@tool add {"a": 1, "b', {"a": 1}, '"b"'),
-        ('@tool add {"a": "x", "b": tru', {"a": "x"}, "'tru'"),
-        ('@tool add {"a": "par', {"a": "par"}, ""),  # a string has streamed: closed
+        ('{"tool": "add", "parameters": {"a": 1, "b": 12', {"a": 1}, "'12'"),
+        ('{"tool": "add", "parameters": {"a": 1, "b": ', {"a": 1}, '"b"'),
+        ('{"tool": "add", "parameters": {"a": 1, "b', {"a": 1}, '"b"'),
+        ('{"tool": "add", "parameters": {"a": "x", "b": tru', {"a": "x"}, "'tru'"),
+        ('{"tool": "add", "parameters": {"a": "par', {"a": "par"}, ""),  # streamed: closed
     ],
 )
 def test_a_cut_off_value_is_dropped_not_merged(text: str, arguments: dict, dropped: str) -> None:
@@ -291,15 +285,16 @@ def test_a_cut_off_value_is_dropped_not_merged(text: str, arguments: dict, dropp
 
 
 def test_a_key_the_model_closed_without_a_value_keeps_null() -> None:
-    assert calls(parse_each_way('@tool add {"a": 1, "b"}')) == [("add", {"a": 1, "b": None})]
+    text = '{"tool": "add", "parameters": {"a": 1, "b"}}'
+    assert calls(parse_each_way(text)) == [("add", {"a": 1, "b": None})]
 
 
 @pytest.mark.parametrize(
     ("text", "arguments"),
     [
-        ('@tool add {"a": [,1,,2,]}', {"a": [1, 2]}),
-        ('@tool add {,"a": 1,,}', {"a": 1}),
-        ('@tool add {"a": 1 "b" 2 [3]}', {"a": 1, "b": 2, "_": [3]}),
+        ('{"tool": "add", "parameters": {"a": [,1,,2,]}}', {"a": [1, 2]}),
+        ('{"tool": "add", "parameters": {,"a": 1,,}}', {"a": 1}),
+        ('{"tool": "add", "parameters": {"a": 1 "b" 2 [3]}}', {"a": 1, "b": 2, "_": [3]}),
         ('{"tool": "add", "parameters": {"a": 1}, "args": {"b": 2}}', {"a": 1}),
     ],
     ids=["stray commas", "stray object commas", "missing commas", "a second set of arguments"],
@@ -316,12 +311,13 @@ def test_arguments_that_are_not_an_object_do_not_stream() -> None:
 
 def test_values_nested_past_the_limit_are_dropped_and_noted() -> None:
     deep = "[" * (MAX_DEPTH + 50) + "]" * (MAX_DEPTH + 50)
-    result = parse_each_way('@tool add {"a": ' + deep + ', "b": 2}')
+    result = parse_each_way('{"tool": "add", "parameters": {"a": ' + deep + ', "b": 2}}')
     ((_, arguments),) = calls(result)
     depth, value = 0, arguments["a"]
     while value:
         depth, value = depth + 1, value[0]
-    assert depth == MAX_DEPTH - 2  # the arguments object is one level, the empty list one
+    # The action object is one level, the arguments object one, the empty list one.
+    assert depth == MAX_DEPTH - 3
     assert arguments["b"] == 2
     assert kinds(result) == ["unreadable_arguments"]
 
@@ -346,7 +342,7 @@ _PIECES = [
     '```json action\n{"tool": "add", "parameters": {"a": 1, "b": [2, 3.5]}}\n```\n',
     '{"thought": "t", "action": {"tool": "search", "args": {"q": "x \\"y\\""}}}\n',
     '{"final": {"content": "done \\u00e9"}}\n',
-    '@tool add {"a": [1, {"b": null}]}\n',
+    '{"tool": "add", "parameters": {"a": [1, {"b": null}]}}\n',
     '{"name": "Ada", "age": 36}\n',
     '{"tool": "add", "parameters": "{\\"a\\": 1}"}\n',
     "```python\nprint(1)\n```\n",
@@ -360,8 +356,7 @@ _RUN_PREFIXES = [
     '{"tool": "add", "parameters": {"a": ',
     '{"tool": "add", "parameters": "',
     '{"thought": "',
-    "@tool ",
-    "@tool add {",
+    '{"tool": "add", "parameters": {',
 ]
 texts = st.one_of(
     st.lists(st.sampled_from(_ALPHABET), max_size=200).map("".join),
@@ -382,7 +377,7 @@ texts = st.one_of(
         st.sampled_from(["", "}", "]", "1}}\n```"]),
     ),
     st.builds(
-        lambda n, sign: '@tool add {"a": ' + sign + "7" * n + "}",
+        lambda n, sign: '{"tool": "add", "parameters": {"a": ' + sign + "7" * n + "}}",
         st.integers(1, 5000),
         st.sampled_from(["", "-", "1e", "0.", "+"]),
     ),

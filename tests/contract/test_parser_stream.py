@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from parlay.engine.contract.parser import ActionStreamParser, parse
-from parlay.engine.contract.parser.state import text_delta
+from parlay.engine.contract.parser.state import args_delta, text_delta
 from parlay.events import TextDelta, ToolCallArgsDelta, ToolCallEnd, ToolCallStart
 
 TOOLS = ("get_weather", "add", "search")
@@ -26,7 +26,7 @@ PIECES = [
     '{"name": "add", "arguments": {\'a\': 1, "b": 2,}}',
     '{"thought": "need it", "action": {"tool": "search", "args": {"q": "whales \\"blue\\""}}}',
     '{"final": {"content": "It is sunny \\u00e9 \\n done"}}',
-    '@tool add {"a": 1, "b": [1, 2, 3]}',
+    '{"tool": "add", "parameters": {"a": 1, "b": [1, 2, 3]}}',
     "@tool search",
     "“smart” quotes and ‘single’ ones",
     '{"tool": "get_weather", "parameters": "{\\"city\\": \\"Rome\\"}"}',
@@ -202,3 +202,22 @@ def test_the_parsers_text_deltas_are_ordinary_text_deltas() -> None:
     assert made == plain and hash(made) == hash(plain) and repr(made) == repr(plain)
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         made.text = "changed"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("made", "plain"),
+    [
+        (text_delta("héllo\n"), TextDelta("héllo\n")),
+        (args_delta("call_1", '{"a": "é'), ToolCallArgsDelta("call_1", '{"a": "é')),
+    ],
+    ids=["text", "arguments"],
+)
+def test_the_parsers_fast_deltas_are_what_their_classes_make(
+    made: TextDelta | ToolCallArgsDelta, plain: TextDelta | ToolCallArgsDelta
+) -> None:
+    # `text_delta` and `args_delta` set the slots without the classes' `__init__`: a field
+    # added to a class (left unset), a converter, a validator or a post-init step fails here.
+    cls = type(plain)
+    assert type(made) is cls and made == plain and repr(made) == repr(plain)
+    assert not hasattr(cls, "__attrs_post_init__")
+    assert all(f.converter is None and f.validator is None for f in attrs.fields(cls))

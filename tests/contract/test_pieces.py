@@ -112,7 +112,7 @@ def test_constraint_schemas() -> None:
     required = action_schema(TOOLS, ToolChoice("required"), "json")
     assert len(required["anyOf"]) == 2
     assert required["anyOf"][0]["properties"]["action"]["required"] == ["tool", "args"]
-    auto = action_schema(TOOLS, ToolChoice("auto"), "command")
+    auto = action_schema(TOOLS, ToolChoice("auto"), "fenced")
     assert len(auto["anyOf"]) == 3
 
 

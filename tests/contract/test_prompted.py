@@ -271,7 +271,6 @@ async def test_several_action_blocks() -> None:
     ("fmt", "reply"),
     [
         ("json", '{"thought": "sum", "action": {"tool": "add", "args": {"a": 1, "b": 2}}}'),
-        ("command", '@tool add {"a": 1, "b": 2}'),
         ("fenced", block("add", a=1, b=2)),
     ],
 )
@@ -347,7 +346,7 @@ def test_constrained_true_without_schema_support_is_a_clear_error() -> None:
 
 
 def test_unknown_format_is_a_clear_error() -> None:
-    with pytest.raises(ConfigurationError, match="fenced, json, command"):
+    with pytest.raises(ConfigurationError, match="fenced, json, typed"):
         PromptedBackend(scripted(), action_format="xml")
 
 

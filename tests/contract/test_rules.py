@@ -110,7 +110,7 @@ def test_the_rule_name_types_list_every_rule_in_the_policys_order() -> None:
     assert get_args(VerdictReason) == tuple(VERDICT_RULES)
     assert get_args(EngineRule) == tuple(OTHER_RULES)
     assert set(get_args(IssueKind)) <= set(VERDICT_RULES)
-    assert get_args(ActionFormat) == FORMATS == ("fenced", "json", "command", "typed")
+    assert get_args(ActionFormat) == FORMATS == ("fenced", "json", "typed")
 
 
 def test_the_policys_checks_are_an_ordered_list_a_user_can_extend() -> None:

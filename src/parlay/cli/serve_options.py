@@ -70,7 +70,7 @@ TimeoutOpt = Annotated[
 ActionFormatOpt = Annotated[
     str | None,
     typer.Option(
-        help="Engine: how the model writes calls: fenced, json, command or typed (default: "
+        help="Engine: how the model writes calls: fenced, json or typed (default: "
         "typed under a grammar for an OpenAI-compatible upstream, else fenced) "
         "(env PARLAY_SERVE_ACTION_FORMAT)"
     ),

@@ -2,8 +2,8 @@
 
 Backends with `Capabilities.json_schema` (llama.cpp, vLLM, OpenAI) turn a
 `ResponseFormat` into a grammar, so with `tool_choice` required or named the model
-cannot write anything but a call. A grammar cannot produce a fence or an `@tool` line,
-so under constraint every format writes its call as a bare JSON object.
+cannot write anything but a call. A grammar cannot produce a fence, so under constraint
+every format writes its call as a bare JSON object.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ NAME_PLACEHOLDER = "TOOL_NAME"
 
 # The shapes a reply takes (see `PromptedBackend`): one folder each in
 # templates/contract/formats/.
-ActionFormat = Literal["fenced", "json", "command", "typed"]
+ActionFormat = Literal["fenced", "json", "typed"]
 FORMATS: tuple[ActionFormat, ...] = get_args(ActionFormat)
 # Formats whose reply is one JSON object in any case (the others are held to the bare
 # shape under a grammar).

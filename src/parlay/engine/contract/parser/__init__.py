@@ -1,8 +1,8 @@
 """The incremental action parser: model text in, backend events out.
 
 It reads every action syntax whichever the contract taught (fenced ```` ```json ````
-blocks, one JSON object per reply, `@tool NAME {...}` lines), since models drift between
-them. The invariants the property tests check:
+blocks, one JSON object per reply), since models drift between them. The invariants the
+property tests check:
 
 - it decides only when the text so far settles a question, never because a chunk ended,
   so every split of a text gives what `parse(text)` gives;
@@ -11,44 +11,15 @@ them. The invariants the property tests check:
 - a call starts when its name is read; its arguments stream as deltas of normalised JSON
   that concatenate to its arguments, however sloppy the model's JSON;
 - nothing raises: what cannot be read becomes text or a `ParseProblem`; cut-off repair
-  closes a cut string but never invents a value (`arguments.py`).
+  closes a cut string but never invents a value (`calls.py`).
 
-`ActionStreamParser` (`stream.py`) composes the readers: `TextReader` (`recognise.py`),
-`BlockReader` (`blocks.py`), `JsonScanner` (`json_scan.py`), `StringReader`
-(`strings.py`) and `CallAssembler` (`calls.py`), over one shared `ParserState`.
+`ActionStreamParser` (`stream.py`) composes four readers over one shared `ParserState`:
+`TextReader` (`recognise.py`), `JsonScanner` (`json_scan.py`), `StringReader`
+(`strings.py`) and `CallAssembler` (`calls.py`).
 """
 
 from parlay.engine.contract.parser.results import ParseProblem, ParseResult
-from parlay.engine.contract.parser.state import MAX_DEPTH, MAX_UNDECIDED, THOUGHT_LIMIT
-from parlay.engine.contract.parser.stream import ActionStreamParser
-from parlay.engine.contract.parser.vocabulary import (
-    ACTION_FENCES,
-    ARGS_KEYS,
-    BLOCK_KEYS,
-    CONTENT_KEYS,
-    FINAL_KEYS,
-    JSON_FENCES,
-    NAME_KEYS,
-    THOUGHT_KEYS,
-    WRAPPER_KEYS,
-)
-from parlay.engine.contract.parser.whole import parse
+from parlay.engine.contract.parser.stream import ActionStreamParser, parse
+from parlay.engine.contract.parser.vocabulary import ARGS_KEYS
 
-__all__ = [
-    "ACTION_FENCES",
-    "ARGS_KEYS",
-    "BLOCK_KEYS",
-    "CONTENT_KEYS",
-    "FINAL_KEYS",
-    "JSON_FENCES",
-    "MAX_DEPTH",
-    "MAX_UNDECIDED",
-    "NAME_KEYS",
-    "THOUGHT_KEYS",
-    "THOUGHT_LIMIT",
-    "WRAPPER_KEYS",
-    "ActionStreamParser",
-    "ParseProblem",
-    "ParseResult",
-    "parse",
-]
+__all__ = ["ARGS_KEYS", "ActionStreamParser", "ParseProblem", "ParseResult", "parse"]

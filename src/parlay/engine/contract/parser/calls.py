@@ -1,11 +1,23 @@
-"""Call assembly: a record's name starts the call, its arguments stream, its end becomes a
-`ToolCall` (or a `ParseProblem` saying why not); thoughts are collected on the way."""
+"""Call assembly: a record's name starts the call, its arguments stream as normalised JSON
+as they are read, its end becomes a `ToolCall` (or a `ParseProblem` saying why not);
+thoughts are collected on the way.
+
+The arguments are JSON a client can load, however sloppy the model's: a comma is written
+only before a second value and a key only once its value starts, so what is written is
+JSON by construction. Cut-off repair never invents a value: an atom the cut ends is
+dropped with its key (`2.` may have been `2.5`), a cut string is closed (its text has
+streamed), and `cut_off` names what was dropped.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
+
+import attrs
 
 from parlay.context import ToolCall
 from parlay.engine.contract.parser.results import ParseProblem, ParseResult, ProblemKind
@@ -16,80 +28,61 @@ from parlay.engine.contract.parser.state import (
     Record,
     args_delta,
 )
-from parlay.events import Event, ToolCallArgsDelta, ToolCallEnd, ToolCallStart
+from parlay.engine.contract.parser.vocabulary import LITERALS
+from parlay.events import ToolCallArgsDelta, ToolCallEnd, ToolCallStart
 
-_SUB_NAME = "_"  # the name a stringified arguments' own parse gives its call
+SUB_NAME = "_"  # the name a stringified arguments' own parse gives its call
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?\Z")
+# An atom longer than this is kept as the string the model wrote, never read as a number:
+# no real argument has 100 digits; Python refuses an int of 4,300 (and long ones cost
+# quadratic time).
+MAX_NUMBER_CHARS = 100
+_NUMERIC = re.compile(r"[-+]?\.?\d")
 
 
-class WholeReader(Protocol):
-    """What reading stringified arguments needs of a parser."""
-
-    def feed(self, text: str) -> list[Event]: ...
-    def finish(self) -> list[Event]: ...
-    def result(self) -> ParseResult: ...
-
-
+@attrs.define
 class CallAssembler:
-    """Turns the records the JSON scanner fills into call events and `ToolCall`s, and
-    writes each call's arguments as normalised JSON fragments as they are read."""
+    """Turns the records the JSON scanner fills into call events and `ToolCall`s."""
 
-    __slots__ = (
-        "args_depth",
-        "calls",
-        "fresh_parser",
-        "held_key",
-        "problems",
-        "record",
-        "st",
-        "stack",
-        "thoughts",
-    )
-
-    def __init__(
-        self, st: ParserState, stack: list[Frame], fresh_parser: Callable[[], WholeReader]
-    ) -> None:
-        self.st = st
-        self.stack = stack  # the scanner's JSON stack: where in the arguments a value is
-        # A new parser like the one this assembler is part of, for stringified arguments.
-        self.fresh_parser = fresh_parser
-        self.record: Record | None = None
-        self.calls: list[ToolCall] = []
-        self.problems: list[ParseProblem] = []
-        self.thoughts: list[str] = []
-        # Where the arguments' root sits on the stack while they are read.
-        self.args_depth: int | None = None
-        # An argument key read, written out only once its value starts (a key whose value
-        # is cut off, or dropped, is dropped with it).
-        self.held_key: str | None = None
-
-    def reset_block(self, command: bool) -> None:
-        """A block opens: a command's record exists from its name on."""
-        self.record = Record() if command else None
-        self.args_depth = None
-        self.held_key = None
+    st: ParserState
+    read: Callable[[str], ParseResult]  # stringified arguments, by a parser like this one's
+    stack: list[Frame] = attrs.Factory(list)  # the scanner's: where in the arguments we are
+    record: Record | None = None
+    calls: list[ToolCall] = attrs.Factory(list)
+    problems: list[ParseProblem] = attrs.Factory(list)
+    thoughts: list[str] = attrs.Factory(list)
+    args_depth: int | None = None  # where the arguments' root sits on the stack
+    # An argument key read, written out only once its value starts (a key whose value is
+    # cut off, or dropped, is dropped with it).
+    held_key: str | None = None
 
     def new_record(self) -> None:
-        if self.record is not None:
-            self.end_record(cut=False)
+        self.end_record(cut=False)
         self.record = Record()
 
-    def set_name(self, name: str, key: str) -> None:
-        record = self.record
-        if record is None or record.name is not None or not name or self.st.block_as_text:
+    def open_arguments(self, name: str) -> None:
+        """A call named `name` whose arguments come next, on their own (stringified)."""
+        self.record = Record(name)
+        self.start_call()
+        self.begin_args()
+
+    def set_name(self, name: str) -> None:
+        record, st = self.record, self.st
+        if record is None or record.name is not None or not name or st.block_as_text:
             return
         record.name = name
-        record.name_key = key.lower()
+        key = (self.stack[-1].key or "").lower()  # a name is read inside an object
         if (
-            not self.st.block_labeled
-            and not self.st.block_emitted
-            and record.name_key not in ("tool", "action", "tool_name")
-            and self.st.tools
-            and name not in self.st.tools
-            and self.st.pos - self.st.block_start <= MAX_UNDECIDED
+            not st.block_labeled
+            and not st.block_emitted
+            and key not in ("tool", "action", "tool_name")
+            and st.tools
+            and name not in st.tools
+            and st.pos - st.block_start <= MAX_UNDECIDED
         ):
             # {"name": "Ada", ...} in an answer is data, not an action. (Past
             # MAX_UNDECIDED the block's raw text is no longer kept: it stays an action.)
-            self.st.block_as_text = True
+            st.block_as_text = True
             return
         self.start_call()
 
@@ -97,7 +90,6 @@ class CallAssembler:
         record = self.record
         assert record is not None and record.name is not None
         record.id = self.st.new_id()
-        record.started = True
         self.st.block_emitted = True
         self.st.emit(ToolCallStart(record.id, record.name, len(self.calls)))
         if record.args_pending:
@@ -105,17 +97,14 @@ class CallAssembler:
             record.args_pending = []
 
     def end_record(self, cut: bool, why: str = "was cut off", dropped: str = "") -> None:
-        """The record ends (`dropped`: what cut-off arguments lost, see
-        `JsonScanner.close_block`): a call, or a problem saying why not."""
-        record = self.record
-        if record is None:
+        """The record ends, as a call or a problem (`dropped`: what a cut value lost)."""
+        record, self.record = self.record, None
+        if record is None or self.st.block_as_text:
             return
-        self.record = None
-        if record.name is None or self.st.block_as_text:
-            if record.args_seen and not self.st.block_as_text:
-                self.problems.append(
-                    ParseProblem("no_tool_name", "an action block has arguments but no tool name")
-                )
+        if record.name is None:
+            if record.args_seen:
+                detail = "an action block has arguments but no tool name"
+                self.problems.append(ParseProblem("no_tool_name", detail))
             return
         arguments, problem = _arguments(record)
         if record.expression is not None:
@@ -124,87 +113,33 @@ class CallAssembler:
                 "write each argument as a plain JSON value, computed"
             )
         if problem:
-            self.problems.append(ParseProblem("unreadable_arguments", f"{record.name}: {problem}"))
+            record.notes.insert(0, ("unreadable_arguments", problem))
         for kind, detail in record.notes:
             self.problems.append(ParseProblem(kind, f"{record.name}: {detail}"))
         if cut:
-            detail = f"the {record.name} call {why}"
-            if dropped:
-                detail += f"; its unfinished value {dropped[:60]!r} was dropped"
-            self.problems.append(ParseProblem("cut_off", detail))
+            dropped = f"; its unfinished value {dropped[:60]!r} was dropped" if dropped else ""
+            self.problems.append(ParseProblem("cut_off", f"the {record.name} call {why}{dropped}"))
         assert record.id is not None
         call = ToolCall(record.name, arguments, record.id)
         self.calls.append(call)
         self.st.emit(ToolCallEnd(call))
 
     def args_from_string(self, value: str) -> None:
-        """Arguments written as a JSON string ("stringified"): emit them as JSON."""
+        """Arguments written as a JSON string, read by a parser like this one: linear and
+        never raising, where a general JSON repair costs seconds on 10,000 `{`."""
         record = self.record
         assert record is not None
-        parsed = _stringified_arguments(value, self.fresh_parser())
-        if parsed is None:
+        text = value.lstrip()
+        result = self.read(text) if text.startswith("{") else None
+        if result is None or not result.calls:
             record.args_string = value
             return
-        arguments, notes = parsed
         record.args_object = True
-        record.notes.extend(notes)
-        self.norm(json.dumps(arguments, ensure_ascii=False))
-
-    # -- arguments ------------------------------------------------------------------
-    def begin_args(self) -> None:
-        record = self.record
-        if record is None:
-            record = self.record = Record()
-        record.args_seen = True
-        record.args_json = []
-        record.args_pending = []
-        self.args_depth = len(self.stack)
-        self.held_key = None
-
-    def _in_arg_frame(self) -> bool:
-        """Inside the arguments' JSON, below their root (where keys and commas are written)."""
-        depth = self.args_depth
-        return depth is not None and len(self.stack) > depth
-
-    def norm_value_start(self) -> None:
-        """A value starts in the arguments: a key it follows without a colon gets one."""
-        if self._in_arg_frame():
-            top = self.stack[-1]
-            if top.kind == "{" and top.expect == "colon":
-                top.expect = "value"
-
-    def norm_member(self, text: str) -> None:
-        """Write the start of a value: the comma and key before it, then `text`."""
-        if self._in_arg_frame():
-            top = self.stack[-1]
-            prefix = ", " if top.members else ""
-            top.members += 1
-            if top.kind == "{":
-                key = self.held_key if self.held_key is not None else '"_"'
-                prefix += key + ": "
-            self.held_key = None
-            text = prefix + text
-        self.norm(text)
-
-    def hold_key(self, key: str) -> None:
-        if self._in_arg_frame():
-            self.held_key = json.dumps(key, ensure_ascii=False)
-
-    def norm(self, text: str) -> None:
-        record = self.record
-        if record is None or self.args_depth is None:
-            return
-        record.args_json.append(text)
-        if not record.args_object:
-            return  # arguments that are not an object never stream (see Record)
-        if record.started and not self.st.block_as_text:
-            self.st.emit(args_delta(record.id or "", text))
-        else:
-            record.args_pending.append(text)
-
-    def note(self, kind: ProblemKind, detail: str) -> None:
-        if self.record is not None:
-            self.record.notes.append((kind, detail))
+        for problem in result.problems:
+            detail = problem.detail.removeprefix(f"{SUB_NAME}: ")
+            detail = detail.replace(f"the {SUB_NAME} call", "the call")
+            record.notes.append((problem.kind, f"its stringified arguments: {detail}"))
+        self.norm(json.dumps(result.calls[0].arguments, ensure_ascii=False))
 
     def add_thought(self, value: str) -> None:
         if len(value) > self.st.thought_limit:
@@ -213,42 +148,99 @@ class CallAssembler:
             value = value[: self.st.thought_limit]
         self.thoughts.append(value)
 
+    def begin_args(self) -> None:
+        record = self.record
+        if record is None:
+            record = self.record = Record()
+        record.args_seen = True  # and only now: a record's arguments begin once, from empty
+        self.args_depth = len(self.stack)
+        self.held_key = None
 
-def _stringified_arguments(
-    value: str, parser: WholeReader
-) -> tuple[dict[str, Any], list[tuple[ProblemKind, str]]] | None:
-    """Stringified arguments read by the parser itself, as a command's arguments: the same
-    tolerance and the same bounds as arguments written out (linear, never raising), where
-    a general JSON repair costs seconds on a string of 10,000 `{`. None: not an object."""
-    text = value.lstrip()
-    if not text.startswith("{"):
-        return None
-    parser.feed(f"@tool {_SUB_NAME} {text}")
-    parser.finish()
-    result = parser.result()
-    if not result.calls:
-        return None
-    notes = []
-    for problem in result.problems:
-        detail = problem.detail.removeprefix(f"{_SUB_NAME}: ")
-        detail = detail.replace(f"the {_SUB_NAME} call", "the call")
-        notes.append((problem.kind, f"its stringified arguments: {detail}"))
-    return result.calls[0].arguments, notes
+    def value_ended(self) -> None:
+        """A value ended (the arguments, if it was them): its parent expects a comma."""
+        if self.args_depth is not None and len(self.stack) == self.args_depth:
+            self.args_depth = None
+        if self.stack:
+            self.stack[-1].expect = "comma"
+
+    def key_read(self, key: str) -> None:
+        top = self.stack[-1]  # a key is read inside an object
+        top.key, top.expect = key, "colon"
+        if self.args_depth is not None and len(self.stack) > self.args_depth:
+            self.held_key = json.dumps(key, ensure_ascii=False)
+
+    def atom(self, atom: str) -> None:
+        """An unquoted argument value, written as JSON (see `_atom_json`)."""
+        if len(atom) > MAX_NUMBER_CHARS and _NUMERIC.match(atom):
+            detail = f"a number of {len(atom)} characters was kept as a string"
+            self.note("unreadable_arguments", detail)
+        self.norm_member(_atom_json(atom))
+
+    def norm_member(self, text: str) -> None:
+        """Write the start of a value: the comma and key before it, then `text`."""
+        if self.args_depth is not None and len(self.stack) > self.args_depth:
+            top = self.stack[-1]
+            prefix = ", " if top.members else ""
+            top.members += 1
+            if top.kind == "{":
+                prefix += (self.held_key if self.held_key is not None else '"_"') + ": "
+            self.held_key = None
+            text = prefix + text
+        self.norm(text)
+
+    def norm(self, text: str) -> None:
+        record = self.record
+        if record is None or self.args_depth is None:
+            return
+        record.args_json.append(text)
+        if not record.args_object:
+            return  # arguments that are not an object never stream (see Record)
+        if record.id is not None and not self.st.block_as_text:
+            self.st.emit(args_delta(record.id, text))
+        else:
+            record.args_pending.append(text)
+
+    def note(self, kind: ProblemKind, detail: str) -> None:
+        if self.record is not None:
+            self.record.notes.append((kind, detail))
+
+    def operator(self, op: str) -> None:
+        """An arithmetic operator: in arguments, the call is reported unreadable."""
+        if self.record is not None and self.args_depth is not None:
+            self.record.expression = self.record.expression or op
+
+
+def _atom_json(atom: str) -> str:
+    """An unquoted value as JSON: literals mapped, numbers kept, anything else quoted;
+    NaN and infinities become null, as JavaScript writes them in JSON."""
+    if atom in LITERALS:
+        return LITERALS[atom]
+    if len(atom) > MAX_NUMBER_CHARS:
+        return json.dumps(atom, ensure_ascii=False)
+    try:
+        number = float(atom)
+    except ValueError:
+        return json.dumps(atom, ensure_ascii=False)
+    if not math.isfinite(number):
+        return "null"
+    if _NUMBER.match(atom):
+        return atom
+    if number.is_integer() and "." not in atom and abs(number) < 2**53:
+        return str(int(number))
+    return repr(number)
 
 
 def _arguments(record: Record) -> tuple[dict[str, Any], str | None]:
+    """A finished record's arguments, and what was wrong with them if anything."""
     if record.args_string is not None:
         return {}, f"arguments are not a JSON object: {record.args_string[:120]!r}"
     if not record.args_json:
         return {}, None
     text = "".join(record.args_json)
     try:
-        # JSON by construction (arguments.py); the guard keeps a slip from escaping.
-        value = json.loads(text)
+        value = json.loads(text)  # JSON by construction; the guard keeps a slip from escaping
     except (ValueError, RecursionError):
         return {}, f"unreadable: {text[:120]!r}"
-    if value is None:
-        return {}, None
-    if not isinstance(value, dict):
-        return {}, f"arguments are not a JSON object: {text[:120]!r}"
-    return value, None
+    if value is None or isinstance(value, dict):  # null: no arguments
+        return value or {}, None
+    return {}, f"arguments are not a JSON object: {text[:120]!r}"

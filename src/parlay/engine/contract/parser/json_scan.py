@@ -1,5 +1,6 @@
-"""The JSON state machine: structural characters, the role of each value, and atoms
-(numbers, literals, unquoted keys and names); strings are `strings.py`'s.
+"""The JSON of an action block, from its opening to its end: structural characters, the
+role of each value, and atoms (numbers, literals, unquoted keys and names); strings are
+`strings.py`'s.
 
 It reads tolerantly (any quote style, missing colons and commas, stray punctuation) and
 routes each value by its role: a tool name, arguments (normalised as they are read), a
@@ -12,118 +13,194 @@ from __future__ import annotations
 
 from typing import Literal
 
-from parlay.engine.contract.parser.arguments import normalise_atom, overlong_number
+import attrs
+
+import parlay.engine.contract.parser.vocabulary as vocab
 from parlay.engine.contract.parser.calls import CallAssembler
-from parlay.engine.contract.parser.state import (
-    MAX_DEPTH,
-    Frame,
-    FrameRole,
-    ParserState,
-    after_value,
-)
-from parlay.engine.contract.parser.strings import StringReader
-from parlay.engine.contract.parser.vocabulary import (
-    ARGS_KEYS,
-    ATOM_CHARS,
-    CONTENT_KEYS,
-    FINAL_KEYS,
-    KIND_KEY,
-    LIST_KEYS,
-    LITERALS,
-    NAME_KEYS,
-    THOUGHT_KEYS,
-    WRAPPER_KEYS,
-)
+from parlay.engine.contract.parser.state import MAX_DEPTH, Frame, FrameRole, ParserState
+from parlay.engine.contract.parser.strings import FENCE_END, WAIT, StringReader, StringRole
+from parlay.engine.contract.parser.vocabulary import ATOM_CHARS, LITERALS
 
 _OPERATORS = frozenset("*/%^()")
+_QUOTE_CHARS = "\"'“‘”"
+_IN_STRING = "ended inside a string at a closing fence (a closing quote is missing)"
 # What a value about to start means, from its parent and its key.
 ValueRole = Literal[
-    "args", "args_start", "root", "name", "final", "call_list", "thought", "kind", "content",
-    "skip",
+    "args", "args_start", "root", "name", "final", "call_list", "thought", "kind", "content", "skip"
 ]  # fmt: skip
+# What an object or array opening in each role is, as a `{` and as a `[` (else skipped).
+_FRAME_ROLES: dict[ValueRole, tuple[FrameRole, FrameRole]] = {
+    "args_start": ("args", "args"),
+    "args": ("args", "args"),
+    "root": ("root", "calls"),
+    "name": ("call", "skip"),  # an object where the tool's name goes is a call wrapper
+    "final": ("final", "skip"),
+    "call_list": ("skip", "calls"),
+}
+# What a string starting in each role is (else skipped).
+_STRING_ROLES: dict[ValueRole, StringRole] = {
+    "args_start": "args_string", "args": "args", "final": "content", "content": "content",
+    "name": "name", "thought": "thought", "kind": "kind",
+}  # fmt: skip
 
 
+@attrs.define
 class JsonScanner:
-    """Reads the JSON of an action block, one structural character at a time, and says
-    what each value is for (a tool name, arguments, a thought, final content)."""
+    """Reads an action block's JSON; strings go to the string reader, what each value is
+    for to the call assembler."""
 
-    __slots__ = (
-        "atom",
-        "atom_is_key",
-        "atom_role",
-        "calls",
-        "skip_depth",
-        "st",
-        "stack",
-        "strings",
-    )
+    st: ParserState
+    stack: list[Frame]  # the open objects and arrays of the block
+    strings: StringReader
+    calls: CallAssembler
+    atom: list[str] = attrs.Factory(list)  # a number, literal or unquoted word being read
+    atom_is_key: bool = False
+    atom_role: ValueRole = "skip"
+    skip_depth: int = 0  # > 0: inside a value nested too deep, skipped
 
-    def __init__(
-        self, st: ParserState, stack: list[Frame], strings: StringReader, calls: CallAssembler
-    ) -> None:
-        self.st = st
-        self.stack = stack  # the open objects and arrays of the block
-        self.strings = strings
-        self.calls = calls
-        self.atom: list[str] = []  # a number, literal or unquoted word being read
-        self.atom_is_key = False
-        self.atom_role = ""
-        self.skip_depth = 0  # > 0: inside a value nested too deep, skipped
+    def open_block(self, start: int, *, fenced: bool, labeled: bool, at: int | None = None) -> None:
+        # The readers' own state was reset when the last block closed.
+        st = self.st
+        st.blocks += 1
+        st.mode = "block"
+        st.block_start = start
+        st.block_fenced = fenced
+        st.block_labeled = labeled
+        st.block_emitted = st.line_start_in_block = st.typed_final = False
+        if at is not None:
+            st.pos = at
 
-    def reset_block(self) -> None:
+    def run_block(self, final: bool) -> bool:
+        st, strings = self.st, self.strings  # as locals: this loop runs per character
+        buf, i = st.buf, st.pos
+        n = len(buf)
+        while i < n:
+            if strings.quote is not None:
+                i = strings.span(i)
+                if i == WAIT:
+                    return False
+                if i == FENCE_END:
+                    self.close_block(cut=True, why=_IN_STRING)
+                    return True
+                continue
+            ch = buf[i]
+            if ch == "`" and st.block_fenced:
+                fence = self._block_fence(i, final)
+                if fence is not None:
+                    return fence
+            if self.atom and self.atom_goes_on(ch, i):
+                i += 1
+                continue
+            if ch in " \t\r\n":
+                st.line_start_in_block = st.line_start_in_block or ch == "\n"
+                i += 1
+                continue
+            st.line_start_in_block = False
+            if self._structural(ch, i):
+                return True
+            i += 1
+        st.pos = i
+        return False
+
+    def _structural(self, ch: str, i: int) -> bool:
+        """A character outside strings and atoms, not blank; True when the block ends: a
+        bare block with its value, or at anything outside one (a fence skips it)."""
+        if self.stack:
+            self.structural(ch)
+            if self.stack or self.st.block_fenced or self.atom:
+                return False
+            i += 1
+        elif ch in "{[":
+            self.open_value(ch)
+            return False
+        elif self.st.block_fenced:
+            return False
+        self.st.pos = i
+        self.close_block(cut=False)
+        return True
+
+    def _block_fence(self, i: int, final: bool) -> bool | None:
+        """A backtick in a fenced block: its closing fence (True: the block ends), perhaps
+        one (False: wait for more), or not (None: read on)."""
+        head = self.st.buf[i : i + 3]
+        if len(head) < 3 and head == "`" * len(head) and not final:
+            self.st.pos = i
+            return False
+        if head != "```":
+            return None
+        if self.atom:
+            self.st.pos = i
+            self.end_atom()
+        self.st.pos = i + 3
+        self.close_block(cut=False)
+        return True
+
+    def close_block(self, cut: bool, why: str = "was cut off") -> None:
+        strings, calls, st = self.strings, self.calls, self.st
+        if strings.quote is not None and strings.role != "args":
+            strings.finish()
+        if self.atom and (self.atom_is_key or self.atom_role != "args"):
+            self.end_atom()
+        dropped, depth = "".join(self.atom), calls.args_depth  # a cut argument value, if any
+        cut = cut and (bool(self.stack) or depth is not None)
+        if depth is not None:
+            # Close what cut-off arguments left open, so the deltas still concatenate to
+            # JSON; a key without its value is dropped with it.
+            if not dropped and calls.held_key is not None:
+                dropped = f"the key {calls.held_key} without its value"
+            closers = '"' if strings.quote is not None else ""
+            closers += "".join("}" if f.kind == "{" else "]" for f in reversed(self.stack[depth:]))
+            if closers:
+                calls.norm(closers)
+        calls.end_record(cut=cut, why=why, dropped=dropped)
+        if st.block_as_text:
+            st.block_as_text = False
+            st.emit_text(st.buf[st.block_start : st.pos])
         self.stack.clear()
-        self.atom = []
+        calls.args_depth = calls.held_key = None
         self.skip_depth = 0
+        strings.quote = None
+        self.atom = []
+        st.mode = "text"
+        st.line_blank = not st.block_fenced
 
     def structural(self, ch: str) -> None:
         if self.skip_depth:
             self._skipped(ch)
             return
         top = self.stack[-1]
-        if ch in "\"'“‘”":
-            self.begin_string(ch, top.kind == "{" and top.expect in ("key", "comma"))
+        wants_key = top.kind == "{" and top.expect in ("key", "comma")
+        if ch in _QUOTE_CHARS:
+            self.begin_string(ch, wants_key)
         elif ch in "{[":
-            if top.kind == "{" and top.expect in ("key", "comma"):
+            if wants_key:
                 # A value where a key should be: read it anyway, under a made-up key so
                 # the normalised arguments stay JSON.
-                top.key = "_"
-                top.expect = "value"
-                self.calls.hold_key("_")
+                self.calls.key_read("_")
             self.open_value(ch)
         elif ch in "}]":
             self.close_value()
         elif ch in ":,":
             _punctuate(top, ch)
         elif ch in _OPERATORS:
-            if self.calls.record is not None and self.calls.args_depth is not None:
-                self.calls.record.expression = self.calls.record.expression or ch
+            self.calls.operator(ch)
         elif ATOM_CHARS.match(ch):
-            self._begin_atom(top, ch)
-
-    def _begin_atom(self, top: Frame, ch: str) -> None:
-        """A number, literal or unquoted word starts: a key, or a value of some role."""
-        is_key = top.kind == "{" and top.expect in ("key", "comma")
-        self.atom = [ch]
-        self.atom_is_key = is_key
-        if not is_key:
-            role = self.value_role()
-            if role == "args_start":
-                self.calls.begin_args()
-                role = "args"
-            if role == "args":
-                self.calls.norm_value_start()
-            self.atom_role = role
+            self.atom = [ch]
+            self.atom_is_key = wants_key
+            if not wants_key:
+                role = self._start_value()
+                self.atom_role = "args" if role == "args_start" else role
 
     def _skipped(self, ch: str) -> None:
         """A character of a value nested too deep: only strings and brackets count."""
-        if ch in "\"'“‘”":
+        if ch in _QUOTE_CHARS:
             self.begin_string(ch, False)
         elif ch in "{[":
             self.skip_depth += 1
         elif ch in "}]":
             self.skip_depth -= 1
             if not self.skip_depth:
-                after_value(self.stack)
+                self.calls.value_ended()
 
     def value_role(self) -> ValueRole:
         """What the value about to start means, from its parent and its key."""
@@ -133,122 +210,84 @@ class JsonScanner:
             return "root"
         top = self.stack[-1]
         key = (top.key or "").lower()
-        if top.role in ("root", "call"):
+        if top.role == "root" or top.role == "call":
             return self._member_role(top.role == "root", key)
-        if top.role == "final" and key in CONTENT_KEYS:
+        if top.role == "final" and key in vocab.CONTENT_KEYS:
             return "content"
-        if top.role == "calls":
-            return "root"
-        return "skip"
+        return "root" if top.role == "calls" else "skip"
 
     def _member_role(self, at_root: bool, key: str) -> ValueRole:
         """The role of the value under `key` in an action object (or a call inside one)."""
-        if key in ARGS_KEYS:
+        if key in vocab.ARGS_KEYS:
             # The first arguments of a call are its arguments: a second set would make
             # the streamed JSON two objects.
             record = self.calls.record
             return "skip" if record is not None and record.args_seen else "args_start"
-        if key in NAME_KEYS or (at_root and key in WRAPPER_KEYS):
+        if key in vocab.NAME_KEYS or (at_root and key in vocab.WRAPPER_KEYS):
             return "name"  # a string names the tool; an object is a call wrapper
         if not at_root:
             return "skip"
-        if key in FINAL_KEYS:
+        if key in vocab.FINAL_KEYS:
             return "final"
-        if key in LIST_KEYS:
+        if key in vocab.LIST_KEYS:
             return "call_list"
-        if key in THOUGHT_KEYS:
+        if key in vocab.THOUGHT_KEYS:
             return "thought"
-        if key == KIND_KEY:
+        if key == vocab.KIND_KEY:
             return "kind"
-        return "final" if self.st.typed_final and key in CONTENT_KEYS else "skip"
+        return "final" if self.st.typed_final and key in vocab.CONTENT_KEYS else "skip"
+
+    def _start_value(self) -> ValueRole:
+        """The role of the value starting here; the start of a call's arguments begins them."""
+        role = self.value_role()
+        if role == "args_start":
+            self.calls.begin_args()
+        return role
 
     def open_value(self, kind: str) -> None:
-
         if len(self.stack) >= MAX_DEPTH:
-            self._skip_too_deep()
+            self.skip_depth = 1
+            if self.calls.args_depth is not None or self.value_role() == "args_start":
+                self.calls.held_key = None
+                detail = f"a value nested deeper than {MAX_DEPTH} levels was dropped"
+                self.calls.note("unreadable_arguments", detail)
             return
         bracket: Literal["{", "["] = "{" if kind == "{" else "["
-        role = self._frame_role(bracket)
+        value = self._start_value()
+        if value == "root" and bracket == "{":
+            self.calls.new_record()
+        role = _FRAME_ROLES.get(value, ("skip", "skip"))[bracket == "["]
         if role == "args":
             record = self.calls.record
             if record is not None and len(self.stack) == self.calls.args_depth:
                 record.args_object = bracket == "{"
-            self.calls.norm_value_start()
             self.calls.norm_member(bracket)
-        self.stack.append(Frame(bracket, role))
-
-    def _frame_role(self, kind: Literal["{", "["]) -> FrameRole:
-        """What the object or array opening here is (starting a call's record or its
-        arguments on the way)."""
-        if self.st.block_mode == "command" and not self.stack:
-            self.calls.begin_args()
-            return "args"
-        role = self.value_role()
-        if role == "args_start":
-            self.calls.begin_args()
-            return "args"
-        if role == "root":
-            if kind == "[":
-                return "calls"
-            self.calls.new_record()
-            return "root"
-        if role == "name":
-            return "call" if kind == "{" else "skip"
-        if role == "final":
-            return "final" if kind == "{" else "skip"
-        if role == "call_list":
-            return "calls" if kind == "[" else "skip"
-        return "args" if role == "args" else "skip"
-
-    def _skip_too_deep(self) -> None:
-        self.skip_depth = 1
-        if self.calls.args_depth is not None or self.value_role() == "args_start":
-            self.calls.held_key = None
-            self.calls.note(
-                "unreadable_arguments",
-                f"a value nested deeper than {MAX_DEPTH} levels was dropped",
-            )
+        self.stack.append(Frame(bracket, role, "key" if bracket == "{" else "value"))
 
     def close_value(self) -> None:
         frame = self.stack.pop()
-        if frame.role == "args" and self.calls.args_depth is not None:
+        calls = self.calls
+        if frame.role == "args" and calls.args_depth is not None:
             if frame.kind == "{" and frame.expect in ("colon", "value"):
                 # A last key without its value, the object closed (`{"a": 1, "b"}`): null
                 # keeps the key the model wrote. (Cut off instead, the key is dropped.)
                 self.stack.append(frame)
-                self.calls.norm_member("null")
+                calls.norm_member("null")
                 self.stack.pop()
-            self.calls.norm("}" if frame.kind == "{" else "]")
-        if self.calls.args_depth is not None and len(self.stack) == self.calls.args_depth:
-            self.calls.args_depth = None
+            calls.norm("}" if frame.kind == "{" else "]")
+        calls.value_ended()
         if frame.role == "root":
-            self.calls.end_record(cut=False)
-        after_value(self.stack)
+            calls.end_record(cut=False)
 
-    # -- strings --------------------------------------------------------------------------
     def begin_string(self, quote: str, is_key: bool) -> None:
-        self.strings.begin(quote)
         self.st.line_start_in_block = True  # a string's text starts a line of its own
-        if self.skip_depth:
-            self.strings.role = "skip"
+        if self.skip_depth or is_key:
+            self.strings.begin(quote, "skip" if self.skip_depth else "key")
             return
-        if is_key:
-            self.strings.role = "key"
-            return
-        role = self.value_role()
-        if role == "args_start":
-            self.calls.begin_args()
-            self.strings.role = "args_string"
-        elif role == "args":
-            self.strings.role = "args"
-            self.calls.norm_value_start()
+        role = self._start_value()
+        if role == "args":
             self.calls.norm_member('"')
-        elif role == "final":
-            self.strings.role = "content"
-        elif role in ("name", "thought", "content", "kind"):
-            self.strings.role = role
-        else:
-            self.strings.role = "skip"
+        self.strings.begin(quote, _STRING_ROLES.get(role, "skip"))
 
     def atom_goes_on(self, ch: str, i: int) -> bool:
         """Whether `ch`, at `i`, goes on the atom being read; if not, the atom ends there
@@ -261,33 +300,18 @@ class JsonScanner:
         return False
 
     def end_atom(self) -> None:
-
         atom = "".join(self.atom)
         self.atom = []
-        top = self.stack[-1] if self.stack else None
-        if (
-            atom in ("+", "-")
-            and self.calls.record is not None
-            and self.calls.args_depth is not None
-        ):
-            self.calls.record.expression = self.calls.record.expression or atom
+        if atom in ("+", "-"):
+            self.calls.operator(atom)
         if self.atom_is_key:
-            if top is not None:
-                top.key = atom
-                top.expect = "colon"
-            self.calls.hold_key(atom)
+            self.calls.key_read(atom)
             return
-        role = self.atom_role
-        if role == "args":
-            note = overlong_number(atom)
-            if note:
-                self.calls.note("unreadable_arguments", note)
-            self.calls.norm_member(normalise_atom(atom))
-        elif role == "name" and atom not in LITERALS:
-            self.calls.set_name(atom, (top.key or "") if top else "")
-        if self.calls.args_depth is not None and len(self.stack) == self.calls.args_depth:
-            self.calls.args_depth = None
-        after_value(self.stack)
+        if self.atom_role == "args":
+            self.calls.atom(atom)
+        elif self.atom_role == "name" and atom not in LITERALS:
+            self.calls.set_name(atom)
+        self.calls.value_ended()
 
 
 def _punctuate(top: Frame, ch: str) -> None:

@@ -1,5 +1,4 @@
-"""Where blocks start: the text path, fences (action blocks or code shown as text) and
-`@tool NAME {args}` command lines.
+"""Where blocks start: the text path, and fences (action blocks or code shown as text).
 
 Text is emitted at once; only what could still turn into a block is held back, and only
 until the text seen so far settles it.
@@ -9,82 +8,65 @@ from __future__ import annotations
 
 import re
 
-from parlay.engine.contract.parser.blocks import BlockReader
-from parlay.engine.contract.parser.calls import CallAssembler
+import attrs
+
+import parlay.engine.contract.parser.vocabulary as vocab
+from parlay.engine.contract.parser.json_scan import JsonScanner
 from parlay.engine.contract.parser.state import ParserState
-from parlay.engine.contract.parser.vocabulary import (
-    ACTION_FENCES,
-    BLOCK_KEYS,
-    JSON_FENCES,
-    KIND_KEY,
-    QUOTES,
-    REPLY_KINDS,
-)
 
-# How far a `{` line, a fence info string, the blank lines between a ```` ```json ```` fence
-# and its `{`, and the name after `@tool` are read before each is settled (as prose, code
-# or a block): what is held back, and read again as each chunk comes, stays bounded.
+# How far a `{` line, a fence info string and the blank lines between a ```` ```json ````
+# fence and its `{` are read before each is settled (as prose, code or a block): what is
+# held back, and read again as each chunk comes, stays bounded.
 _MAX_KEY_PEEK = 48
-MAX_INFO = 40
+_MAX_INFO = 40
 _MAX_FENCE_GAP = 256
-_MAX_COMMAND_HEAD = 128
-_TEXT_TRIGGER = re.compile(r"[`\n@{]")
-_NAME_CHARS = re.compile(r"[A-Za-z0-9_.\-:/]+")
-_BLANKS = re.compile(r"[ \t]*")
-_SPACE = re.compile(r"[ \t\r\n]*")
+_TEXT_TRIGGER = re.compile(r"[`\n{]")
+_INFO_STOP = re.compile(r"[\n{\[`]").search  # what ends a fence's info string
+_SPACE = r"[ \t\r\n]*"
+# After an object's `{`: the opening quote of its first key, if any, and the key.
+_FIRST_KEY = re.compile(_SPACE + "([\"'“‘”]?)(\\w*)").match
+_KIND_GAP = re.compile(_SPACE + "(?::" + _SPACE + ")?").match  # from a key to its value
+# From a ```json fence to its object: blanks, and a list's `[` among them.
+_FENCE_GAP = re.compile(_SPACE + r"(?:\[" + _SPACE + ")?").match
 
 
-def _after_blanks(text: str, start: int, end: int | None = None) -> int:
-    match = _BLANKS.match(text, start) if end is None else _BLANKS.match(text, start, end)
-    assert match is not None  # `[ \t]*` matches anywhere
+def _end(match: re.Match[str] | None) -> int:
+    assert match is not None  # the patterns above match the empty string
     return match.end()
 
 
-def _after_space(text: str, start: int, end: int) -> int:
-    match = _SPACE.match(text, start, max(start, end))
-    assert match is not None  # `[ \t\r\n]*` matches anywhere
-    return match.end()
-
-
-def _names_a_kind(buf: str, i: int, end: int, final: bool) -> bool | None:
+def _names_a_kind(buf: str, i: int, end: int, undecided: bool | None) -> bool | None:
     """Whether the value after a first key `"type"` (from `i`, its colon next) is a kind
-    of reply the typed format writes. None: cannot tell yet."""
-    undecided = None if not final and end == len(buf) else False
-    i = _after_space(buf, i, end)
-    if i < end and buf[i] == ":":
-        i = _after_space(buf, i + 1, end)
+    of reply the typed format writes; `undecided` if the text so far cannot tell."""
+    i = _end(_KIND_GAP(buf, i, end))
     if i >= end:
         return undecided
-    close = QUOTES.get(buf[i])
+    close = vocab.QUOTES.get(buf[i])
     if close is None:
         return False
     stop = buf.find(close, i + 1, end)
-    if stop < 0:
-        return undecided
-    return buf[i + 1 : stop].strip().lower() in REPLY_KINDS
+    return undecided if stop < 0 else buf[i + 1 : stop].strip().lower() in vocab.REPLY_KINDS
 
 
+@attrs.define
 class TextReader:
-    """Reads text between blocks and recognises the start of each block (handing it to
-    the block reader)."""
+    """Reads the text between blocks, shows code fences as text, and hands each action
+    block to the JSON scanner where it starts."""
 
-    __slots__ = ("block", "calls", "st")
-
-    def __init__(self, st: ParserState, block: BlockReader, calls: CallAssembler) -> None:
-        self.st = st
-        self.block = block
-        self.calls = calls
+    st: ParserState
+    scanner: JsonScanner
 
     def run_text(self, final: bool) -> bool:
-        buf, pos = self.st.buf, self.st.pos
+        st = self.st
+        buf, pos = st.buf, st.pos
         while True:
             match = _TEXT_TRIGGER.search(buf, pos)
             if match is None:
                 segment = buf[pos:]
                 if segment and not segment.isspace():
-                    self.st.line_blank = False
-                self.st.emit_text(segment)
-                self.st.pos = len(buf)
+                    st.line_blank = False
+                st.emit_text(segment)
+                st.pos = len(buf)
                 return False
             at = match.start()
             newline = buf[at] == "\n"
@@ -92,114 +74,73 @@ class TextReader:
                 decided = self._at_trigger(buf[pos:at], at, final)
                 if decided is not None:
                     return decided
-            self.st.emit_text(buf[pos : at + 1])
-            self.st.line_blank = newline
+            st.emit_text(buf[pos : at + 1])
+            st.line_blank = newline
             pos = at + 1
 
     def _at_trigger(self, segment: str, at: int, final: bool) -> bool | None:
-        """A backtick, `@` or `{` after `segment`: a block opens (True), the text so far
-        cannot tell (False: wait for more), or it is prose (None)."""
-        blank = self.st.line_blank and (not segment or segment.isspace())
-        ch = self.st.buf[at]
-        if ch == "`":
-            return self._text_backtick(segment, at, blank, final)
-        if not blank:
+        """A backtick, or a `{` at the start of a line, after `segment`: a block opens
+        (True), the text so far cannot tell (False: wait for more), or it is prose (None)."""
+        st = self.st
+        blank = st.line_blank and (not segment or segment.isspace())
+        if st.buf[at] == "`":
+            head = st.buf[at : at + 3]
+            if head == "```":
+                st.emit_text(segment)
+                st.pos = at + 3
+                st.block_start = at
+                st.mode = "info"
+                return True
+            undecided = len(head) < 3 and "```".startswith(head) and not final
+        elif blank:
+            verdict = self.peek_first_key(at, final)  # an action if its first key says so
+            if verdict:
+                st.emit_text(segment)
+                st.pos = at
+                self.scanner.open_block(at, fenced=False, labeled=False)
+                return True
+            undecided = verdict is None
+        else:
             return None
-        if ch == "@":
-            return self._text_command(segment, at, final)
-        return self._text_brace(segment, at, final)
-
-    def _text_brace(self, segment: str, at: int, final: bool) -> bool | None:
-        """`{` at the start of a line: an action if its first key says so."""
-        verdict = self.peek_first_key(at, final)
-        if verdict is None:
-            self.st.emit_text(segment)
-            self.st.line_blank = True
-            self.st.pos = at
-            return False
-        if verdict:
-            self.st.emit_text(segment)
-            self.st.pos = at
-            self.block.open_block(at, fenced=False, labeled=False)
-            return True
-        return None
-
-    def _text_backtick(self, segment: str, at: int, blank: bool, final: bool) -> bool | None:
-        """A backtick in text: a fence opens (True), may still open (False: wait for more),
-        or it is prose (None)."""
-        head = self.st.buf[at : at + 3]
-        if head == "```":
-            self.st.emit_text(segment)
-            self.st.pos = at + 3
-            self.st.block_start = at
-            self.st.mode = "info"
-            return True
-        if len(head) < 3 and "```".startswith(head) and not final:
-            self.st.emit_text(segment)
-            self.st.line_blank = blank
-            self.st.pos = at
-            return False
-        return None
-
-    def _text_command(self, segment: str, at: int, final: bool) -> bool | None:
-        """An `@` at the start of a line: an `@tool NAME` command opens (True), may still
-        open (False: wait for more), or it is prose (None)."""
-        head = self.st.buf[at : at + 6]
-        if len(head) < 6 and "@tool ".startswith(head) and not final:
-            self.st.emit_text(segment)
-            self.st.line_blank = True
-            self.st.pos = at
-            return False
-        if head[:5] == "@tool" and len(head) == 6 and head[5] in " \t":
-            self.st.emit_text(segment)
-            self.st.pos = at + 6
-            self.st.block_start = at
-            self.st.mode = "cmd_name"
-            return True
-        return None
+        if not undecided:
+            return None
+        st.emit_text(segment)
+        st.line_blank = blank
+        st.pos = at
+        return False
 
     def peek_first_key(self, at: int, final: bool) -> bool | None:
         """Does the object at `at` start with an action key? None: cannot tell yet."""
         buf = self.st.buf
-        i = at + 1
         end = min(len(buf), at + _MAX_KEY_PEEK)
-        while i < end and buf[i] in " \t\r\n":
-            i += 1
+        undecided = None if not final and end == len(buf) else False
+        first = _FIRST_KEY(buf, at + 1, end)
+        assert first is not None  # it matches the empty string
+        i, (quote, key) = first.end(), first.groups()
+        close = vocab.QUOTES.get(quote)
         if i >= end:
-            return False if (final or end < len(buf)) else None
-        quote = buf[i]
-        close = QUOTES.get(quote)
-        if close is not None:
-            i += 1
-        start = i
-        while i < end and (buf[i].isalnum() or buf[i] == "_"):
-            i += 1
-        if i >= end:
-            return False if (final or end < len(buf)) else None
-        key = buf[start:i]
+            return undecided
         if close is not None and buf[i] != close:
             return False
-        if key == KIND_KEY:
-            return _names_a_kind(buf, i + (close is not None), end, final)
-        return key in BLOCK_KEYS
+        if key == vocab.KIND_KEY:
+            return _names_a_kind(buf, i + (close is not None), end, undecided)
+        return key in vocab.BLOCK_KEYS
 
-    # -- fences ---------------------------------------------------------------------------
     def run_info(self, final: bool) -> bool:
-        buf = self.st.buf
-        start = self.st.pos
-        i = start
-        end = min(len(buf), start + MAX_INFO)
-        while i < end and buf[i] not in "\n{[`":
-            i += 1
-        if i >= end:
+        st = self.st
+        buf, start = st.buf, st.pos
+        end = min(len(buf), start + _MAX_INFO)
+        stop = _INFO_STOP(buf, start, end)
+        if stop is None:
             if end == len(buf) and not final:
                 return False  # the info string is not finished yet
-            return self._fence_as_code(i)
+            return self._fence_as_code(end)
+        i = stop.start()
         info = buf[start:i].strip().lower()
-        if info in ACTION_FENCES:
-            self.block.open_block(self.st.block_start, fenced=True, labeled=True, at=i)
+        if info in vocab.ACTION_FENCES:
+            self.scanner.open_block(st.block_start, fenced=True, labeled=True, at=i)
             return True
-        if info not in JSON_FENCES or buf[i] == "`":
+        if info not in vocab.JSON_FENCES or buf[i] == "`":
             return self._fence_as_code(i)
         return self._json_fence(i, final)
 
@@ -208,19 +149,14 @@ class TextReader:
         (read within _MAX_FENCE_GAP characters of blanks: past that it is code)."""
         buf = self.st.buf
         limit = i + _MAX_FENCE_GAP
-
-        j = _after_space(buf, i, limit)
-        if j < len(buf) and buf[j] == "[":
-            j = _after_space(buf, j + 1, limit)
-        if j >= limit:
-            return self._fence_as_code(i)
-        if j >= len(buf):
-            return False if not final else self._fence_as_code(i)
-        verdict = self.peek_first_key(j, final) if buf[j] == "{" else False
+        j = _end(_FENCE_GAP(buf, i, limit))
+        if j < limit and j >= len(buf) and not final:
+            return False
+        verdict = j < limit and j < len(buf) and buf[j] == "{" and self.peek_first_key(j, final)
         if verdict is None:
             return False
         if verdict:
-            self.block.open_block(self.st.block_start, fenced=True, labeled=False, at=i)
+            self.scanner.open_block(self.st.block_start, fenced=True, labeled=False, at=i)
             return True
         return self._fence_as_code(i)
 
@@ -233,55 +169,18 @@ class TextReader:
 
     def run_code(self, final: bool) -> bool:
         """Inside a non-action fence: visible text up to and including the closing fence."""
-        buf = self.st.buf
-        at = buf.find("```", self.st.pos)
-        if at < 0:
+        st = self.st
+        buf = st.buf
+        at = buf.find("```", st.pos)
+        end = len(buf) if at < 0 else at + 3
+        if at < 0 and not final:
             # Keep a possible partial closing fence back.
-            cut = len(buf)
-            while cut > self.st.pos and buf[cut - 1] == "`" and not final:
-                cut -= 1
-            self.st.emit_text(buf[self.st.pos : cut])
-            self.st.pos = cut
+            while end > st.pos and buf[end - 1] == "`":
+                end -= 1
+        st.emit_text(buf[st.pos : end])
+        st.pos = end
+        if at < 0:
             return False
-        self.st.emit_text(buf[self.st.pos : at + 3])
-        self.st.pos = at + 3
-        self.st.mode = "text"
-        self.st.line_blank = False
-        return True
-
-    # -- commands -------------------------------------------------------------------------
-    def run_cmd_name(self, final: bool) -> bool:
-        buf = self.st.buf
-        limit = self.st.pos + _MAX_COMMAND_HEAD
-        i = _after_blanks(buf, self.st.pos, limit)
-        match = _NAME_CHARS.match(buf, i, limit)
-        end = match.end() if match else i
-        if end >= len(buf) and end < limit and not final:
-            return False
-        name = buf[i:end]
-        if not name or end >= limit:
-            # "@tool" with no name, or blanks and a name too long for one: prose after all.
-            self.st.mode = "text"
-            self.st.emit_text(buf[self.st.block_start : end])
-            self.st.pos = end
-            self.st.line_blank = False
-            return True
-        self.block.open_block(
-            self.st.block_start, fenced=False, labeled=True, at=end, mode="command"
-        )
-        self.st.mode = "cmd_args"
-        assert self.calls.record is not None
-        self.calls.record.name = name
-        self.calls.record.name_key = "tool"
-        self.calls.start_call()
-        return True
-
-    def run_cmd_args(self, final: bool) -> bool:
-        buf = self.st.buf
-        j = self.st.pos = _after_blanks(buf, self.st.pos)
-        if j >= len(buf) and not final:
-            return False
-        self.st.mode = "block"
-        if j >= len(buf) or buf[j] not in "{[":
-            self.block.close_block(cut=False)  # a command with no arguments
+        st.mode = "text"
+        st.line_blank = False
         return True

@@ -3,12 +3,11 @@ output plumbing."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import Literal
 
 import attrs
 
-from parlay.context import new_call_id
 from parlay.engine.contract.parser.results import ProblemKind
 from parlay.events import Event, TextDelta, ToolCallArgsDelta
 
@@ -19,173 +18,97 @@ MAX_UNDECIDED = 4096
 # Values nested deeper than this in a block are skipped (dropped, and noted in arguments).
 MAX_DEPTH = 100
 
-# A streamed reply is mostly one `TextDelta` per chunk, and attrs' frozen `__init__` is most
-# of what a chunk of prose costs: `text_delta` makes the same object by setting the one
-# slot directly; the check keeps it honest if the class ever gains a field.
 
-_TEXT_DELTA_FIELDS = attrs.fields(TextDelta)
-if not (
-    len(_TEXT_DELTA_FIELDS) == 1
-    and _TEXT_DELTA_FIELDS[0].name == "text"
-    and _TEXT_DELTA_FIELDS[0].converter is None
-    and _TEXT_DELTA_FIELDS[0].validator is None
-    and not hasattr(TextDelta, "__attrs_post_init__")
-):
-    raise TypeError("TextDelta is no longer one plain field: update parser.state.text_delta")
+# A streamed reply is mostly one delta per chunk, and attrs' frozen `__init__` is most of
+# what a chunk costs: these make the same objects by setting their slots directly (the
+# parser's stream tests check that they equal what the classes make).
 new_text_delta = object.__new__
-set_text = vars(TextDelta)["text"].__set__  # the slot's descriptor
+set_text = vars(TextDelta)["text"].__set__
+_set_id = vars(ToolCallArgsDelta)["id"].__set__
+_set_delta = vars(ToolCallArgsDelta)["delta"].__set__
 
 
 def text_delta(text: str) -> TextDelta:
-    """`TextDelta(text)`, without the generated `__init__`'s overhead."""
     delta = new_text_delta(TextDelta)
     set_text(delta, text)
     return delta
 
 
-# The same for `ToolCallArgsDelta`: a call's string argument streams as one per chunk.
-_ARGS_DELTA_FIELDS = attrs.fields(ToolCallArgsDelta)
-if not (
-    [f.name for f in _ARGS_DELTA_FIELDS] == ["id", "delta"]
-    and all(f.converter is None and f.validator is None for f in _ARGS_DELTA_FIELDS)
-    and not hasattr(ToolCallArgsDelta, "__attrs_post_init__")
-):
-    raise TypeError("ToolCallArgsDelta changed: update parser.state.args_delta")
-_set_id = vars(ToolCallArgsDelta)["id"].__set__
-_set_delta = vars(ToolCallArgsDelta)["delta"].__set__
-
-
 def args_delta(call_id: str, text: str) -> ToolCallArgsDelta:
-    """`ToolCallArgsDelta(call_id, text)`, without the generated `__init__`'s overhead."""
     delta = new_text_delta(ToolCallArgsDelta)
     _set_id(delta, call_id)
     _set_delta(delta, text)
     return delta
 
 
-# What the text reader is reading: prose, a fence's info string, an action block, a
-# code fence shown as text, a command's name, a command's arguments.
-ReaderMode = Literal["text", "info", "block", "code", "cmd_name", "cmd_args"]
+# What the text reader is reading: prose, a fence's info string, an action block, or a
+# code fence shown as text.
+ReaderMode = Literal["text", "info", "block", "code"]
 # What an open object or array of a block is: the action, a call inside a wrapper, the
 # final answer, a list of calls, arguments, or something skipped.
 FrameRole = Literal["root", "call", "final", "calls", "args", "skip"]
 
 
+@attrs.define
 class Frame:
     """One open JSON object or array, and what it expects next."""
 
-    __slots__ = ("expect", "key", "kind", "members", "role")
-
-    def __init__(self, kind: Literal["{", "["], role: FrameRole) -> None:
-        self.kind = kind
-        self.role = role
-        self.key: str | None = None
-        self.expect = "key" if kind == "{" else "value"
-        self.members = 0  # values written so far (argument frames: a comma before the next)
+    kind: Literal["{", "["]
+    role: FrameRole
+    expect: Literal["key", "colon", "value", "comma"]
+    key: str | None = None
+    members: int = 0  # values written so far (argument frames: a comma before the next)
 
 
+@attrs.define
 class Record:
     """One call object being read."""
 
-    __slots__ = (
-        "args_json",
-        "args_object",
-        "args_pending",
-        "args_seen",
-        "args_string",
-        "expression",
-        "id",
-        "name",
-        "name_key",
-        "notes",
-        "started",
-    )
-
-    def __init__(self) -> None:
-        self.name: str | None = None
-        self.name_key: str | None = None
-        self.id: str | None = None
-        self.started = False
-        self.args_json: list[str] = []  # normalised argument JSON, all of it
-        self.args_pending: list[str] = []  # normalised JSON not yet emitted (before the start)
-        self.args_seen = False
-        # The arguments are an object: only then do they stream (anything else is reported
-        # as unreadable and the call gets `{}`, so the deltas always load to its arguments).
-        self.args_object = False
-        self.args_string: str | None = None  # arguments given as a JSON string
-        self.notes: list[tuple[ProblemKind, str]] = []  # problems found in the arguments
-        # An operator met between argument values (`2 * Math.PI`): JSON has no arithmetic,
-        # and reading on would shift keys and values, so the call is reported unreadable.
-        self.expression: str | None = None
+    name: str | None = None
+    id: str | None = None  # from the call's start on
+    args_json: list[str] = attrs.Factory(list)  # normalised argument JSON, all of it
+    args_pending: list[str] = attrs.Factory(list)  # of it, not yet emitted (before the start)
+    args_seen: bool = False
+    # The arguments are an object: only then do they stream (anything else is reported
+    # as unreadable and the call gets `{}`, so the deltas always load to its arguments).
+    args_object: bool = False
+    args_string: str | None = None  # arguments given as a JSON string
+    notes: list[tuple[ProblemKind, str]] = attrs.Factory(list)  # problems in the arguments
+    # An operator met between argument values (`2 * Math.PI`): JSON has no arithmetic,
+    # and reading on would shift keys and values, so the call is reported unreadable.
+    expression: str | None = None
 
 
+@attrs.define
 class ParserState:
-    """Where the reading stands and what went out: the text read and not yet consumed,
-    the reader's mode, the facts of the block being read, and the events and visible text
-    emitted. The four readers (`recognise.TextReader`, `json_scan.JsonScanner`,
-    `strings.StringReader`, `calls.CallAssembler`) share it; each keeps its own state."""
+    """What the readers share: the text read and not yet consumed, the mode, the block
+    being read, the events and visible text emitted (each reader keeps its own state)."""
 
-    # Slots, not a __dict__: the scanning loops read this state per character and `feed`
-    # per chunk, and slot reads are the cheapest attribute access CPython has.
-    __slots__ = (
-        "block_as_text",
-        "block_emitted",
-        "block_fenced",
-        "block_labeled",
-        "block_mode",
-        "block_start",
-        "blocks",
-        "buf",
-        "ended",
-        "final",
-        "line_blank",
-        "line_start_in_block",
-        "mode",
-        "new_id",
-        "out",
-        "pending",
-        "plain",
-        "pos",
-        "text",
-        "thought_limit",
-        "tools",
-        "typed_final",
-    )
+    tools: frozenset[str]
+    new_id: Callable[[], str]
+    thought_limit: int
+    buf: str = ""
+    pos: int = 0
+    mode: ReaderMode = "text"
+    line_blank: bool = True
+    out: list[Event] = attrs.Factory(list)
+    pending: list[str] = attrs.Factory(list)  # text not yet in a delta
+    # Text mode, nothing held back, the line not blank: `feed` may take its fast path.
+    plain: bool = False
+    text: list[str] = attrs.Factory(list)
+    blocks: int = 0
+    ended: bool = False
+    final: bool = False
+    # the block being read
+    block_start: int = 0
+    block_fenced: bool = False
+    block_labeled: bool = False
+    block_as_text: bool = False
+    block_emitted: bool = False
+    line_start_in_block: bool = True
+    # The block's `"type"` said it is a final answer: its `"content"` is the answer.
+    typed_final: bool = False
 
-    def __init__(
-        self,
-        tool_names: Collection[str] = (),
-        *,
-        id_factory: Callable[[], str] = new_call_id,
-        thought_limit: int = THOUGHT_LIMIT,
-    ) -> None:
-        self.tools = frozenset(tool_names)
-        self.new_id = id_factory
-        self.thought_limit = thought_limit
-        self.buf = ""
-        self.pos = 0
-        self.mode: ReaderMode = "text"
-        self.line_blank = True
-        self.out: list[Event] = []
-        self.pending: list[str] = []
-        # Text mode, nothing held back, the line not blank: `feed` may take its fast path.
-        self.plain = False
-        self.text: list[str] = []
-        self.blocks = 0
-        self.ended = False
-        self.final = False
-        # the block being read
-        self.block_start = 0
-        self.block_fenced = False
-        self.block_labeled = False
-        self.block_mode: Literal["call", "command"] = "call"
-        self.block_as_text = False
-        self.block_emitted = False
-        self.line_start_in_block = True
-        # The block's `"type"` said it is a final answer: its `"content"` is the answer.
-        self.typed_final = False
-
-    # -- output ---------------------------------------------------------------------------
     def take(self) -> list[Event]:
         if self.pending:
             self.flush_text()
@@ -197,19 +120,34 @@ class ParserState:
             self.text.append(text)
             self.pending.append(text)
 
-    def flush_text(self) -> None:
+    def flush_text(self) -> None:  # callers check there is text pending
         # Text pieces join into one delta per run of text (joined once: linear).
-        if self.pending:
-            self.out.append(text_delta("".join(self.pending)))
-            self.pending = []
+        self.out.append(text_delta("".join(self.pending)))
+        self.pending = []
 
     def emit(self, event: Event) -> None:
         if self.pending:
             self.flush_text()
         self.out.append(event)
 
-
-def after_value(stack: list[Frame]) -> None:
-    """A value ended: its parent expects a comma next."""
-    if stack:
-        stack[-1].expect = "comma"
+    def compact(self) -> None:
+        """Drop consumed text, so each feed costs what it adds. A block's text is kept
+        only while the block may still turn out to be text (for MAX_UNDECIDED at most)."""
+        pos = keep = self.pos
+        if self.mode == "block":
+            if self.block_as_text:
+                self.emit_text(self.buf[self.block_start : pos])
+                self.block_start = pos
+            elif not (self.block_labeled or self.block_emitted):
+                if pos - self.block_start > MAX_UNDECIDED:
+                    # The name, if it comes, comes too late to make this block text
+                    # (`CallAssembler.set_name`): it is an action, its raw text not kept.
+                    self.block_labeled = True
+                else:
+                    keep = min(self.block_start, pos)
+        elif self.mode == "info":
+            keep = min(self.block_start, pos)
+        if keep > 0:
+            self.buf = self.buf[keep:]
+            self.pos = pos - keep
+            self.block_start -= keep

@@ -14,12 +14,13 @@ import re
 from json.encoder import encode_basestring  # json.dumps(s, ensure_ascii=False), in C
 from typing import Literal
 
+import attrs
+
 from parlay.engine.contract.parser.calls import CallAssembler
-from parlay.engine.contract.parser.state import Frame, ParserState, after_value
+from parlay.engine.contract.parser.state import ParserState
 from parlay.engine.contract.parser.vocabulary import FINAL_KINDS, QUOTES
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\"}
-_BLANKS = re.compile(r"[ \t]*")
 # How far past a fence in a string its line is read to tell an info string from none.
 _FENCE_PEEK = 16
 # What stops a run of string content: an escape, a newline, the closing quote, and in a
@@ -34,38 +35,39 @@ _JSON_CLOSERS = ("}", "]")
 _NEWLINE_RUN = re.compile(r"\n\s*").match
 # What the open string is: a key, a tool name, arguments (or their start as one string),
 # a thought, final content, the typed format's kind, or something skipped.
-StringRole = Literal[
-    "", "key", "name", "args", "args_string", "thought", "content", "kind", "skip"
-]  # fmt: skip
+StringRole = Literal["key", "name", "args", "args_string", "thought", "content", "kind", "skip"]
 WAIT = -1  # `StringReader.span`: an escape or a fence is cut by the end of the text read so far
 FENCE_END = -2  # `StringReader.span`: a bare fence ended the block (`pos` is past it)
 
 
+@attrs.define
 class StringReader:
     """Reads the strings of an action block: their characters, escapes and fences, where
-    each ends, and what its value does once read (`role`: set by the scanner, which
-    knows what the value is for)."""
+    each ends, and what its value does once read (`role`: set by the scanner)."""
 
-    __slots__ = ("calls", "chars", "close", "fence", "quote", "role", "st", "stack", "tail")
+    st: ParserState
+    calls: CallAssembler
+    quote: str | None = None  # the open string's quote (None: no string open)
+    close: str = ""  # the quote that closes it
+    role: StringRole = "skip"
+    chars: list[str] = attrs.Factory(list)
+    fence: bool = False  # a code fence opened inside the current string
+    tail: str = ""  # the current string's last character other than a blank
 
-    def __init__(self, st: ParserState, stack: list[Frame], calls: CallAssembler) -> None:
-        self.st = st
-        self.stack = stack
-        self.calls = calls
-        self.quote: str | None = None  # the open string's quote (None: no string open)
-        self.close = ""  # the quote that closes it
-        self.role: StringRole = ""
-        self.chars: list[str] = []
-        self.fence = False  # a code fence opened inside the current string
-        self.tail = ""  # the current string's last character other than a blank
-
-    def begin(self, quote: str) -> None:
-        """A string opens at `quote` (its role is set next, by the scanner)."""
+    def begin(self, quote: str, role: StringRole) -> None:
         self.quote = quote
         self.close = QUOTES.get(quote, quote)
+        self.role = role
         self.chars = []
         self.fence = False
         self.tail = ""
+
+    def takes_whole(self, text: str) -> bool:
+        """Whether nothing in `text` may end, escape or fence the open string."""
+        # As `_STOPS` reads it; `in` tests cost less than a search on a chunk's few characters.
+        if self.close in text or "\\" in text or "\n" in text:
+            return False
+        return not self.st.block_fenced or "`" not in text
 
     def span(self, i: int) -> int:
         """Consume string characters from `i`: the index after them, WAIT or FENCE_END."""
@@ -88,11 +90,13 @@ class StringReader:
             run = _NEWLINE_RUN(buf, j)
             assert run is not None  # there is one at `j`
             self.add(run.group())
-            self.st.line_start_in_block = True
+            st.line_start_in_block = True
             return run.end()
-        if self.role == "content":
-            self._close_quoted_json()
-        self.st.pos = j + 1  # where the value ends (a tool name's position is checked)
+        if self.role == "content" and not st.block_as_text:
+            # JSON quoted in the answer whose closing quote, unescaped, ended the answer
+            # instead: closed, so the answer reads whole.
+            st.emit_text(quoted_json_closing("".join(self.chars)))
+        st.pos = j + 1  # where the value ends (a tool name's position is checked)
         self.finish()
         return j + 1
 
@@ -103,18 +107,22 @@ class StringReader:
             self.st.pos = j
             return WAIT
         nxt = buf[j + 1] if j + 1 < n else "\\"
-        if nxt == "u":
-            hexa = buf[j + 2 : j + 6]
-            if len(hexa) < 4 and not self.st.final:
-                self.st.pos = j
-                return WAIT
-            if len(hexa) == 4 and all(c in "0123456789abcdefABCDEF" for c in hexa):
-                self._escape_u(hexa)
-                return j + 6
+        if nxt != "u":
+            self.add(_ESCAPES.get(nxt, nxt))
+            return j + 2
+        hexa = buf[j + 2 : j + 6]
+        if len(hexa) < 4 and not self.st.final:
+            self.st.pos = j
+            return WAIT
+        if len(hexa) < 4 or any(c not in "0123456789abcdefABCDEF" for c in hexa):
             self.add("u")
             return j + 2
-        self.add(_ESCAPES.get(nxt, nxt))
-        return j + 2
+        if self.role == "args":
+            self.calls.norm("\\u" + hexa)
+        else:
+            code = int(hexa, 16)
+            self.add("\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code))
+        return j + 6
 
     def _backtick(self, j: int) -> int:
         """A backtick in a string of a fenced block: content, unless it is the block's own
@@ -131,16 +139,12 @@ class StringReader:
         if head != "```":
             self.add("`")
             return j + 1
-        if self.fence:
-            self.fence = False  # closes the code block the string holds
-            self.add("```")
-            return j + 3
-        info = self._fence_has_info(j + 3) if self.tail in _JSON_CLOSERS else True
+        info = True if self.fence or self.tail not in _JSON_CLOSERS else self._fence_info(j + 3)
         if info is None:
             self.st.pos = j
             return WAIT
         if info:
-            self.fence = True  # opens a code block inside the string
+            self.fence = not self.fence  # opens or closes a code block the string holds
             self.add("```")
             return j + 3
         if self.role != "args":
@@ -148,13 +152,12 @@ class StringReader:
         self.st.pos = j + 3
         return FENCE_END
 
-    def _fence_has_info(self, k: int) -> bool | None:
+    def _fence_info(self, k: int) -> bool | None:
         """Does the fence ending at `k` have an info string (anything but blanks before its
         line ends)? None: the text read so far does not say."""
         buf = self.st.buf
-        match = _BLANKS.match(buf, k, k + _FENCE_PEEK)
-        assert match is not None  # `[ \t]*` matches anywhere
-        end = match.end()
+        line = buf[k : k + _FENCE_PEEK]
+        end = k + len(line) - len(line.lstrip(" \t"))
         if end >= k + _FENCE_PEEK:
             return True
         if end >= len(buf):
@@ -169,64 +172,36 @@ class StringReader:
         role = self.role
         if role == "args":
             self.calls.norm(encode_basestring(text)[1:-1])
-        elif role == "content":
-            if not self.st.block_as_text:  # else the whole block is shown as it was written
-                self.st.block_emitted = True
-                self.st.emit_text(text)
-                self.chars.append(text)
+        elif role == "content" and not self.st.block_as_text:  # else shown as written
+            self.st.block_emitted = True
+            self.st.emit_text(text)
+            self.chars.append(text)
         elif role != "skip":
             self.chars.append(text)
 
-    def _close_quoted_json(self) -> None:
-        """Close JSON quoted in final content whose closing quote, unescaped, ended the
-        content instead, so the answer reads whole."""
-        if self.st.block_as_text:
-            return
-        closing = quoted_json_closing("".join(self.chars))
-        if closing:
-            self.st.emit_text(closing)
-
-    def _escape_u(self, hexa: str) -> None:
-        if self.role == "args":
-            self.calls.norm("\\u" + hexa)
-            return
-        code = int(hexa, 16)
-        self.add("\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code))
-
     def finish(self) -> None:
-        role = self.role
-        value = "".join(self.chars)
+        """The string ended: its value does what its role says."""
+        role, value, calls = self.role, "".join(self.chars), self.calls
         self.quote = None
-        self.chars = []
-        self.fence = False
-        self.tail = ""
-        top = self.stack[-1] if self.stack else None
         if role == "key":
-            if top is not None:
-                top.key = value
-                top.expect = "colon"
-            self.calls.hold_key(value)
+            calls.key_read(value)
             return
         if role == "args":
-            self.calls.norm('"')
+            calls.norm('"')
         elif role == "args_string":
-            self.calls.args_from_string(value)
+            calls.args_from_string(value)
         elif role == "name":
-            self.calls.set_name(value, (top.key or "") if top else "")
+            calls.set_name(value)
         elif role == "thought":
-            self.calls.add_thought(value)
+            calls.add_thought(value)
         elif role == "kind":
             self.st.typed_final = value.strip().lower() in FINAL_KINDS
-        if self.calls.args_depth is not None and len(self.stack) == self.calls.args_depth:
-            self.calls.args_depth = None
-        after_value(self.stack)
+        calls.value_ended()
 
 
 def quoted_json_closing(content: str) -> str:
-    """What closes JSON quoted in `content` when the content ends inside one of its
-    strings (`returned {"status": "shipped` → `"}`), else "". Quotes outside braces are
-    prose."""
-
+    """What closes JSON quoted in `content` when it ends inside one of its strings
+    (`returned {"status": "shipped` → `"}`), else "". Quotes outside braces are prose."""
     open_brackets: list[str] = []
     in_string = escaped = False
     for ch in content:

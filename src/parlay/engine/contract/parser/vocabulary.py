@@ -8,17 +8,7 @@ import re
 # Keys the parser understands, with the aliases models actually use.
 NAME_KEYS = frozenset({"tool", "name", "tool_name", "function", "function_name", "tool_call"})
 ARGS_KEYS = frozenset(
-    {
-        "parameters",
-        "arguments",
-        "args",
-        "input",
-        "params",
-        "tool_input",
-        "tool_args",
-        "kwargs",
-        "action_input",
-    }
+    "parameters arguments args input params tool_input tool_args kwargs action_input".split()
 )
 WRAPPER_KEYS = frozenset({"action", "function", "tool_call", "call", "function_call"})
 # Keys whose list holds several calls: the json format's parallel form `{"actions": [...]}`,
@@ -39,7 +29,7 @@ REPLY_KINDS = ACTION_KINDS | FINAL_KINDS
 BLOCK_KEYS = (
     NAME_KEYS | ARGS_KEYS | WRAPPER_KEYS | (LIST_KEYS - {"tools"}) | FINAL_KEYS | THOUGHT_KEYS
 )
-# Fence info strings that hold actions (or may: see `TextReader._run_info`).
+# Fence info strings that hold actions (or may: see `TextReader.run_info`).
 ACTION_FENCES = frozenset({"json action", "action", "tool", "tool_call", "tool_code", "function"})
 JSON_FENCES = frozenset({"json", "jsonc", "json5", "javascript", "js", ""})
 
@@ -48,11 +38,5 @@ QUOTES = {'"': '"', "'": "'", "“": "”", "‘": "’", "”": "”"}
 # Characters of an unquoted value or key (numbers, literals, bare names).
 ATOM_CHARS = re.compile(r"[A-Za-z0-9_.+\-$]")
 # JSON literals, and the Python spellings models write for them.
-LITERALS = {
-    "true": "true",
-    "false": "false",
-    "null": "null",
-    "True": "true",
-    "False": "false",
-    "None": "null",
-}
+LITERALS = {"true": "true", "false": "false", "null": "null"}
+LITERALS |= {"True": "true", "False": "false", "None": "null"}
