@@ -6,12 +6,8 @@ import pytest
 
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
 from parlay.engine.checks.retry_message import retry_instruction
-from parlay.engine.contract.render import (
-    FORMATS,
-    ContractOptions,
-    render_contract,
-    render_results,
-)
+from parlay.engine.contract.pieces import FORMATS, ContractOptions, render_results
+from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import ToolState
 from parlay.request import ChatRequest, ToolChoice
 

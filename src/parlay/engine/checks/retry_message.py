@@ -9,14 +9,14 @@ from typing import Literal
 from parlay.context import ToolCall
 from parlay.engine.checks.rules import RULES, OwnRuleName, VerdictReason
 from parlay.engine.contract.examples import example_arguments
-from parlay.engine.contract.render import (
+from parlay.engine.contract.pieces import (
     ContractOptions,
     lists_calls,
     render_call,
     render_template,
     shape_of,
+    tool_view,
 )
-from parlay.engine.contract.tool_view import tool_view
 from parlay.request import ToolChoice, ToolSpec
 
 # What a retry message answers: a verdict, or under tool_choice none a reply without words.

@@ -7,7 +7,9 @@ Rendering is pure: same request, same options, same messages.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from typing import Any
 
 from attrs import frozen
 
@@ -15,60 +17,28 @@ from parlay.context import (
     AssistantMessage,
     Message,
     SystemMessage,
+    ToolCall,
     ToolResult,
     UserMessage,
 )
-from parlay.engine.contract.examples import (
-    EXAMPLE_ANSWERS,
-    ask_example,
-    chain_example,
-    pair_example,
-    single_example,
-    values_of,
-)
+from parlay.engine.contract import examples
 from parlay.engine.contract.grounding import UNCHECKED, Grounds, grounds_of
 from parlay.engine.contract.pieces import (
-    DEFAULT_FORMAT,
-    DEFAULT_MAX_RESULT_CHARS,
-    FORMATS,
-    LIST_SHAPES,
-    NAME_PLACEHOLDER,
-    OBJECT_FORMATS,
     OBJECT_SHAPES,
     ContractOptions,
     lists_calls,
-    render_call,
     render_calls,
     render_final,
     render_results,
     render_template,
     shape_of,
+    tool_view,
 )
 from parlay.engine.contract.state import ToolState, has_tool_activity, tool_state
-from parlay.engine.contract.tool_view import tool_view
 from parlay.request import ChatRequest, ToolSpec
 
-# The pieces are parlay.engine.contract.pieces's; importing them from here still works.
-__all__ = [
-    "DEFAULT_FORMAT",
-    "DEFAULT_MAX_RESULT_CHARS",
-    "FORMATS",
-    "LIST_SHAPES",
-    "NAME_PLACEHOLDER",
-    "OBJECT_FORMATS",
-    "OBJECT_SHAPES",
-    "Contract",
-    "ContractOptions",
-    "lists_calls",
-    "project_history",
-    "render_call",
-    "render_calls",
-    "render_contract",
-    "render_final",
-    "render_results",
-    "render_template",
-    "shape_of",
-]
+# The line that begins each turn of the rendered few-shot examples.
+_TURN = re.compile(r"^\s*<<(user|assistant)>>\s*$", re.MULTILINE)
 
 
 @frozen
@@ -90,64 +60,49 @@ class Contract:
     grounds: Grounds = UNCHECKED
 
 
-def _few_shot(
+def _examples(
+    request: ChatRequest,
     tools: tuple[ToolSpec, ...],
     options: ContractOptions,
     shape: str,
     constrained: bool,
-    parallel: bool,
-) -> tuple[list[Message], frozenset[str | int | float]]:
-    """The example turns, and the values a real call should not copy (`values_of`).
-    With parallel calls allowed, one example reply makes two calls."""
-    singles = [single_example(spec, i) for i, spec in enumerate(tools[: options.max_examples])]
-    chain = chain_example(tools)
-    pair = pair_example(tools) if parallel else None
-    listed = lists_calls(options, shape, parallel)
-    shown = [example.call for example in singles]
-    if pair is not None:
-        shown.extend(pair.calls)
+) -> tuple[list[Message], frozenset[str | int | float], frozenset[str]]:
+    """The example turns, and the values and answers they show that the conversation does
+    not (a reply carrying one copied it). With parallel calls allowed, one example reply
+    makes two calls; under a grammar the calls carry no thought (it has no room for one)."""
+    singles = [examples.single_example(t, i) for i, t in enumerate(tools[: options.max_examples])]
+    chain = examples.chain_example(tools)
+    pair = examples.pair_example(tools) if request.parallel_tool_calls else None
+    listed = lists_calls(options, shape, request.parallel_tool_calls)
+    shown = [example.call for example in singles] + list(pair.calls if pair else ())
     if chain is not None:
         shown.extend(call for call in (chain.first, chain.second) if call is not None)
+
+    def show(calls: Sequence[ToolCall], thought: str = "") -> str:
+        thought = "" if constrained else thought
+        return render_calls(calls, options, thought, shape=shape, listed=listed)
+
     text = render_template(
         options,
         "contract/fewshot.j2",
         singles=singles,
-        ask=ask_example(tools),
+        ask=examples.ask_example(tools),
         chain=chain,
         pair=pair,
-        render_call=lambda call, thought="": render_call(
-            call, options, "" if constrained else thought, shape=shape, listed=listed
-        ),
-        render_calls=lambda calls, thought="": render_calls(
-            calls, options, "" if constrained else thought, shape=shape, listed=listed
-        ),
+        render_call=lambda call, thought="": show([call], thought),
+        render_calls=show,
         render_final=lambda content: render_final(content, options, shape=shape),
         render_results=lambda results: render_results(results, options),
     )
-    return _turns(text), values_of(shown)
-
-
-def _turns(text: str) -> list[Message]:
-    """The chat turns of rendered examples, each begun by a `<<user>>` or `<<assistant>>` line."""
-    turns: list[Message] = []
-    role: str | None = None
-    lines: list[str] = []
-
-    def flush() -> None:
-        if role is not None:
-            body = "\n".join(lines).strip()
-            turns.append(UserMessage(body) if role == "user" else AssistantMessage(body))
-
-    for line in text.split("\n"):
-        marker = line.strip()
-        if marker in ("<<user>>", "<<assistant>>"):
-            flush()
-            role = marker[2:-2]
-            lines = []
-        else:
-            lines.append(line)
-    flush()
-    return turns
+    turns = _TURN.split(text)
+    messages: list[Message] = [
+        UserMessage(body.strip()) if role == "user" else AssistantMessage(body.strip())
+        for role, body in zip(turns[1::2], turns[2::2], strict=True)
+    ]
+    # One pass over the conversation for both: it is read whole for each.
+    unseen = _unseen(examples.values_of(shown) | examples.EXAMPLE_ANSWERS, request.messages)
+    answers = frozenset(str(v) for v in unseen & examples.EXAMPLE_ANSWERS)
+    return messages, unseen - examples.EXAMPLE_ANSWERS, answers
 
 
 def _unseen(
@@ -206,29 +161,18 @@ def project_history(
             out.append(message)
     restated = asked if options.restate_request else ""
     waiting = tool_state(messages) is ToolState.WAITING_FOR_RESULT
-    out.extend(
-        _continuation(pending, options, waiting=waiting, request=restated, may_call=may_call)
+    return out + _continuation(
+        pending, options, waiting=waiting, request=restated, may_call=may_call
     )
-    return out
 
 
-def _continuation(
-    results: list[ToolResult],
-    options: ContractOptions,
-    *,
-    waiting: bool = False,
-    request: str = "",
-    may_call: bool = True,
-) -> list[Message]:
+def _continuation(results: list[ToolResult], options: ContractOptions, **how: Any) -> list[Message]:
     """The message wrapping `results` (none without results); ids shown where names repeat."""
-    if not results:
-        return []
     names = [r.name for r in results]
     show_ids = len(set(names)) < len(names)
-    text = render_results(
-        results, options, waiting=waiting, show_ids=show_ids, request=request, may_call=may_call
+    return (
+        [UserMessage(render_results(results, options, show_ids=show_ids, **how))] if results else []
     )
-    return [UserMessage(text)]
 
 
 def _projected_reply(
@@ -251,29 +195,24 @@ def _projected_reply(
 def render_contract(
     request: ChatRequest, options: ContractOptions, *, constrained: bool = False
 ) -> Contract:
-    """The messages the inner (plain-chat) model is sent for `request`.
-
-    `constrained`: the reply will be held to `constrain.action_schema`, so everything is
-    shown in that shape (see `shape_of`).
-    """
+    """The messages the inner (plain-chat) model is sent for `request`; `constrained`: the
+    reply will be held to `constrain.action_schema`, so all is shown in its shape."""
     shape = shape_of(options, constrained)
     messages = request.messages
     history = has_tool_activity(messages)
     tools = request.tools
-    from_history = False
-    if not tools and history:
-        tools, from_history = _tools_from_history(messages), True
+    from_history = not tools and history
+    if from_history:
+        tools = _tools_from_history(messages)
     system, start = _system_message(request, options, tools, shape, constrained)
-    out: list[Message] = [system]
-    example_values: frozenset[str | int | float] = frozenset()
-    example_answers: frozenset[str] = frozenset()
-    if options.few_shot and tools and not from_history and request.tool_choice.mode != "none":
-        turns, example_values, example_answers = _examples(
-            request, tools, options, shape, constrained
-        )
-        out.extend(turns)
-    parallel = request.parallel_tool_calls
     may_call = request.tool_choice.mode != "none"
+    turns, values, answers = (
+        _examples(request, tools, options, shape, constrained)
+        if options.few_shot and tools and not from_history and may_call
+        else ([], frozenset(), frozenset())
+    )
+    out = [system, *turns]
+    parallel = request.parallel_tool_calls
     out.extend(
         project_history(
             messages[start:], options, constrained=constrained, parallel=parallel, may_call=may_call
@@ -284,26 +223,9 @@ def render_contract(
         if reminder:
             out[-1] = UserMessage(f"{out[-1].content}\n\n{reminder}")
     state = tool_state(messages)
-    grounds = grounds_of(messages)
     return Contract(
-        tuple(out), tools, state, history, from_history, example_values, example_answers, grounds
+        tuple(out), tools, state, history, from_history, values, answers, grounds_of(messages)
     )
-
-
-def _examples(
-    request: ChatRequest,
-    tools: tuple[ToolSpec, ...],
-    options: ContractOptions,
-    shape: str,
-    constrained: bool,
-) -> tuple[list[Message], frozenset[str | int | float], frozenset[str]]:
-    """The example turns, and the values and answers they show that the conversation
-    does not (a reply carrying one copied it)."""
-    turns, values = _few_shot(tools, options, shape, constrained, request.parallel_tool_calls)
-    # One pass over the conversation for both: it is read whole for each.
-    unseen = _unseen(values | EXAMPLE_ANSWERS, request.messages)
-    answers = frozenset(str(v) for v in unseen & EXAMPLE_ANSWERS)
-    return turns, unseen - EXAMPLE_ANSWERS, answers
 
 
 def _system_message(
@@ -316,9 +238,9 @@ def _system_message(
     """The contract's system message (the caller's own system text first), and where the
     conversation starts after the caller's system messages."""
     messages = request.messages
-    start = 0
-    while start < len(messages) and isinstance(messages[start], SystemMessage):
-        start += 1
+    start = next(
+        (i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)), len(messages)
+    )
     system = render_template(
         options,
         "contract/system.j2",
