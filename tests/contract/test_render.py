@@ -9,7 +9,7 @@ from parlay.engine.checks.retry_message import retry_instruction
 from parlay.engine.contract.pieces import FORMATS, ContractOptions, render_results
 from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import ToolState
-from parlay.request import ChatRequest, ToolChoice
+from parlay.request import ChatRequest, ToolChoice, ToolSpec
 
 from .conftest import FRESH, HISTORY, TOOLS
 
@@ -253,3 +253,12 @@ def test_the_continuation_answered_now_restates_the_request_unless_switched_off(
     last = contract.messages[-1].content
     assert last.startswith("Result of get_weather")
     assert ("The request: Weather in Rome, then add 2 and 3?" in last) is restate
+
+
+def test_a_second_tool_with_a_blank_description_does_not_crash_the_examples() -> None:
+    # The chain example lowers the first letter of the second tool's first sentence: a
+    # description of spaces only made that sentence empty, and rendering raised IndexError.
+    blank = ToolSpec("lookup", "   ", {"type": "object", "properties": {"q": {"type": "string"}}})
+    request = ChatRequest(FRESH, (TOOLS[0], blank), ToolChoice("auto"))
+    contract = render_contract(request, ContractOptions())
+    assert any("then ." in m.content for m in contract.messages if m.role == "user")

@@ -75,8 +75,7 @@ def _examples(
     pair = examples.pair_example(tools) if request.parallel_tool_calls else None
     listed = lists_calls(options, shape, request.parallel_tool_calls)
     shown = [example.call for example in singles] + list(pair.calls if pair else ())
-    if chain is not None:
-        shown.extend(call for call in (chain.first, chain.second) if call is not None)
+    shown.extend(call for call in (chain.first, chain.second) if call is not None)
 
     def show(calls: Sequence[ToolCall], thought: str = "") -> str:
         thought = "" if constrained else thought
