@@ -20,36 +20,18 @@ from parlay.request import ResponseFormat, ToolChoice, ToolSpec
 # An answer has at least one character, or a model may close the string at once and
 # leave the user an empty message.
 _ANSWER_TEXT: dict[str, Any] = {"type": "string", "minLength": 1}
-FINAL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "final": {
-            "type": "object",
-            "properties": {"content": _ANSWER_TEXT},
-            "required": ["content"],
-        }
-    },
-    "required": ["final"],
-}
-
-
-def _parameters(spec: ToolSpec) -> dict[str, Any]:
-    schema = dict(spec.parameters or {})
-    schema.setdefault("type", "object")
-    schema.setdefault("properties", {})
-    return schema
-
-
-TYPED_FINAL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"type": {"const": "final"}, "content": _ANSWER_TEXT},
-    "required": ["type", "content"],
-}
-# The typed format's form for several calls holds two or more: its kind is the model's
-# choice, which a model makes carelessly when one entry would do
-# (bench/results/parallel-probe.md).
-
+# The typed format's form for several calls holds two or more: one entry would leave the
+# reply's kind ("tool_call" or "tool_calls") a choice the model makes carelessly.
 TYPED_MIN_SEVERAL = 2
+
+
+def _object(**properties: Any) -> dict[str, Any]:
+    """An object schema requiring each of `properties`."""
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+FINAL_SCHEMA = _object(final=_object(content=_ANSWER_TEXT))
+TYPED_FINAL_SCHEMA = _object(type={"const": "final"}, content=_ANSWER_TEXT)
 
 
 def final_schema(action_format: ActionFormat) -> dict[str, Any]:
@@ -57,68 +39,43 @@ def final_schema(action_format: ActionFormat) -> dict[str, Any]:
     return TYPED_FINAL_SCHEMA if action_format == "typed" else FINAL_SCHEMA
 
 
-def _typed_entry(spec: ToolSpec) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "tool_name": {"type": "string", "enum": [spec.name]},
-            "arguments": _parameters(spec),
-        },
-        "required": ["tool_name", "arguments"],
-    }
-
-
-def _typed_schema(kind: str, key: str, value: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {"type": {"const": kind}, key: value},
-        "required": ["type", key],
-    }
-
-
 def _named_call(spec: ToolSpec, action_format: ActionFormat) -> dict[str, Any]:
-    """One call object: the tool's name and its arguments (`args` in the json format)."""
-    key = "args" if action_format == "json" else "parameters"
+    """One call object: the tool's name and its arguments, under the format's keys."""
+    given = spec.parameters or {}
+    parameters = {
+        **given,
+        "type": given.get("type", "object"),
+        "properties": given.get("properties", {}),
+    }
+    name = {"type": "string", "enum": [spec.name]}
+    if action_format == "typed":
+        return _object(tool_name=name, arguments=parameters)
+    return _object(tool=name, **{"args" if action_format == "json" else "parameters": parameters})
+
+
+def _array(items: list[dict[str, Any]], min_items: int) -> dict[str, Any]:
     return {
-        "type": "object",
-        "properties": {"tool": {"type": "string", "enum": [spec.name]}, key: _parameters(spec)},
-        "required": ["tool", key],
+        "type": "array",
+        "items": items[0] if len(items) == 1 else {"anyOf": items},
+        "minItems": min_items,
     }
 
 
 def call_schema(spec: ToolSpec, action_format: ActionFormat) -> dict[str, Any]:
     """A reply making one call of `spec`."""
+    call = _named_call(spec, action_format)
     if action_format == "typed":
-        return _typed_schema("tool_call", "tool", _typed_entry(spec))
-    inner = _named_call(spec, action_format)
-    if action_format == "json":
-        return {"type": "object", "properties": {"action": inner}, "required": ["action"]}
-    return inner
+        return _object(type={"const": "tool_call"}, tool=call)
+    return _object(action=call) if action_format == "json" else call
 
 
 def calls_schema(tools: list[ToolSpec], action_format: ActionFormat) -> dict[str, Any]:
     """A reply making one or more calls at once: `{"actions": [call, ...]}` (typed:
     `{"type": "tool_calls", "tools": [...]}`, two or more)."""
+    calls = [_named_call(spec, action_format) for spec in tools]
     if action_format == "typed":
-        entries = [_typed_entry(spec) for spec in tools]
-        several = {
-            "type": "array",
-            "items": entries[0] if len(entries) == 1 else {"anyOf": entries},
-            "minItems": TYPED_MIN_SEVERAL,
-        }
-        return _typed_schema("tool_calls", "tools", several)
-    items = [_named_call(spec, action_format) for spec in tools]
-    return {
-        "type": "object",
-        "properties": {
-            "actions": {
-                "type": "array",
-                "items": items[0] if len(items) == 1 else {"anyOf": items},
-                "minItems": 1,
-            }
-        },
-        "required": ["actions"],
-    }
+        return _object(type={"const": "tool_calls"}, tools=_array(calls, TYPED_MIN_SEVERAL))
+    return _object(actions=_array(calls, 1))
 
 
 def action_schema(
@@ -130,14 +87,11 @@ def action_schema(
     parallel: bool = False,
     listed: bool = False,
 ) -> dict[str, Any] | None:
-    """The schema of a valid reply, or None when nothing should be constrained.
+    """The schema of a valid reply, or None when nothing should be constrained (`none`).
 
-    Forced choices allow only calls (of the named tool); `auto` also allows a final answer:
-    `{"final": {"content": ...}}`, or a JSON value of the `answer` schema when the caller
-    asked for structured output (the parser reads such an object as the answer's text,
-    which the caller then parses); `none` is never constrained. `parallel` also admits
-    several calls in one reply (`calls_schema`); without it, exactly one call. `listed`
-    (with `parallel`) admits only that list form, for one call too.
+    Forced choices allow only calls (of the named tool); `auto` also allows a final answer,
+    or a value of the `answer` schema when the caller asked for structured output.
+    `parallel` also admits several calls in one reply; `listed` only that list form.
     """
     if choice.mode == "none" or not tools:
         return None
@@ -159,14 +113,9 @@ def action_schema(
 
 
 def _answer_first(schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema` with a property that marks no action first, where it has one.
-
-    The parser takes an object whose first key is an action key (`thought`, `name`...) for
-    an action, and grammars write properties in the schema's order: `{"reasoning": ...,
-    "answer": ...}` would be read as an action's thought and lost, `{"answer": ...,
-    "reasoning": ...}` is read as the answer. JSON objects are unordered, so the caller's
-    parse is the same.
-    """
+    """`schema` with a property that marks no action first, where it has one: the parser
+    reads an object whose first key is an action key (`thought`, `name`...) as an action,
+    and grammars write properties in the schema's order."""
     properties = schema.get("properties")
     if schema.get("type") != "object" or not isinstance(properties, dict):
         return schema
@@ -191,6 +140,4 @@ def action_response_format(
     listed: bool = False,
 ) -> ResponseFormat | None:
     schema = action_schema(tools, choice, action_format, answer, parallel=parallel, listed=listed)
-    if schema is None:
-        return None
-    return ResponseFormat(schema, name="action", strict=True)
+    return None if schema is None else ResponseFormat(schema, name="action", strict=True)
