@@ -50,7 +50,7 @@ def _python_type(schema: Any) -> Any:
     choices = _choices_type(schema)
     if choices is not None:
         return choices
-    kind = schema.get("type")
+    kind: Any = schema.get("type")
     if isinstance(kind, list):
         return Union[tuple(_python_type({**schema, "type": k}) for k in kind)]  # noqa: UP007
     if kind == "array":
