@@ -8,11 +8,11 @@ so under constraint every format writes its call as a bare JSON object.
 
 from __future__ import annotations
 
+from itertools import count
 from typing import Any
 
 from attrs import evolve
 
-from parlay.engine.contract import definitions
 from parlay.engine.contract.parser.vocabulary import BLOCK_KEYS
 from parlay.engine.contract.pieces import ActionFormat
 from parlay.request import ResponseFormat, ToolChoice, ToolSpec
@@ -96,9 +96,7 @@ def action_schema(
     if choice.mode == "none" or not tools:
         return None
     allowed = [t for t in tools if choice.mode != "tool" or t.name == choice.name]
-    *parameters, answer_or_none = definitions.distinct(
-        [t.parameters or {} for t in allowed] + [answer or {}]
-    )
+    *parameters, answer_or_none = distinct([t.parameters or {} for t in allowed] + [answer or {}])
     allowed = [evolve(t, parameters=p) for t, p in zip(allowed, parameters, strict=True)]
     answer = answer_or_none if answer is not None else None
     if parallel and listed:
@@ -109,7 +107,7 @@ def action_schema(
             options.append(calls_schema(allowed, action_format))
     if choice.mode == "auto":
         options.append(_answer_first(answer) if answer is not None else final_schema(action_format))
-    return definitions.at_root(options, parameters)
+    return at_root(options, parameters)
 
 
 def _answer_first(schema: dict[str, Any]) -> dict[str, Any]:
@@ -141,3 +139,73 @@ def action_response_format(
 ) -> ResponseFormat | None:
     schema = action_schema(tools, choice, action_format, answer, parallel=parallel, listed=listed)
     return None if schema is None else ResponseFormat(schema, name="action", strict=True)
+
+
+# Named subschemas (`$defs`): JSON Schema reads `$ref: #/$defs/Address` from the root of
+# the whole schema, so where the answer schema and each tool's parameters stand side by
+# side under `anyOf`, their named subschemas move to the root; and two of them naming
+# different subschemas alike (two tools each with an `Item` model) must not collide.
+DEFINITIONS = ("$defs", "definitions")
+
+
+def distinct(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The schemas, each later one whose subschema is named like a different one before it
+    renamed there (`Item` → `Item_2`), its `$ref`s with it; the same subschema under the
+    same name stays shared. Schemas needing no renaming are returned as they were."""
+    taken: dict[tuple[str, str], Any] = {}
+    out = []
+    for schema in schemas:
+        renames: dict[str, str] = {}
+        for key in DEFINITIONS:
+            defs: Any = schema.get(key)
+            for name, sub in defs.items() if isinstance(defs, dict) else ():
+                if taken.get((key, name), sub) != sub:
+                    free = (f"{name}_{n}" for n in count(2))
+                    new = next(n for n in free if (key, n) not in taken and n not in defs)
+                    renames[f"#/{key}/{name}"] = f"#/{key}/{new}"
+                    name = new
+                taken[(key, name)] = sub
+        out.append(_renamed(schema, renames) if renames else schema)
+    return out
+
+
+def _renamed(node: Any, renames: dict[str, str]) -> Any:
+    """`node` with every `$ref` in `renames` pointed at its new name, and those
+    subschemas stored under it."""
+    if isinstance(node, list):
+        return [_renamed(item, renames) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "$ref" and isinstance(value, str):
+            out[key] = _renamed_ref(value, renames)
+        elif key in DEFINITIONS and isinstance(value, dict):
+            out[key] = {
+                _renamed_ref(f"#/{key}/{name}", renames).rsplit("/", 1)[1]: _renamed(sub, renames)
+                for name, sub in value.items()
+            }
+        else:
+            out[key] = _renamed(value, renames)
+    return out
+
+
+def _renamed_ref(ref: str, renames: dict[str, str]) -> str:
+    for old, new in renames.items():
+        if ref == old or ref.startswith(old + "/"):
+            return new + ref[len(old) :]
+    return ref
+
+
+def at_root(options: list[dict[str, Any]], parameters: list[dict[str, Any]]) -> dict[str, Any]:
+    """The options as one schema, their named subschemas lifted to its root. The tools'
+    parameters keep theirs (a recursive model's cannot be inlined); a copy goes to the
+    root too. Names are expected `distinct` already."""
+    found: dict[str, dict[str, Any]] = {}
+    for schema in [*options, *parameters]:
+        for key in DEFINITIONS:
+            if isinstance(schema.get(key), dict):
+                found.setdefault(key, {}).update(schema[key])
+    bare = [{k: v for k, v in option.items() if k not in DEFINITIONS} for option in options]
+    schema = bare[0] if len(bare) == 1 else {"anyOf": bare}
+    return {**schema, **found}
