@@ -21,19 +21,9 @@ from parlay.context import (
     ToolResult,
     UserMessage,
 )
-from parlay.engine.contract import examples
+from parlay.engine.contract import examples, pieces
 from parlay.engine.contract.grounding import UNCHECKED, Grounds, grounds_of
-from parlay.engine.contract.pieces import (
-    OBJECT_SHAPES,
-    ContractOptions,
-    lists_calls,
-    render_calls,
-    render_final,
-    render_results,
-    render_template,
-    shape_of,
-    tool_view,
-)
+from parlay.engine.contract.pieces import ContractOptions
 from parlay.engine.contract.state import ToolState, has_tool_activity, tool_state
 from parlay.request import ChatRequest, ToolSpec
 
@@ -60,46 +50,69 @@ class Contract:
     grounds: Grounds = UNCHECKED
 
 
+@frozen
+class _Shape:
+    """How one request's replies are written: calls, answers, results."""
+
+    options: ContractOptions
+    shape: str
+    constrained: bool
+    listed: bool
+
+    def calls(self, calls: Sequence[ToolCall], thought: str = "") -> str:
+        # Under a grammar a call carries no thought: the grammar has no room for one.
+        thought = "" if self.constrained else thought
+        return pieces.render_calls(
+            calls, self.options, thought, shape=self.shape, listed=self.listed
+        )
+
+    def final(self, content: str) -> str:
+        return pieces.render_final(content, self.options, shape=self.shape)
+
+    def results(self, results: list[ToolResult], **how: Any) -> list[Message]:
+        """The message wrapping `results` (none without results); ids where names repeat."""
+        names = [r.name for r in results]
+        show_ids = len(set(names)) < len(names)
+        text = pieces.render_results(results, self.options, show_ids=show_ids, **how)
+        return [UserMessage(text)] if results else []
+
+
+def _shape(options: ContractOptions, constrained: bool, parallel: bool) -> _Shape:
+    shape = pieces.shape_of(options, constrained)
+    return _Shape(options, shape, constrained, pieces.lists_calls(options, shape, parallel))
+
+
 def _examples(
-    request: ChatRequest,
-    tools: tuple[ToolSpec, ...],
-    options: ContractOptions,
-    shape: str,
-    constrained: bool,
+    request: ChatRequest, tools: tuple[ToolSpec, ...], shown: _Shape
 ) -> tuple[list[Message], frozenset[str | int | float], frozenset[str]]:
     """The example turns, and the values and answers they show that the conversation does
     not (a reply carrying one copied it). With parallel calls allowed, one example reply
-    makes two calls; under a grammar the calls carry no thought (it has no room for one)."""
+    makes two calls."""
+    options = shown.options
     singles = [examples.single_example(t, i) for i, t in enumerate(tools[: options.max_examples])]
     chain = examples.chain_example(tools)
     pair = examples.pair_example(tools) if request.parallel_tool_calls else None
-    listed = lists_calls(options, shape, request.parallel_tool_calls)
-    shown = [example.call for example in singles] + list(pair.calls if pair else ())
-    shown.extend(call for call in (chain.first, chain.second) if call is not None)
-
-    def show(calls: Sequence[ToolCall], thought: str = "") -> str:
-        thought = "" if constrained else thought
-        return render_calls(calls, options, thought, shape=shape, listed=listed)
-
-    text = render_template(
+    text = pieces.render_template(
         options,
         "contract/fewshot.j2",
         singles=singles,
         ask=examples.ask_example(tools),
         chain=chain,
         pair=pair,
-        render_call=lambda call, thought="": show([call], thought),
-        render_calls=show,
-        render_final=lambda content: render_final(content, options, shape=shape),
-        render_results=lambda results: render_results(results, options),
+        render_call=lambda call, thought="": shown.calls([call], thought),
+        render_calls=shown.calls,
+        render_final=shown.final,
+        render_results=lambda results: pieces.render_results(results, options),
     )
     turns = _TURN.split(text)
+    calls = [e.call for e in singles] + list(pair.calls if pair else ()) + [chain.first]
+    values = examples.values_of(calls + ([chain.second] if chain.second else []))
+    # One pass over the conversation for both: it is read whole for each.
+    unseen = _unseen(values | examples.EXAMPLE_ANSWERS, request.messages)
     messages: list[Message] = [
         UserMessage(body.strip()) if role == "user" else AssistantMessage(body.strip())
         for role, body in zip(turns[1::2], turns[2::2], strict=True)
     ]
-    # One pass over the conversation for both: it is read whole for each.
-    unseen = _unseen(examples.values_of(shown) | examples.EXAMPLE_ANSWERS, request.messages)
     answers = frozenset(str(v) for v in unseen & examples.EXAMPLE_ANSWERS)
     return messages, unseen - examples.EXAMPLE_ANSWERS, answers
 
@@ -121,8 +134,7 @@ def _tools_from_history(messages: Sequence[Message]) -> tuple[ToolSpec, ...]:
     names: dict[str, None] = {}
     for message in messages:
         if isinstance(message, AssistantMessage):
-            for call in message.tool_calls:
-                names.setdefault(call.name)
+            names.update(dict.fromkeys(call.name for call in message.tool_calls))
         elif isinstance(message, ToolResult):
             names.setdefault(message.name)
     return tuple(
@@ -141,8 +153,7 @@ def project_history(
     """Calls back into action text, results into continuation messages; no tool roles.
     `may_call`: whether the reply to the last continuation may call (not under
     tool_choice "none"), which its last line asks for accordingly."""
-    shape = shape_of(options, constrained)
-    listed = lists_calls(options, shape, parallel)
+    shown = _shape(options, constrained, parallel)
     out: list[Message] = []
     pending: list[ToolResult] = []
     asked = ""  # the latest user message: what the results serve
@@ -150,45 +161,28 @@ def project_history(
         if isinstance(message, ToolResult):
             pending.append(message)
             continue
-        out.extend(_continuation(pending, options))
+        out += shown.results(pending)
         pending = []
         if isinstance(message, UserMessage):
             asked = message.content
-        if isinstance(message, AssistantMessage):
-            out.append(_projected_reply(message, options, shape, constrained, listed))
-        else:
-            out.append(message)
+        out.append(_projected(message, shown) if isinstance(message, AssistantMessage) else message)
     restated = asked if options.restate_request else ""
     waiting = tool_state(messages) is ToolState.WAITING_FOR_RESULT
-    return out + _continuation(
-        pending, options, waiting=waiting, request=restated, may_call=may_call
-    )
+    return out + shown.results(pending, waiting=waiting, request=restated, may_call=may_call)
 
 
-def _continuation(results: list[ToolResult], options: ContractOptions, **how: Any) -> list[Message]:
-    """The message wrapping `results` (none without results); ids shown where names repeat."""
-    names = [r.name for r in results]
-    show_ids = len(set(names)) < len(names)
-    return (
-        [UserMessage(render_results(results, options, show_ids=show_ids, **how))] if results else []
-    )
-
-
-def _projected_reply(
-    message: AssistantMessage, options: ContractOptions, shape: str, constrained: bool, listed: bool
-) -> AssistantMessage:
-    """An assistant reply as the model would have written it in the contract's shape."""
-    parts = [message.content.strip()] if message.content.strip() else []
-    calls = message.tool_calls
-    if calls and shape in OBJECT_SHAPES:
-        # One JSON object per reply: the text before the calls becomes its thought
-        # (dropped under a grammar, which has no room for it).
-        thought = "" if constrained else " ".join(parts)[: options.thought_limit]
-        return AssistantMessage(render_calls(calls, options, thought, shape=shape, listed=listed))
-    if calls:
-        parts.append(render_calls(calls, options, shape=shape))
-        return AssistantMessage("\n".join(parts))
-    return AssistantMessage(render_final(message.content, options, shape=shape))
+def _projected(message: AssistantMessage, shown: _Shape) -> AssistantMessage:
+    """An assistant reply as the model would have written it in the contract's shape: in
+    a JSON shape, one object whose thought is the text before the calls."""
+    text = message.content.strip()
+    if not message.tool_calls:
+        return AssistantMessage(shown.final(message.content))
+    if shown.shape in pieces.OBJECT_SHAPES:
+        return AssistantMessage(
+            shown.calls(message.tool_calls, text[: shown.options.thought_limit])
+        )
+    calls = shown.calls(message.tool_calls)
+    return AssistantMessage(f"{text}\n{calls}" if text else calls)
 
 
 def render_contract(
@@ -196,29 +190,32 @@ def render_contract(
 ) -> Contract:
     """The messages the inner (plain-chat) model is sent for `request`; `constrained`: the
     reply will be held to `constrain.action_schema`, so all is shown in its shape."""
-    shape = shape_of(options, constrained)
     messages = request.messages
     history = has_tool_activity(messages)
-    tools = request.tools
-    from_history = not tools and history
-    if from_history:
-        tools = _tools_from_history(messages)
-    system, start = _system_message(request, options, tools, shape, constrained)
-    may_call = request.tool_choice.mode != "none"
-    turns, values, answers = (
-        _examples(request, tools, options, shape, constrained)
-        if options.few_shot and tools and not from_history and may_call
-        else ([], frozenset(), frozenset())
+    from_history = not request.tools and history
+    tools = _tools_from_history(messages) if from_history else request.tools
+    shown = _shape(options, constrained, request.parallel_tool_calls)
+    start = next(
+        (i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)), len(messages)
     )
-    out = [system, *turns]
-    parallel = request.parallel_tool_calls
-    out.extend(
-        project_history(
-            messages[start:], options, constrained=constrained, parallel=parallel, may_call=may_call
-        )
+    out: list[Message] = [_system_message(request, tools, shown, messages[:start])]
+    may_call = request.tool_choice.mode != "none"
+    values: frozenset[str | int | float] = frozenset()
+    answers: frozenset[str] = frozenset()
+    if options.few_shot and tools and not from_history and may_call:
+        turns, values, answers = _examples(request, tools, shown)
+        out += turns
+    out += project_history(
+        messages[start:],
+        options,
+        constrained=constrained,
+        parallel=request.parallel_tool_calls,
+        may_call=may_call,
     )
     if options.reminder and request.tool_choice.mode != "auto" and isinstance(out[-1], UserMessage):
-        reminder = render_template(options, "contract/reminder.j2", choice=request.tool_choice)
+        reminder = pieces.render_template(
+            options, "contract/reminder.j2", choice=request.tool_choice
+        )
         if reminder:
             out[-1] = UserMessage(f"{out[-1].content}\n\n{reminder}")
     state = tool_state(messages)
@@ -228,28 +225,19 @@ def render_contract(
 
 
 def _system_message(
-    request: ChatRequest,
-    options: ContractOptions,
-    tools: tuple[ToolSpec, ...],
-    shape: str,
-    constrained: bool,
-) -> tuple[SystemMessage, int]:
-    """The contract's system message (the caller's own system text first), and where the
-    conversation starts after the caller's system messages."""
-    messages = request.messages
-    start = next(
-        (i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)), len(messages)
-    )
-    system = render_template(
-        options,
+    request: ChatRequest, tools: tuple[ToolSpec, ...], shown: _Shape, system: Sequence[Message]
+) -> SystemMessage:
+    """The contract's system message, the caller's own `system` messages first."""
+    text = pieces.render_template(
+        shown.options,
         "contract/system.j2",
-        user_system="\n\n".join(m.content for m in messages[:start]).strip(),
-        tools=[tool_view(t) for t in tools],
-        shape=shape,
-        constrained=constrained,
+        user_system="\n\n".join(m.content for m in system).strip(),
+        tools=[pieces.tool_view(t) for t in tools],
+        shape=shown.shape,
+        constrained=shown.constrained,
         choice=request.tool_choice,
-        thought_limit=options.thought_limit,
+        thought_limit=shown.options.thought_limit,
         parallel=request.parallel_tool_calls,
-        listed=lists_calls(options, shape, request.parallel_tool_calls),
+        listed=shown.listed,
     )
-    return SystemMessage(system), start
+    return SystemMessage(text)
