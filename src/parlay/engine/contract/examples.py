@@ -68,7 +68,8 @@ def _named_value(name: str, other: bool) -> str:
 
 # The result every example tool returns, and so the text a copied closing answer quotes.
 EXAMPLE_RESULT = {"status": "done"}
-EXAMPLE_ANSWERS: frozenset[str | int | float] = frozenset({json.dumps(EXAMPLE_RESULT)})
+_RESULT_TEXT = json.dumps(EXAMPLE_RESULT)
+EXAMPLE_ANSWERS: frozenset[str | int | float] = frozenset({_RESULT_TEXT})
 # What the chain's first result hands on: numbers no one writes by chance, so a copy of
 # one in a real call is told (`values_of`).
 HANDED_INTEGER = 58213
@@ -80,6 +81,8 @@ _MISSING = object()
 
 @frozen
 class Example:
+    """A request for one tool, answered with a call of it."""
+
     request: str
     call: ToolCall
     thought: str
@@ -118,11 +121,11 @@ class Pair:
 
     @property
     def results(self) -> tuple[ToolResult, ...]:
-        return tuple(ToolResult(c.id, c.name, json.dumps(EXAMPLE_RESULT)) for c in self.calls)
+        return tuple(ToolResult(c.id, c.name, _RESULT_TEXT) for c in self.calls)
 
     @property
     def answer(self) -> str:
-        return " ".join(_reported(c.name, EXAMPLE_RESULT) for c in self.calls)
+        return " ".join(_reported(c.name) for c in self.calls)
 
 
 def example_value(name: str, schema: Any) -> Any:
@@ -217,10 +220,10 @@ def single_example(spec: ToolSpec, index: int, *, varied: bool = False) -> Examp
     return Example(request, call, "" if varied else f"The user needs {spec.name}.")
 
 
-def _reported(name: str, result: dict[str, Any]) -> str:
+def _reported(name: str) -> str:
     """The example's closing answer: the tool's name and its result, as it came (a small
     model copies this shape into its real answers, so it must be one worth copying)."""
-    return f"{name} returned {json.dumps(result)}."
+    return f"{name} returned {_RESULT_TEXT}."
 
 
 def _handed_value(name: str, schema: Any) -> Any:
@@ -235,15 +238,14 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain:
     so the example teaches reading results rather than copying the question."""
     first = single_example(tools[0], 90, varied=True)
     if len(tools) == 1:
-        result = ToolResult(first.call.id, first.call.name, json.dumps(EXAMPLE_RESULT))
-        answer = _reported(first.call.name, EXAMPLE_RESULT)
+        result = ToolResult(first.call.id, first.call.name, _RESULT_TEXT)
+        answer = _reported(first.call.name)
         return Chain(first.request, first.call, first.thought, result, None, "", None, answer)
     spec = tools[1]
     arguments = example_arguments(spec)
     handed = next(iter(arguments), None)
     if handed is not None:
-        properties = spec.parameters.get("properties") or {}
-        arguments[handed] = _handed_value(handed, properties.get(handed))
+        arguments[handed] = _handed_value(handed, spec.parameters["properties"][handed])
     payload = json.dumps({handed: arguments[handed]} if handed else {"result": "ok"})
     second = ToolCall(spec.name, arguments, "call_example_91")
     return Chain(
@@ -253,19 +255,16 @@ def chain_example(tools: tuple[ToolSpec, ...]) -> Chain:
         ToolResult(first.call.id, first.call.name, payload),
         second,
         f"Now {spec.name} with the result.",
-        ToolResult(second.id, spec.name, json.dumps(EXAMPLE_RESULT)),
-        _reported(spec.name, EXAMPLE_RESULT),
+        ToolResult(second.id, spec.name, _RESULT_TEXT),
+        _reported(spec.name),
     )
 
 
 def pair_example(tools: tuple[ToolSpec, ...]) -> Pair:
     """Two calls in one reply: the first two tools, or the first one twice with other
     values. Taught only where parallel calls are allowed."""
-    first = single_example(tools[0], 80)
-    if len(tools) > 1:
-        second = single_example(tools[1], 81)
-    else:
-        second = single_example(tools[0], 81, varied=True)
+    first, alone = single_example(tools[0], 80), len(tools) == 1
+    second = single_example(tools[0 if alone else 1], 81, varied=alone)
     request = f"{first.request[:-1]}, and {_lowered(second.request)}"
     return Pair(request, (first.call, second.call), "Both at once.")
 

@@ -43,21 +43,20 @@ _PHRASE_WORDS = 3
 @frozen(slots=False)
 class Grounds:
     """The words a conversation gives the model, read on first use (most replies carry
-    no call to check). `messages` None: every value passes."""
+    no call to check)."""
 
-    messages: tuple[Message, ...] | None
+    messages: tuple[Message, ...]
 
     @cached_property
     def _text(self) -> str:
-        said = (m.output if isinstance(m, ToolResult) else m.content for m in self.messages or ())
+        said = (m.output if isinstance(m, ToolResult) else m.content for m in self.messages)
         return "\n".join(text or "" for text in said)
 
     @cached_property
     def _words(self) -> frozenset[str] | None:
         """The conversation's words; None where matching them cannot judge (Latin only)."""
-        if self.messages is None or not _latin_only(self._text):
-            return None
-        return frozenset(_WORD.findall(self._text.casefold()))
+        latin = _latin_only(self._text)
+        return frozenset(_WORD.findall(self._text.casefold())) if latin else None
 
     @cached_property
     def _acronyms(self) -> frozenset[str]:
@@ -71,9 +70,7 @@ class Grounds:
 
     def shows_number(self, value: float) -> bool:
         """Whether the conversation writes this whole number's digits (others pass)."""
-        if self.messages is None or not float(value).is_integer():
-            return True
-        return str(abs(int(value))) in self._numbers
+        return not float(value).is_integer() or str(abs(int(value))) in self._numbers
 
     def grounds(self, value: str) -> bool:
         """Whether at least half the words of `value` occur in the conversation (loosely):
@@ -90,9 +87,6 @@ class Grounds:
             for token in tokens
         )
         return 2 * known >= len(tokens)
-
-
-UNCHECKED = Grounds(None)
 
 
 def grounds_of(messages: Sequence[Message]) -> Grounds:

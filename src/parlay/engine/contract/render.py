@@ -22,7 +22,7 @@ from parlay.context import (
     UserMessage,
 )
 from parlay.engine.contract import examples, pieces
-from parlay.engine.contract.grounding import UNCHECKED, Grounds, grounds_of
+from parlay.engine.contract.grounding import Grounds, grounds_of
 from parlay.engine.contract.pieces import ContractOptions
 from parlay.engine.contract.state import ToolState, has_tool_activity, tool_state
 from parlay.request import ChatRequest, ToolSpec
@@ -42,12 +42,12 @@ class Contract:
     tools_from_history: bool
     # Values shown only in the few-shot calls, never in the conversation itself: a call
     # carrying one copied it from an example.
-    example_values: frozenset[str | int | float] = frozenset()
+    example_values: frozenset[str | int | float]
     # Made-up results the examples show (`{"status": "done"}`), likewise unseen: a plain
     # answer quoting one claims a result no tool returned.
-    example_answers: frozenset[str] = frozenset()
+    example_answers: frozenset[str]
     # The words of the conversation, for telling a value the user gave from an invented one.
-    grounds: Grounds = UNCHECKED
+    grounds: Grounds
 
 
 @frozen
