@@ -12,7 +12,7 @@ from parlay.engine.contract.examples import example_arguments
 from parlay.engine.contract.pieces import (
     ContractOptions,
     lists_calls,
-    render_call,
+    render_calls,
     render_template,
     shape_of,
     tool_view,
@@ -67,4 +67,4 @@ def _skeleton(target: ToolSpec, options: ContractOptions, constrained: bool, par
     placeholders = {key: f"<{key}>" for key in example_arguments(target)}
     shape = shape_of(options, constrained)
     call = ToolCall(target.name, placeholders, "x")
-    return render_call(call, options, shape=shape, listed=lists_calls(options, shape, parallel))
+    return render_calls([call], options, shape=shape, listed=lists_calls(options, shape, parallel))

@@ -30,23 +30,18 @@ def _object(**properties: Any) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(properties)}
 
 
-FINAL_SCHEMA = _object(final=_object(content=_ANSWER_TEXT))
-TYPED_FINAL_SCHEMA = _object(type={"const": "final"}, content=_ANSWER_TEXT)
-
-
 def final_schema(action_format: ActionFormat) -> dict[str, Any]:
     """A plain answer in the format's reply shape."""
-    return TYPED_FINAL_SCHEMA if action_format == "typed" else FINAL_SCHEMA
+    if action_format == "typed":
+        return _object(type={"const": "final"}, content=_ANSWER_TEXT)
+    return _object(final=_object(content=_ANSWER_TEXT))
 
 
 def _named_call(spec: ToolSpec, action_format: ActionFormat) -> dict[str, Any]:
     """One call object: the tool's name and its arguments, under the format's keys."""
-    given = spec.parameters or {}
-    parameters = {
-        **given,
-        "type": given.get("type", "object"),
-        "properties": given.get("properties", {}),
-    }
+    parameters = dict(spec.parameters or {})
+    parameters.setdefault("type", "object")
+    parameters.setdefault("properties", {})
     name = {"type": "string", "enum": [spec.name]}
     if action_format == "typed":
         return _object(tool_name=name, arguments=parameters)

@@ -106,12 +106,6 @@ def render_calls(
     )
 
 
-def render_call(
-    call: ToolCall, options: ContractOptions, thought: str = "", *, shape: str, listed: bool = False
-) -> str:
-    return render_calls([call], options, thought, shape=shape, listed=listed)
-
-
 def render_final(content: str, options: ContractOptions, *, shape: str) -> str:
     """A plain answer in the reply shape (the json and bare shapes wrap it in `final`)."""
     return render_template(options, f"contract/formats/{shape}/final.j2", content=content)
@@ -144,14 +138,8 @@ def render_results(
         for item in results
     ]
     request = one_line(request, RESTATED_CHARS)
-    return render_template(
-        options,
-        "contract/continuation.j2",
-        results=views,
-        waiting=waiting,
-        request=request,
-        may_call=may_call,
-    )
+    how = {"waiting": waiting, "request": request, "may_call": may_call}
+    return render_template(options, "contract/continuation.j2", results=views, **how)
 
 
 def tool_view(spec: ToolSpec) -> dict[str, Any]:
