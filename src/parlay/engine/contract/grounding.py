@@ -26,9 +26,9 @@ _DIGITS = re.compile(r"\d+")
 # An argument named as an identifier: `id`, `user_id`, `userId`, `orderID`.
 _ID_NAME = re.compile(r"(?:^|_)(?:id|Id|ID)$|[a-z](?:Id|ID)$")
 # Words that say nothing about where a value came from ("Hamlet at the Globe").
-_FILLER = frozenset(
-    ["a", "an", "and", "at", "by", "for", "from", "in", "is", "of", "on", "or", "the", "to", "with"]
-)
+_FILLER = frozenset("a an and at by for from in is of on or the to with".split())
+# Schema keys that list a value's choices: such a value needs no grounding.
+_CHOICES = {"enum", "const", "default"}
 # Shared prefix that makes two words one (`italy`/`italian`): at least this long, and
 # at most two letters short of the shorter word.
 _MIN_STEM = 4
@@ -110,10 +110,7 @@ def invented_value(
     properties = spec.parameters.get("properties") or {}
     for key in spec.parameters.get("required") or ():
         schema = properties.get(key)
-        choices = isinstance(schema, dict) and any(
-            k in schema for k in ("enum", "const", "default")
-        )
-        if key not in arguments or choices:
+        if key not in arguments or (isinstance(schema, dict) and schema.keys() & _CHOICES):
             continue
         is_id = bool(_ID_NAME.search(str(key)))
         for value in leaves(arguments[key]):
