@@ -136,22 +136,6 @@ def test_constrained_forced_with_history_shows_the_grammar_shape(snapshot, fmt: 
     assert show(contract.messages) == snapshot
 
 
-@pytest.mark.parametrize(
-    ("choice", "line"),
-    [
-        (ToolChoice("required"), "(Reply with a tool call.)"),
-        (ToolChoice("tool", "add"), "(Reply with a call to add.)"),
-        (ToolChoice("none"), "(Answer in plain words; do not call a tool.)"),
-    ],
-)
-def test_optional_reminder_line(choice: ToolChoice, line: str) -> None:
-    request = ChatRequest(FRESH, TOOLS, choice)
-    on = render_contract(request, ContractOptions(reminder=True))
-    off = render_contract(request, ContractOptions())
-    assert on.messages[-1].content.endswith(line)
-    assert off.messages[-1].content == "What is the weather in Rome?"
-
-
 RETRY_REASONS = {
     "no_call": "",
     "wrong_tool": "get_weather",

@@ -56,9 +56,6 @@ class ContractOptions:
     max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
     thought_limit: int = 200
     template_dir: str | None = None
-    # A "(Reply with a tool call.)" line after the last user message under a forced
-    # choice (off: a small model reads it as text to work on).
-    reminder: bool = False
     # With parallel calls allowed, the json and bare shapes show every call in the list
     # form (`{"actions": [...]}`), one call too, and the grammar admits only that form.
     listed_calls: bool = False

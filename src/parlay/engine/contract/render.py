@@ -209,12 +209,6 @@ def render_contract(
         parallel=request.parallel_tool_calls,
         may_call=may_call,
     )
-    if options.reminder and request.tool_choice.mode != "auto" and isinstance(out[-1], UserMessage):
-        reminder = pieces.render_template(
-            options, "contract/reminder.j2", choice=request.tool_choice
-        )
-        if reminder:
-            out[-1] = UserMessage(f"{out[-1].content}\n\n{reminder}")
     state = tool_state(messages)
     return Contract(
         tuple(out), tools, state, history, from_history, values, answers, grounds_of(messages)
