@@ -107,23 +107,26 @@ def _examples(
     turns = _TURN.split(text)
     calls = [e.call for e in singles] + list(pair.calls if pair else ()) + [chain.first]
     values = examples.values_of(calls + ([chain.second] if chain.second else []))
-    # The conversation but the assistant's replies, read once for values and answers both.
-    said = "\n".join(
-        (m.output or "") if isinstance(m, ToolResult) else m.content
-        for m in request.messages
-        if not isinstance(m, AssistantMessage)
-    ).casefold()
-    unseen = frozenset(
-        v
-        for v in values | examples.EXAMPLE_ANSWERS
-        if str(v).strip() and str(v).casefold() not in said
-    )
+    # One pass over the conversation for both: it is read whole for each.
+    unseen = _unseen(values | examples.EXAMPLE_ANSWERS, request.messages)
     messages: list[Message] = [
         UserMessage(body.strip()) if role == "user" else AssistantMessage(body.strip())
         for role, body in zip(turns[1::2], turns[2::2], strict=True)
     ]
     answers = frozenset(str(v) for v in unseen & examples.EXAMPLE_ANSWERS)
     return messages, unseen - examples.EXAMPLE_ANSWERS, answers
+
+
+def _unseen(
+    values: frozenset[str | int | float], messages: Sequence[Message]
+) -> frozenset[str | int | float]:
+    """The values that the conversation, the assistant's replies aside, never mentions."""
+    said = "\n".join(
+        (m.output or "") if isinstance(m, ToolResult) else m.content
+        for m in messages
+        if not isinstance(m, AssistantMessage)
+    ).casefold()
+    return frozenset(v for v in values if str(v).strip() and str(v).casefold() not in said)
 
 
 def _tools_from_history(messages: Sequence[Message]) -> tuple[ToolSpec, ...]:
