@@ -37,7 +37,7 @@ NATIVE_CONFIG = Config("llama.cpp native tools")
 
 def engine_formats() -> tuple[str, ...]:
     """The action formats the prompted engine offers."""
-    from parlay.engine.contract.render import FORMATS
+    from parlay.engine.contract.pieces import FORMATS
 
     return tuple(FORMATS)
 

@@ -16,7 +16,7 @@ from parlay.cli.app import app
 from parlay.cli.models import resolve_model
 from parlay.cli.options import ActionFormat, RunOptions, build_session
 from parlay.engine.backend import PromptedBackend
-from parlay.engine.contract.render import FORMATS
+from parlay.engine.contract.pieces import FORMATS
 from parlay.errors import ConfigurationError
 from parlay.start import EMBEDDED_ACTION_FORMAT
 

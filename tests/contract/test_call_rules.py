@@ -10,7 +10,7 @@ from parlay.context import ToolCall, UserMessage
 from parlay.engine.backend import PromptedBackend
 from parlay.engine.checks.retry import DEFAULT_CHECKS, CallRule
 from parlay.engine.checks.retry_message import retry_instruction
-from parlay.engine.contract.render import ContractOptions
+from parlay.engine.contract.pieces import ContractOptions
 from parlay.errors import ConfigurationError
 from parlay.request import ToolChoice, ToolSpec
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from parlay.engine.contract.definitions import at_root, distinct
+from parlay.engine.contract.constrain import at_root, distinct
 
 TREE = {
     "type": "object",

@@ -11,7 +11,7 @@ import pytest
 
 from parlay.context import UserMessage
 from parlay.engine.contract.constrain import action_schema, final_schema
-from parlay.engine.contract.render import FORMATS
+from parlay.engine.contract.pieces import FORMATS
 from parlay.engine.next_attempt import words_format
 from parlay.request import ChatRequest, ToolChoice
 

@@ -14,7 +14,8 @@ from parlay.context import AssistantMessage, ToolCall, UserMessage
 from parlay.engine.backend import PromptedBackend
 from parlay.engine.contract.constrain import action_schema
 from parlay.engine.contract.parser import ActionStreamParser, parse
-from parlay.engine.contract.render import ContractOptions, project_history, render_contract
+from parlay.engine.contract.pieces import ContractOptions
+from parlay.engine.contract.render import project_history, render_contract
 from parlay.events import Event, ToolCallEnd, ToolCallStart
 from parlay.request import ChatRequest, ToolChoice
 

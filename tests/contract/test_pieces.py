@@ -143,3 +143,15 @@ def test_the_ask_example_names_the_values_a_tool_needs() -> None:
     assert ask.question == "Sure. Which city should I use?"
     # No required free-text argument: nothing to ask for, so no such example.
     assert ask_example((ADD,)) is None
+
+
+async def test_a_list_argument_sent_as_a_string_of_deep_brackets_does_not_crash_the_turn() -> None:
+    # Repair decodes a string where the schema wants a list; json.loads of 100,000 "["
+    # raised RecursionError, which no one caught, and the stream died mid-turn.
+    from .prompted_kit import PromptedBackend, ask, block, run, scripted
+
+    deep = "[" * 100_000
+    assert repair_call(ToolCall("tag", {"items": deep}), LISTS).call.arguments == {"items": deep}
+    backend = PromptedBackend(scripted(block("tag", items=deep), "Done."), max_retries=1)
+    _, finish = await run(backend, ask("Tag these.", tools=(LISTS,)))
+    assert finish.reason in ("stop", "tool_calls")

@@ -6,14 +6,10 @@ import pytest
 
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
 from parlay.engine.checks.retry_message import retry_instruction
-from parlay.engine.contract.render import (
-    FORMATS,
-    ContractOptions,
-    render_contract,
-    render_results,
-)
+from parlay.engine.contract.pieces import FORMATS, ContractOptions, render_results
+from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import ToolState
-from parlay.request import ChatRequest, ToolChoice
+from parlay.request import ChatRequest, ToolChoice, ToolSpec
 
 from .conftest import FRESH, HISTORY, TOOLS
 
@@ -140,22 +136,6 @@ def test_constrained_forced_with_history_shows_the_grammar_shape(snapshot, fmt: 
     assert show(contract.messages) == snapshot
 
 
-@pytest.mark.parametrize(
-    ("choice", "line"),
-    [
-        (ToolChoice("required"), "(Reply with a tool call.)"),
-        (ToolChoice("tool", "add"), "(Reply with a call to add.)"),
-        (ToolChoice("none"), "(Answer in plain words; do not call a tool.)"),
-    ],
-)
-def test_optional_reminder_line(choice: ToolChoice, line: str) -> None:
-    request = ChatRequest(FRESH, TOOLS, choice)
-    on = render_contract(request, ContractOptions(reminder=True))
-    off = render_contract(request, ContractOptions())
-    assert on.messages[-1].content.endswith(line)
-    assert off.messages[-1].content == "What is the weather in Rome?"
-
-
 RETRY_REASONS = {
     "no_call": "",
     "wrong_tool": "get_weather",
@@ -257,3 +237,12 @@ def test_the_continuation_answered_now_restates_the_request_unless_switched_off(
     last = contract.messages[-1].content
     assert last.startswith("Result of get_weather")
     assert ("The request: Weather in Rome, then add 2 and 3?" in last) is restate
+
+
+def test_a_second_tool_with_a_blank_description_does_not_crash_the_examples() -> None:
+    # The chain example lowers the first letter of the second tool's first sentence: a
+    # description of spaces only made that sentence empty, and rendering raised IndexError.
+    blank = ToolSpec("lookup", "   ", {"type": "object", "properties": {"q": {"type": "string"}}})
+    request = ChatRequest(FRESH, (TOOLS[0], blank), ToolChoice("auto"))
+    contract = render_contract(request, ContractOptions())
+    assert any("then ." in m.content for m in contract.messages if m.role == "user")

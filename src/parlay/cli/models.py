@@ -39,7 +39,7 @@ def resolve_model(
     threads: int | None = None,
 ) -> Backend:
     """The backend for a `-m` value (see the module docstring). `action_format` (one of
-    `parlay.engine.contract.render.FORMATS`) and `rules_off` (engine rules switched off)
+    `parlay.engine.contract.pieces.FORMATS`) and `rules_off` (engine rules switched off)
     imply `use_prompted`; `threads` goes to an embedded model (None: the cores free at start)."""
     text = (spec or "").strip()
     use_prompted = use_prompted or action_format is not None or bool(rules_off)

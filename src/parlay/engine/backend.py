@@ -32,12 +32,12 @@ from parlay.engine.checks.results_answer import results_answer
 from parlay.engine.checks.retry import DEFAULT_CHECKS, Check, RetryPolicy
 from parlay.engine.checks.rules import Rules, unknown_rules
 from parlay.engine.contract.parser import ActionStreamParser, ParseResult
-from parlay.engine.contract.render import (
+from parlay.engine.contract.pieces import (
     DEFAULT_FORMAT,
     DEFAULT_MAX_RESULT_CHARS,
     ContractOptions,
-    render_contract,
 )
+from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import has_tool_activity
 from parlay.engine.judging import to_release, verdict_on
 from parlay.engine.next_attempt import (

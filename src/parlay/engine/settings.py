@@ -12,7 +12,7 @@ from parlay.backends.bounds import RepetitionLimit
 from parlay.engine.checks.refusal import RefusalPhrases
 from parlay.engine.checks.retry import RetryPolicy
 from parlay.engine.checks.rules import VALUE_RULES, Rules
-from parlay.engine.contract.render import ContractOptions
+from parlay.engine.contract.pieces import ContractOptions
 from parlay.request import ChatRequest
 
 

@@ -18,7 +18,7 @@ from collections.abc import Collection, Sequence
 from attrs import frozen
 
 from parlay.context import ToolCall
-from parlay.engine.contract.render import NAME_PLACEHOLDER
+from parlay.engine.contract.pieces import NAME_PLACEHOLDER
 from parlay.events import TokenChoice
 
 # A character that can go on a tool's name (`weathers` is another name than `weather`).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from parlay.engine.contract.render import NAME_PLACEHOLDER
+from parlay.engine.contract.pieces import NAME_PLACEHOLDER
 
 # Every stand-in the packaged format and retry templates write (tests check the list
 # against the templates).

@@ -9,14 +9,14 @@ from typing import Literal
 from parlay.context import ToolCall
 from parlay.engine.checks.rules import RULES, OwnRuleName, VerdictReason
 from parlay.engine.contract.examples import example_arguments
-from parlay.engine.contract.render import (
+from parlay.engine.contract.pieces import (
     ContractOptions,
     lists_calls,
-    render_call,
+    render_calls,
     render_template,
     shape_of,
+    tool_view,
 )
-from parlay.engine.contract.tool_view import tool_view
 from parlay.request import ToolChoice, ToolSpec
 
 # What a retry message answers: a verdict, or under tool_choice none a reply without words.
@@ -67,4 +67,4 @@ def _skeleton(target: ToolSpec, options: ContractOptions, constrained: bool, par
     placeholders = {key: f"<{key}>" for key in example_arguments(target)}
     shape = shape_of(options, constrained)
     call = ToolCall(target.name, placeholders, "x")
-    return render_call(call, options, shape=shape, listed=lists_calls(options, shape, parallel))
+    return render_calls([call], options, shape=shape, listed=lists_calls(options, shape, parallel))

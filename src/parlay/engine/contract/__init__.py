@@ -1,8 +1,8 @@
 """The prompt contract: what a plain-chat model is shown, and how its reply is read.
 
-- `render` (with `pieces`, `examples`, `tool_view`): the system prompt, few-shot turns
+- `render` (with `pieces`, `examples`): the system prompt, few-shot turns
   and projected history, from the Jinja2 templates under `templates/contract/`;
-- `constrain` (with `definitions`): the JSON schema every valid reply matches, for
+- `constrain`: the JSON schema every valid reply matches, for
   backends that decode under a grammar;
 - `parser`: the tolerant, streaming reader of the three action syntaxes;
 - `repair`: a parsed call's arguments fitted to its tool's schema;

@@ -8,11 +8,11 @@ every format writes its call as a bare JSON object.
 
 from __future__ import annotations
 
+from itertools import count
 from typing import Any
 
 from attrs import evolve
 
-from parlay.engine.contract import definitions
 from parlay.engine.contract.parser.vocabulary import BLOCK_KEYS
 from parlay.engine.contract.pieces import ActionFormat
 from parlay.request import ResponseFormat, ToolChoice, ToolSpec
@@ -20,105 +20,57 @@ from parlay.request import ResponseFormat, ToolChoice, ToolSpec
 # An answer has at least one character, or a model may close the string at once and
 # leave the user an empty message.
 _ANSWER_TEXT: dict[str, Any] = {"type": "string", "minLength": 1}
-FINAL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "final": {
-            "type": "object",
-            "properties": {"content": _ANSWER_TEXT},
-            "required": ["content"],
-        }
-    },
-    "required": ["final"],
-}
-
-
-def _parameters(spec: ToolSpec) -> dict[str, Any]:
-    schema = dict(spec.parameters or {})
-    schema.setdefault("type", "object")
-    schema.setdefault("properties", {})
-    return schema
-
-
-TYPED_FINAL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"type": {"const": "final"}, "content": _ANSWER_TEXT},
-    "required": ["type", "content"],
-}
-# The typed format's form for several calls holds two or more: its kind is the model's
-# choice, which a model makes carelessly when one entry would do
-# (bench/results/parallel-probe.md).
-
+# The typed format's form for several calls holds two or more: one entry would leave the
+# reply's kind ("tool_call" or "tool_calls") a choice the model makes carelessly.
 TYPED_MIN_SEVERAL = 2
+
+
+def _object(**properties: Any) -> dict[str, Any]:
+    """An object schema requiring each of `properties`."""
+    return {"type": "object", "properties": properties, "required": list(properties)}
 
 
 def final_schema(action_format: ActionFormat) -> dict[str, Any]:
     """A plain answer in the format's reply shape."""
-    return TYPED_FINAL_SCHEMA if action_format == "typed" else FINAL_SCHEMA
-
-
-def _typed_entry(spec: ToolSpec) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "tool_name": {"type": "string", "enum": [spec.name]},
-            "arguments": _parameters(spec),
-        },
-        "required": ["tool_name", "arguments"],
-    }
-
-
-def _typed_schema(kind: str, key: str, value: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {"type": {"const": kind}, key: value},
-        "required": ["type", key],
-    }
+    if action_format == "typed":
+        return _object(type={"const": "final"}, content=_ANSWER_TEXT)
+    return _object(final=_object(content=_ANSWER_TEXT))
 
 
 def _named_call(spec: ToolSpec, action_format: ActionFormat) -> dict[str, Any]:
-    """One call object: the tool's name and its arguments (`args` in the json format)."""
-    key = "args" if action_format == "json" else "parameters"
+    """One call object: the tool's name and its arguments, under the format's keys."""
+    parameters = dict(spec.parameters or {})
+    parameters.setdefault("type", "object")
+    parameters.setdefault("properties", {})
+    name = {"type": "string", "enum": [spec.name]}
+    if action_format == "typed":
+        return _object(tool_name=name, arguments=parameters)
+    return _object(tool=name, **{"args" if action_format == "json" else "parameters": parameters})
+
+
+def _array(items: list[dict[str, Any]], min_items: int) -> dict[str, Any]:
     return {
-        "type": "object",
-        "properties": {"tool": {"type": "string", "enum": [spec.name]}, key: _parameters(spec)},
-        "required": ["tool", key],
+        "type": "array",
+        "items": items[0] if len(items) == 1 else {"anyOf": items},
+        "minItems": min_items,
     }
 
 
 def call_schema(spec: ToolSpec, action_format: ActionFormat) -> dict[str, Any]:
     """A reply making one call of `spec`."""
+    call = _named_call(spec, action_format)
     if action_format == "typed":
-        return _typed_schema("tool_call", "tool", _typed_entry(spec))
-    inner = _named_call(spec, action_format)
-    if action_format == "json":
-        return {"type": "object", "properties": {"action": inner}, "required": ["action"]}
-    return inner
+        return _object(type={"const": "tool_call"}, tool=call)
+    return _object(action=call) if action_format == "json" else call
 
 
 def calls_schema(tools: list[ToolSpec], action_format: ActionFormat) -> dict[str, Any]:
     """A reply making one or more calls at once: `{"actions": [call, ...]}` (typed:
     `{"type": "tool_calls", "tools": [...]}`, two or more)."""
+    calls = [_named_call(spec, action_format) for spec in tools]
     if action_format == "typed":
-        entries = [_typed_entry(spec) for spec in tools]
-        several = {
-            "type": "array",
-            "items": entries[0] if len(entries) == 1 else {"anyOf": entries},
-            "minItems": TYPED_MIN_SEVERAL,
-        }
-        return _typed_schema("tool_calls", "tools", several)
-    items = [_named_call(spec, action_format) for spec in tools]
-    return {
-        "type": "object",
-        "properties": {
-            "actions": {
-                "type": "array",
-                "items": items[0] if len(items) == 1 else {"anyOf": items},
-                "minItems": 1,
-            }
-        },
-        "required": ["actions"],
-    }
+        return _object(type={"const": "tool_calls"}, tools=_array(calls, TYPED_MIN_SEVERAL))
+    return _object(actions=_array(calls, 1))
 
 
 def action_schema(
@@ -130,21 +82,16 @@ def action_schema(
     parallel: bool = False,
     listed: bool = False,
 ) -> dict[str, Any] | None:
-    """The schema of a valid reply, or None when nothing should be constrained.
+    """The schema of a valid reply, or None when nothing should be constrained (`none`).
 
-    Forced choices allow only calls (of the named tool); `auto` also allows a final answer:
-    `{"final": {"content": ...}}`, or a JSON value of the `answer` schema when the caller
-    asked for structured output (the parser reads such an object as the answer's text,
-    which the caller then parses); `none` is never constrained. `parallel` also admits
-    several calls in one reply (`calls_schema`); without it, exactly one call. `listed`
-    (with `parallel`) admits only that list form, for one call too.
+    Forced choices allow only calls (of the named tool); `auto` also allows a final answer,
+    or a value of the `answer` schema when the caller asked for structured output.
+    `parallel` also admits several calls in one reply; `listed` only that list form.
     """
     if choice.mode == "none" or not tools:
         return None
     allowed = [t for t in tools if choice.mode != "tool" or t.name == choice.name]
-    *parameters, answer_or_none = definitions.distinct(
-        [t.parameters or {} for t in allowed] + [answer or {}]
-    )
+    *parameters, answer_or_none = distinct([t.parameters or {} for t in allowed] + [answer or {}])
     allowed = [evolve(t, parameters=p) for t, p in zip(allowed, parameters, strict=True)]
     answer = answer_or_none if answer is not None else None
     if parallel and listed:
@@ -155,18 +102,13 @@ def action_schema(
             options.append(calls_schema(allowed, action_format))
     if choice.mode == "auto":
         options.append(_answer_first(answer) if answer is not None else final_schema(action_format))
-    return definitions.at_root(options, parameters)
+    return at_root(options, parameters)
 
 
 def _answer_first(schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema` with a property that marks no action first, where it has one.
-
-    The parser takes an object whose first key is an action key (`thought`, `name`...) for
-    an action, and grammars write properties in the schema's order: `{"reasoning": ...,
-    "answer": ...}` would be read as an action's thought and lost, `{"answer": ...,
-    "reasoning": ...}` is read as the answer. JSON objects are unordered, so the caller's
-    parse is the same.
-    """
+    """`schema` with a property that marks no action first, where it has one: the parser
+    reads an object whose first key is an action key (`thought`, `name`...) as an action,
+    and grammars write properties in the schema's order."""
     properties = schema.get("properties")
     if schema.get("type") != "object" or not isinstance(properties, dict):
         return schema
@@ -191,6 +133,74 @@ def action_response_format(
     listed: bool = False,
 ) -> ResponseFormat | None:
     schema = action_schema(tools, choice, action_format, answer, parallel=parallel, listed=listed)
-    if schema is None:
-        return None
-    return ResponseFormat(schema, name="action", strict=True)
+    return None if schema is None else ResponseFormat(schema, name="action", strict=True)
+
+
+# Named subschemas (`$defs`): JSON Schema reads `$ref: #/$defs/Address` from the root of
+# the whole schema, so where the answer schema and each tool's parameters stand side by
+# side under `anyOf`, their named subschemas move to the root; and two of them naming
+# different subschemas alike (two tools each with an `Item` model) must not collide.
+DEFINITIONS = ("$defs", "definitions")
+
+
+def distinct(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The schemas, each later one whose subschema is named like a different one before it
+    renamed there (`Item` → `Item_2`), its `$ref`s with it; the same subschema under the
+    same name stays shared. Schemas needing no renaming are returned as they were."""
+    taken: dict[tuple[str, str], Any] = {}
+    out = []
+    for schema in schemas:
+        renames: dict[str, str] = {}
+        for key in DEFINITIONS:
+            defs: Any = schema.get(key)
+            for name, sub in defs.items() if isinstance(defs, dict) else ():
+                if taken.get((key, name), sub) != sub:
+                    free = (f"{name}_{n}" for n in count(2))
+                    new = next(n for n in free if (key, n) not in taken and n not in defs)
+                    renames[f"#/{key}/{name}"] = f"#/{key}/{new}"
+                    name = new
+                taken[(key, name)] = sub
+        out.append(_renamed(schema, renames) if renames else schema)
+    return out
+
+
+def _renamed(node: Any, renames: dict[str, str]) -> Any:
+    """`node` with every `$ref` in `renames` pointed at its new name, and those
+    subschemas stored under it."""
+    if isinstance(node, list):
+        return [_renamed(item, renames) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "$ref" and isinstance(value, str):
+            out[key] = _renamed_ref(value, renames)
+        elif key in DEFINITIONS and isinstance(value, dict):
+            out[key] = {
+                _renamed_ref(f"#/{key}/{name}", renames).rsplit("/", 1)[1]: _renamed(sub, renames)
+                for name, sub in value.items()
+            }
+        else:
+            out[key] = _renamed(value, renames)
+    return out
+
+
+def _renamed_ref(ref: str, renames: dict[str, str]) -> str:
+    for old, new in renames.items():
+        if ref == old or ref.startswith(old + "/"):
+            return new + ref[len(old) :]
+    return ref
+
+
+def at_root(options: list[dict[str, Any]], parameters: list[dict[str, Any]]) -> dict[str, Any]:
+    """The options as one schema, their named subschemas lifted to its root. The tools'
+    parameters keep theirs (a recursive model's cannot be inlined); a copy goes to the
+    root too. Names are expected `distinct` already."""
+    found: dict[str, dict[str, Any]] = {}
+    for schema in [*options, *parameters]:
+        for key in DEFINITIONS:
+            if isinstance(schema.get(key), dict):
+                found.setdefault(key, {}).update(schema[key])
+    bare = [{k: v for k, v in option.items() if k not in DEFINITIONS} for option in options]
+    schema = bare[0] if len(bare) == 1 else {"anyOf": bare}
+    return {**schema, **found}

@@ -56,28 +56,33 @@ _VALUES: tuple[tuple[tuple[str, ...], str, str], ...] = (
 )
 
 
-def _words(name: str) -> list[str]:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return [w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w]
-
-
 def _named_value(name: str, other: bool) -> str:
-    words = _words(name)
+    """The `_VALUES` entry for a word of `name` (snake or camel case)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    words = set(re.split(r"[^a-z0-9]+", spaced.lower()))
     for keys, value, another in _VALUES:
-        if any(word in keys for word in words):
+        if words.intersection(keys):
             return another if other else value
     return "something else" if other else "something"
 
 
 # The result every example tool returns, and so the text a copied closing answer quotes.
 EXAMPLE_RESULT = {"status": "done"}
-EXAMPLE_ANSWERS: frozenset[str | int | float] = frozenset({json.dumps(EXAMPLE_RESULT)})
+_RESULT_TEXT = json.dumps(EXAMPLE_RESULT)
+EXAMPLE_ANSWERS: frozenset[str | int | float] = frozenset({_RESULT_TEXT})
+# What the chain's first result hands on: numbers no one writes by chance, so a copy of
+# one in a real call is told (`values_of`).
 HANDED_INTEGER = 58213
 HANDED_NUMBER = 582.13
+_KIND_VALUES: dict[str, Any] = {"integer": 3, "number": 2.5, "boolean": True}
+_OTHER_KIND_VALUES: dict[str, Any] = {"integer": 7, "number": 4.5, "boolean": False}
+_MISSING = object()
 
 
 @frozen
 class Example:
+    """A request for one tool, answered with a call of it."""
+
     request: str
     call: ToolCall
     thought: str
@@ -85,7 +90,7 @@ class Example:
 
 @frozen
 class Ask:
-    """A request for `tool` without the values it needs: the reply asks for them."""
+    """A request for a tool without the values it needs: the reply asks for them."""
 
     request: str
     question: str
@@ -93,6 +98,8 @@ class Ask:
 
 @frozen
 class Chain:
+    """A two-step example: a result arrives and the model decides the next action."""
+
     request: str
     first: ToolCall
     first_thought: str
@@ -103,8 +110,22 @@ class Chain:
     answer: str
 
 
-_MISSING = object()
-_KIND_VALUES: dict[str, Any] = {"integer": 3, "number": 2.5, "boolean": True}
+@frozen
+class Pair:
+    """A request for two things at once, answered with two calls in one reply; then
+    their results, and the answer that reports both (for a template that shows them)."""
+
+    request: str
+    calls: tuple[ToolCall, ToolCall]
+    thought: str
+
+    @property
+    def results(self) -> tuple[ToolResult, ...]:
+        return tuple(ToolResult(c.id, c.name, _RESULT_TEXT) for c in self.calls)
+
+    @property
+    def answer(self) -> str:
+        return " ".join(_reported(c.name) for c in self.calls)
 
 
 def example_value(name: str, schema: Any) -> Any:
@@ -120,7 +141,14 @@ def example_value(name: str, schema: Any) -> Any:
     if described and kind in (None, "string"):
         # "The order number, like A-1042.": the author's own example value.
         return described.group(1).strip("'\"`")
-    return _value_of_kind(name, kind, schema)
+    if isinstance(kind, str) and kind in _KIND_VALUES:
+        return _KIND_VALUES[kind]
+    if kind == "array":
+        return [example_value(name.rstrip("s"), schema.get("items"))]
+    if kind == "object":
+        props = schema.get("properties") or {}
+        return {k: example_value(k, v) for k, v in list(props.items())[:2]}
+    return _named_value(name, other=False)
 
 
 def _schema_value(name: str, schema: dict[str, Any]) -> Any:
@@ -139,15 +167,17 @@ def _schema_value(name: str, schema: dict[str, Any]) -> Any:
     return _MISSING
 
 
-def _value_of_kind(name: str, kind: Any, schema: dict[str, Any]) -> Any:
-    if isinstance(kind, str) and kind in _KIND_VALUES:
-        return _KIND_VALUES[kind]
-    if kind == "array":
-        return [example_value(name.rstrip("s"), schema.get("items"))]
-    if kind == "object":
-        props = schema.get("properties") or {}
-        return {k: example_value(k, v) for k, v in list(props.items())[:2]}
-    return _named_value(name, other=False)
+def other_value(name: str, schema: Any) -> Any:
+    """A value unlike `example_value`'s, for a second example of the same tool."""
+    schema = schema if isinstance(schema, dict) else {}
+    kind = schema.get("type")
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][-1]
+    if isinstance(kind, str) and kind in _OTHER_KIND_VALUES:
+        return _OTHER_KIND_VALUES[kind]
+    if kind in ("array", "object"):
+        return example_value(name, schema)
+    return _named_value(name, other=True)
 
 
 def example_arguments(spec: ToolSpec) -> dict[str, Any]:
@@ -168,135 +198,74 @@ def _sentence(spec: ToolSpec) -> str:
     return text.split(". ")[0].rstrip(".")
 
 
-def _phrase(arguments: dict[str, Any]) -> str:
-    parts = []
-    for key, value in arguments.items():
-        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        parts.append(f"{key.replace('_', ' ')} {shown}")
-    return ", ".join(parts)
+def _lowered(text: str) -> str:
+    return text[:1].lower() + text[1:]
 
 
-def _request(spec: ToolSpec, arguments: dict[str, Any]) -> str:
-    """The example user's words: what the tool does, then the values."""
-    phrase = _phrase(arguments)
-    return f"{_sentence(spec)}{': ' + phrase if phrase else ''}."
-
-
-def single_example(spec: ToolSpec, index: int) -> Example:
+def single_example(spec: ToolSpec, index: int, *, varied: bool = False) -> Example:
+    """An example call of `spec` and the user's words asking for it (what the tool does,
+    then the values). `varied`: with other values, so two examples never share them (a
+    small model otherwise copies the example's value instead of the user's)."""
     arguments = example_arguments(spec)
+    if varied:
+        properties = spec.parameters.get("properties") or {}
+        arguments = {key: other_value(key, properties.get(key)) for key in arguments}
+    shown = {
+        k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+        for k, v in arguments.items()
+    }
+    phrase = ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in shown.items())
+    request = f"{_sentence(spec)}{': ' + phrase if phrase else ''}."
     call = ToolCall(spec.name, arguments, f"call_example_{index}")
-    return Example(_request(spec, arguments), call, f"The user needs {spec.name}.")
+    return Example(request, call, "" if varied else f"The user needs {spec.name}.")
 
 
-def other_value(name: str, schema: Any) -> Any:
-    """A value unlike `example_value`'s, for a second example of the same tool."""
-    schema = schema if isinstance(schema, dict) else {}
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return schema["enum"][-1]
-    kind = schema.get("type")
-    if kind == "integer":
-        return 7
-    if kind == "number":
-        return 4.5
-    if kind == "boolean":
-        return False
-    if kind in ("array", "object"):
-        return example_value(name, schema)
-    return _named_value(name, other=True)
-
-
-def _varied_example(spec: ToolSpec, index: int) -> Example:
-    """Like `single_example` with other values, so two examples never share them (a small
-    model otherwise copies the example's value instead of the user's)."""
-    properties = spec.parameters.get("properties") or {}
-    arguments = {key: other_value(key, properties.get(key)) for key in example_arguments(spec)}
-    call = ToolCall(spec.name, arguments, f"call_example_{index}")
-    return Example(_request(spec, arguments), call, "")
-
-
-def _reported(name: str, result: dict[str, Any]) -> str:
+def _reported(name: str) -> str:
     """The example's closing answer: the tool's name and its result, as it came (a small
     model copies this shape into its real answers, so it must be one worth copying)."""
-    return f"{name} returned {json.dumps(result)}."
+    return f"{name} returned {_RESULT_TEXT}."
 
 
 def _handed_value(name: str, schema: Any) -> Any:
-    """The value the chain's first result hands to the second call: a number no one
-    writes by chance, so a copy of it in a real call is told (`values_of`)."""
     kind = schema.get("type") if isinstance(schema, dict) else None
-    if kind == "integer":
-        return HANDED_INTEGER
-    if kind == "number":
-        return HANDED_NUMBER
+    if kind in ("integer", "number"):
+        return HANDED_INTEGER if kind == "integer" else HANDED_NUMBER
     return other_value(name, schema)
 
 
-def chain_example(tools: tuple[ToolSpec, ...]) -> Chain | None:
-    """A two-step example: a result arrives and the model decides the next action.
-
-    With two tools or more, the first result carries the value the second call needs,
-    so the example teaches reading results rather than copying the question.
-    """
-    if not tools:
-        return None
-    first = _varied_example(tools[0], 90)
+def chain_example(tools: tuple[ToolSpec, ...]) -> Chain:
+    """With two tools or more, the first result carries the value the second call needs,
+    so the example teaches reading results rather than copying the question."""
+    first = single_example(tools[0], 90, varied=True)
     if len(tools) == 1:
-        result = ToolResult(first.call.id, first.call.name, json.dumps(EXAMPLE_RESULT))
-        answer = _reported(first.call.name, EXAMPLE_RESULT)
+        result = ToolResult(first.call.id, first.call.name, _RESULT_TEXT)
+        answer = _reported(first.call.name)
         return Chain(first.request, first.call, first.thought, result, None, "", None, answer)
-    return _handing_chain(tools[0], first, tools[1])
-
-
-def _handing_chain(first_spec: ToolSpec, first: Example, spec: ToolSpec) -> Chain:
-    """The chain whose first result hands the second call its value."""
+    spec = tools[1]
     arguments = example_arguments(spec)
-    properties = spec.parameters.get("properties") or {}
     handed = next(iter(arguments), None)
     if handed is not None:
-        arguments[handed] = _handed_value(handed, properties.get(handed))
+        arguments[handed] = _handed_value(handed, spec.parameters["properties"][handed])
     payload = json.dumps({handed: arguments[handed]} if handed else {"result": "ok"})
-    first_result = ToolResult(first.call.id, first.call.name, payload)
     second = ToolCall(spec.name, arguments, "call_example_91")
-    request = f"{first.request[:-1]}, then {_sentence(spec)[0].lower()}{_sentence(spec)[1:]}."
     return Chain(
-        request,
+        f"{first.request[:-1]}, then {_lowered(_sentence(spec))}.",
         first.call,
-        f"First {first_spec.name}.",
-        first_result,
+        f"First {tools[0].name}.",
+        ToolResult(first.call.id, first.call.name, payload),
         second,
         f"Now {spec.name} with the result.",
-        ToolResult(second.id, spec.name, json.dumps(EXAMPLE_RESULT)),
-        _reported(spec.name, EXAMPLE_RESULT),
+        ToolResult(second.id, spec.name, _RESULT_TEXT),
+        _reported(spec.name),
     )
 
 
-@frozen
-class Pair:
-    """A request for two things at once, answered with two calls in one reply; then
-    their results, and the answer that reports both (for a template that shows them)."""
-
-    request: str
-    calls: tuple[ToolCall, ToolCall]
-    thought: str
-
-    @property
-    def results(self) -> tuple[ToolResult, ...]:
-        return tuple(ToolResult(c.id, c.name, json.dumps(EXAMPLE_RESULT)) for c in self.calls)
-
-    @property
-    def answer(self) -> str:
-        return " ".join(_reported(c.name, EXAMPLE_RESULT) for c in self.calls)
-
-
-def pair_example(tools: tuple[ToolSpec, ...]) -> Pair | None:
+def pair_example(tools: tuple[ToolSpec, ...]) -> Pair:
     """Two calls in one reply: the first two tools, or the first one twice with other
     values. Taught only where parallel calls are allowed."""
-    if not tools:
-        return None
-    first = single_example(tools[0], 80)
-    second = single_example(tools[1], 81) if len(tools) > 1 else _varied_example(tools[0], 81)
-    later = f"{second.request[0].lower()}{second.request[1:]}"
-    request = f"{first.request[:-1]}, and {later}"
+    first, alone = single_example(tools[0], 80), len(tools) == 1
+    second = single_example(tools[0 if alone else 1], 81, varied=alone)
+    request = f"{first.request[:-1]}, and {_lowered(second.request)}"
     return Pair(request, (first.call, second.call), "Both at once.")
 
 
@@ -321,7 +290,6 @@ def ask_example(tools: tuple[ToolSpec, ...]) -> Ask | None:
 def values_of(calls: Sequence[ToolCall]) -> frozenset[str | int | float]:
     """The values the example calls show that a real call should not carry: strings, and
     the handed numbers (a small number is as often the user's own as a copy)."""
-
     return frozenset(
         value
         for call in calls

@@ -5,8 +5,7 @@ of which fewer than half the words occur in what the model read, or an id whose 
 never shows, or a string id written as a phrase. Arguments with choices (`enum`, `const`,
 `default`) pass. Words match loosely (`brownie`/`brownies`, `NYC`/"New York City") so the
 check errs towards letting a call through; a conversation with non-Latin letters is only
-checked for ids, since a value may translate the user's words. What the checks cost and
-catch: bench/results/bfcl-ablation.md.
+checked for ids, since a value may translate the user's words.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from typing import Any
 
 from attrs import frozen
 
-from parlay.context import AssistantMessage, Message, ToolResult
+from parlay.context import Message, ToolResult
 from parlay.request import ToolSpec
 
 _WORD = re.compile(r"\w+")
@@ -27,9 +26,9 @@ _DIGITS = re.compile(r"\d+")
 # An argument named as an identifier: `id`, `user_id`, `userId`, `orderID`.
 _ID_NAME = re.compile(r"(?:^|_)(?:id|Id|ID)$|[a-z](?:Id|ID)$")
 # Words that say nothing about where a value came from ("Hamlet at the Globe").
-_FILLER = frozenset(
-    ["a", "an", "and", "at", "by", "for", "from", "in", "is", "of", "on", "or", "the", "to", "with"]
-)
+_FILLER = frozenset("a an and at by for from in is of on or the to with".split())
+# Schema keys that list a value's choices: such a value needs no grounding.
+_CHOICES = {"enum", "const", "default"}
 # Shared prefix that makes two words one (`italy`/`italian`): at least this long, and
 # at most two letters short of the shorter word.
 _MIN_STEM = 4
@@ -44,28 +43,26 @@ _PHRASE_WORDS = 3
 @frozen(slots=False)
 class Grounds:
     """The words a conversation gives the model, read on first use (most replies carry
-    no call to check). `messages` None: every value passes."""
+    no call to check)."""
 
-    messages: tuple[Message, ...] | None
+    messages: tuple[Message, ...]
 
     @cached_property
     def _text(self) -> str:
-        """Everything the model was given to read, joined once for both checks."""
-        return "\n".join(_said(message) for message in self.messages or ())
+        said = (m.output if isinstance(m, ToolResult) else m.content for m in self.messages)
+        return "\n".join(text or "" for text in said)
 
     @cached_property
-    def _read(self) -> tuple[frozenset[str], bool]:
-        """The conversation's words, and whether word matching can judge it (Latin only)."""
-        if self.messages is None:
-            return frozenset(), False
-        return frozenset(_WORD.findall(self._text.casefold())), _latin_only(self._text)
+    def _words(self) -> frozenset[str] | None:
+        """The conversation's words; None where matching them cannot judge (Latin only)."""
+        latin = _latin_only(self._text)
+        return frozenset(_WORD.findall(self._text.casefold())) if latin else None
 
     @cached_property
     def _acronyms(self) -> frozenset[str]:
         """The initials of every run of words, with and without filler: `nyc`, `usa`."""
         words = _WORD.findall(self._text.casefold())
-        full = _initial_runs(words)
-        return full | _initial_runs([w for w in words if w not in _FILLER])
+        return _initial_runs(words) | _initial_runs([w for w in words if w not in _FILLER])
 
     @cached_property
     def _numbers(self) -> frozenset[str]:
@@ -73,29 +70,23 @@ class Grounds:
 
     def shows_number(self, value: float) -> bool:
         """Whether the conversation writes this whole number's digits (others pass)."""
-        if self.messages is None or not float(value).is_integer():
-            return True
-        return str(abs(int(value))) in self._numbers
+        return not float(value).is_integer() or str(abs(int(value))) in self._numbers
 
     def grounds(self, value: str) -> bool:
         """Whether at least half the words of `value` occur in the conversation (loosely):
         a made-up URL may share one word with the question."""
         tokens = [t for t in _WORD.findall(value.casefold()) if t not in _FILLER]
-        words, checkable = self._read
-        if not tokens or not checkable:
+        words = self._words
+        if not tokens or words is None:
             return True
         if len(tokens) >= _ACRONYM_RUN[0] and "".join(t[0] for t in tokens) in words:
             return True  # the user's abbreviation written out: "New York City" for "NYC"
-        known = sum(_known(token, words) or self._abbreviates(token) for token in tokens)
+        # An abbreviation has three letters at least: any two words' initials make one of two.
+        known = sum(
+            _known(token, words) or (3 <= len(token) <= _ACRONYM_RUN[1] and token in self._acronyms)
+            for token in tokens
+        )
         return 2 * known >= len(tokens)
-
-    def _abbreviates(self, token: str) -> bool:
-        """`nyc` where the conversation writes "New York City"."""
-        # Three letters at least: any two words have initials that make a two-letter word.
-        return 3 <= len(token) <= _ACRONYM_RUN[1] and token in self._acronyms
-
-
-UNCHECKED = Grounds(None)
 
 
 def grounds_of(messages: Sequence[Message]) -> Grounds:
@@ -112,14 +103,6 @@ def _initial_runs(words: Sequence[str]) -> frozenset[str]:
     )
 
 
-def _said(message: Message) -> str:
-    if isinstance(message, ToolResult):
-        return message.output or ""
-    if isinstance(message, AssistantMessage):
-        return message.content or ""
-    return message.content
-
-
 def invented_value(
     arguments: dict[str, Any], spec: ToolSpec, grounds: Grounds
 ) -> tuple[str, Any] | None:
@@ -127,24 +110,22 @@ def invented_value(
     properties = spec.parameters.get("properties") or {}
     for key in spec.parameters.get("required") or ():
         schema = properties.get(key)
-        if key not in arguments or _has_choices(schema):
+        if key not in arguments or (isinstance(schema, dict) and schema.keys() & _CHOICES):
             continue
+        is_id = bool(_ID_NAME.search(str(key)))
         for value in leaves(arguments[key]):
             if isinstance(value, str) and not grounds.grounds(value):
                 return str(key), value
-            if isinstance(value, str) and _ID_NAME.search(str(key)) and _is_phrase(value):
+            if isinstance(value, str) and is_id and _is_phrase(value):
                 return str(key), value
-            if _is_number(value) and _ID_NAME.search(str(key)) and not grounds.shows_number(value):
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if number and is_id and not grounds.shows_number(value):
                 return str(key), value
     return None
 
 
 def _is_phrase(value: str) -> bool:
     return len(value.split()) >= _PHRASE_WORDS and not _DIGITS.search(value)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def copied_value(
@@ -159,10 +140,7 @@ def copied_value(
         pairs = [(f"{path}[{index}]", item) for index, item in enumerate(value)]
     else:
         return None
-    for key, item in pairs:
-        if found := copied_value(item, examples, key):
-            return found
-    return None
+    return next(filter(None, (copied_value(item, examples, key) for key, item in pairs)), None)
 
 
 def copied_answer(text: str, example_answers: frozenset[str]) -> str:
@@ -188,38 +166,24 @@ def squeezed(text: str) -> str:
     return "".join(text.split()).casefold()
 
 
-def same_word(a: str, b: str) -> bool:
-    """Equal, or (letters only) one word in two forms: `brownie`/`brownies`, `italy`/`italian`."""
-    return a == b or (a.isalpha() and b.isalpha() and _same_stem(a, b))
-
-
 def _known(token: str, words: frozenset[str]) -> bool:
+    """`token` among `words`, or (letters only) one of them in another form:
+    `brownie`/`brownies`, `italy`/`italian`."""
     if token in words:
         return True
     if len(token) < _MIN_STEM or not token.isalpha():
         return False
-    return any(same_word(token, word) for word in words)
-
-
-def _same_stem(a: str, b: str) -> bool:
-    shorter = min(len(a), len(b))
-    if shorter < _MIN_STEM:
-        return False
-    need = max(_MIN_STEM, shorter - 2)
-    return a[:need] == b[:need]
-
-
-def _has_choices(schema: Any) -> bool:
-    return isinstance(schema, dict) and any(k in schema for k in ("enum", "const", "default"))
+    for word in words:
+        need = max(_MIN_STEM, min(len(token), len(word)) - 2)
+        if len(word) >= _MIN_STEM and word.isalpha() and token[:need] == word[:need]:
+            return True
+    return False
 
 
 def leaves(value: Any) -> Iterator[Any]:
     """The scalar values inside a JSON value: itself, or those in its lists and objects."""
-    if isinstance(value, list):
-        for item in value:
-            yield from leaves(item)
-    elif isinstance(value, dict):
-        for item in value.values():
+    if isinstance(value, (list, dict)):
+        for item in value.values() if isinstance(value, dict) else value:
             yield from leaves(item)
     else:
         yield value

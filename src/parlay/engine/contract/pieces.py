@@ -1,10 +1,11 @@
-"""The pieces of the contract's text: its options, and how one call, one answer and one
-set of tool results are written in each format (from the Jinja2 templates under
+"""The pieces of the contract's text: its options, and how calls, an answer, tool results
+and a tool are written in each format (from the Jinja2 templates under
 `templates/contract/`). `parlay.engine.contract.render` puts them together.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
@@ -13,6 +14,7 @@ from attrs import field, frozen
 from parlay._text import one_line
 from parlay.context import ToolCall, ToolResult
 from parlay.errors import ConfigurationError
+from parlay.request import ToolSpec
 from parlay.templating import environment
 
 # What the format instructions write where a call's tool name goes. Models copy it when
@@ -28,6 +30,8 @@ FORMATS: tuple[ActionFormat, ...] = get_args(ActionFormat)
 OBJECT_FORMATS: tuple[ActionFormat, ...] = ("json", "typed")
 # Reply shapes that are one JSON object: the calls of a reply are projected as one.
 OBJECT_SHAPES = (*OBJECT_FORMATS, "bare")
+# Shapes that write several calls as one `{"actions": [...]}` object.
+LIST_SHAPES = ("json", "bare")
 DEFAULT_FORMAT: ActionFormat = "fenced"
 DEFAULT_MAX_RESULT_CHARS = 4000
 # How much of the user's request a continuation may restate (a template's choice).
@@ -52,9 +56,6 @@ class ContractOptions:
     max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
     thought_limit: int = 200
     template_dir: str | None = None
-    # A "(Reply with a tool call.)" line after the last user message under a forced
-    # choice (off: a small model reads it as text to work on).
-    reminder: bool = False
     # With parallel calls allowed, the json and bare shapes show every call in the list
     # form (`{"actions": [...]}`), one call too, and the grammar admits only that form.
     listed_calls: bool = False
@@ -72,13 +73,9 @@ def render_template(options: ContractOptions, name: str, **variables: Any) -> st
 def shape_of(options: ContractOptions, constrained: bool) -> str:
     """The template folder replies are shown in: under a grammar, the bare JSON shape it
     holds replies to (a model taught fences but held to JSON never calls)."""
-
     if constrained and options.action_format not in OBJECT_FORMATS:
         return "bare"
     return options.action_format
-
-
-LIST_SHAPES = ("json", "bare")
 
 
 def lists_calls(options: ContractOptions, shape: str, parallel: bool) -> bool:
@@ -86,45 +83,29 @@ def lists_calls(options: ContractOptions, shape: str, parallel: bool) -> bool:
     return options.listed_calls and parallel and shape in LIST_SHAPES
 
 
-def render_call(
-    call: ToolCall,
-    options: ContractOptions,
-    thought: str = "",
-    *,
-    shape: str | None = None,
-    listed: bool = False,
-) -> str:
-    """One call in the contract's action format (also used to project history);
-    `listed`: in the list form (`lists_calls`)."""
-    if listed:
-        return render_calls([call], options, thought, shape=shape, listed=True)
-    folder = shape or options.action_format
-    path = f"contract/formats/{folder}/call.j2"
-    return render_template(options, path, call=call, thought=thought)
-
-
 def render_calls(
     calls: Sequence[ToolCall],
     options: ContractOptions,
     thought: str = "",
     *,
-    shape: str | None = None,
+    shape: str,
     listed: bool = False,
 ) -> str:
-    """The calls of one reply in the contract's action format: the one call as it is
-    (unless `listed`), several in the format's form for several (json: one
-    `{"actions": [...]}` object)."""
-    if len(calls) == 1 and not listed:
-        return render_call(calls[0], options, thought, shape=shape)
-    folder = shape or options.action_format
-    path = f"contract/formats/{folder}/calls.j2"
-    return render_template(options, path, calls=list(calls), thought=thought).strip()
+    """The calls of one reply in `shape`: one call as it is, several (or any, `listed`) in
+    the shape's form for several (json: one `{"actions": [...]}` object)."""
+    name = "call" if len(calls) == 1 and not listed else "calls"
+    return render_template(
+        options,
+        f"contract/formats/{shape}/{name}.j2",
+        call=calls[0] if calls else None,
+        calls=list(calls),
+        thought=thought,
+    )
 
 
-def render_final(content: str, options: ContractOptions, *, shape: str | None = None) -> str:
+def render_final(content: str, options: ContractOptions, *, shape: str) -> str:
     """A plain answer in the reply shape (the json and bare shapes wrap it in `final`)."""
-    folder = shape or options.action_format
-    return render_template(options, f"contract/formats/{folder}/final.j2", content=content)
+    return render_template(options, f"contract/formats/{shape}/final.j2", content=content)
 
 
 def render_results(
@@ -137,32 +118,48 @@ def render_results(
     may_call: bool = True,
 ) -> str:
     """The continuation message that wraps tool results and asks for the next action
-    (`may_call` False: for the answer only, under tool_choice "none").
+    (`may_call` False: for the answer only). Outputs over `max_result_chars` are cut with
+    a marker; `request` is the user's message the results serve, restated in the
+    continuation the model answers now."""
+    limit = options.max_result_chars
+    views = [
+        {
+            "name": item.name,
+            "id": item.call_id,
+            "show_id": show_ids,
+            "error": item.error,
+            "empty": item.error is None and not (item.output or "").strip(),
+            "output": (item.output or "")[:limit],
+            "truncated": max(0, len(item.output or "") - limit),
+        }
+        for item in results
+    ]
+    request = one_line(request, RESTATED_CHARS)
+    how = {"waiting": waiting, "request": request, "may_call": may_call}
+    return render_template(options, "contract/continuation.j2", results=views, **how)
 
-    Empty outputs, errors and outputs over `max_result_chars` (cut with a marker) are
-    worded the same way every time. `request` is the user's message the results serve,
-    given to the last continuation only (the one the model answers now).
-    """
-    views = []
-    for item in results:
-        output = item.output or ""
-        cut = max(0, len(output) - options.max_result_chars)
-        views.append(
-            {
-                "name": item.name,
-                "id": item.call_id,
-                "show_id": show_ids,
-                "error": item.error,
-                "empty": item.error is None and not output.strip(),
-                "output": output[: options.max_result_chars] if cut else output,
-                "truncated": cut,
-            }
-        )
-    return render_template(
-        options,
-        "contract/continuation.j2",
-        results=views,
-        waiting=waiting,
-        request=one_line(request, RESTATED_CHARS),
-        may_call=may_call,
-    )
+
+def tool_view(spec: ToolSpec) -> dict[str, Any]:
+    """A tool as the templates show it: its name, description and argument summary."""
+    return {"name": spec.name, "description": spec.description, "summary": schema_summary(spec)}
+
+
+def schema_summary(spec: ToolSpec) -> str:
+    """`city (string, required): The city; unit (one of "c", "f")`, short, for a prompt."""
+    if "properties" not in spec.parameters:
+        return ""  # schema unknown (a tool seen only in the history)
+    required = set(spec.parameters.get("required") or ())
+    parts = []
+    for key, sub in (spec.parameters.get("properties") or {}).items():
+        sub = sub if isinstance(sub, dict) else {}
+        if isinstance(sub.get("enum"), list):
+            kind = "one of " + ", ".join(json.dumps(v, ensure_ascii=False) for v in sub["enum"])
+        else:
+            raw = sub.get("type", "any")
+            kind = "/".join(raw) if isinstance(raw, list) else str(raw)
+            if kind == "array" and isinstance(sub.get("items"), dict):
+                kind = f"array of {sub['items'].get('type', 'any')}"
+        flags = kind + (", required" if key in required else "")
+        description = str(sub.get("description") or "").strip().split("\n")[0]
+        parts.append(f"{key} ({flags})" + (f": {description}" if description else ""))
+    return "; ".join(parts) or "none"

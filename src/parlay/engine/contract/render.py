@@ -7,7 +7,9 @@ Rendering is pure: same request, same options, same messages.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from typing import Any
 
 from attrs import frozen
 
@@ -15,60 +17,18 @@ from parlay.context import (
     AssistantMessage,
     Message,
     SystemMessage,
+    ToolCall,
     ToolResult,
     UserMessage,
 )
-from parlay.engine.contract.examples import (
-    EXAMPLE_ANSWERS,
-    ask_example,
-    chain_example,
-    pair_example,
-    single_example,
-    values_of,
-)
-from parlay.engine.contract.grounding import UNCHECKED, Grounds, grounds_of
-from parlay.engine.contract.pieces import (
-    DEFAULT_FORMAT,
-    DEFAULT_MAX_RESULT_CHARS,
-    FORMATS,
-    LIST_SHAPES,
-    NAME_PLACEHOLDER,
-    OBJECT_FORMATS,
-    OBJECT_SHAPES,
-    ContractOptions,
-    lists_calls,
-    render_call,
-    render_calls,
-    render_final,
-    render_results,
-    render_template,
-    shape_of,
-)
+from parlay.engine.contract import examples, pieces
+from parlay.engine.contract.grounding import Grounds, grounds_of
+from parlay.engine.contract.pieces import ContractOptions
 from parlay.engine.contract.state import ToolState, has_tool_activity, tool_state
-from parlay.engine.contract.tool_view import tool_view
 from parlay.request import ChatRequest, ToolSpec
 
-# The pieces are parlay.engine.contract.pieces's; importing them from here still works.
-__all__ = [
-    "DEFAULT_FORMAT",
-    "DEFAULT_MAX_RESULT_CHARS",
-    "FORMATS",
-    "LIST_SHAPES",
-    "NAME_PLACEHOLDER",
-    "OBJECT_FORMATS",
-    "OBJECT_SHAPES",
-    "Contract",
-    "ContractOptions",
-    "lists_calls",
-    "project_history",
-    "render_call",
-    "render_calls",
-    "render_contract",
-    "render_final",
-    "render_results",
-    "render_template",
-    "shape_of",
-]
+# The line that begins each turn of the rendered few-shot examples.
+_TURN = re.compile(r"^\s*<<(user|assistant)>>\s*$", re.MULTILINE)
 
 
 @frozen
@@ -82,80 +42,87 @@ class Contract:
     tools_from_history: bool
     # Values shown only in the few-shot calls, never in the conversation itself: a call
     # carrying one copied it from an example.
-    example_values: frozenset[str | int | float] = frozenset()
+    example_values: frozenset[str | int | float]
     # Made-up results the examples show (`{"status": "done"}`), likewise unseen: a plain
     # answer quoting one claims a result no tool returned.
-    example_answers: frozenset[str] = frozenset()
+    example_answers: frozenset[str]
     # The words of the conversation, for telling a value the user gave from an invented one.
-    grounds: Grounds = UNCHECKED
+    grounds: Grounds
 
 
-def _few_shot(
-    tools: tuple[ToolSpec, ...],
-    options: ContractOptions,
-    shape: str,
-    constrained: bool,
-    parallel: bool,
-) -> tuple[list[Message], frozenset[str | int | float]]:
-    """The example turns, and the values a real call should not copy (`values_of`).
-    With parallel calls allowed, one example reply makes two calls."""
-    singles = [single_example(spec, i) for i, spec in enumerate(tools[: options.max_examples])]
-    chain = chain_example(tools)
-    pair = pair_example(tools) if parallel else None
-    listed = lists_calls(options, shape, parallel)
-    shown = [example.call for example in singles]
-    if pair is not None:
-        shown.extend(pair.calls)
-    if chain is not None:
-        shown.extend(call for call in (chain.first, chain.second) if call is not None)
-    text = render_template(
+@frozen
+class _Shape:
+    """How one request's replies are written: calls, answers, results."""
+
+    options: ContractOptions
+    shape: str
+    constrained: bool
+    listed: bool
+
+    def calls(self, calls: Sequence[ToolCall], thought: str = "") -> str:
+        # Under a grammar a call carries no thought: the grammar has no room for one.
+        thought = "" if self.constrained else thought
+        return pieces.render_calls(
+            calls, self.options, thought, shape=self.shape, listed=self.listed
+        )
+
+    def final(self, content: str) -> str:
+        return pieces.render_final(content, self.options, shape=self.shape)
+
+    def results(self, results: list[ToolResult], **how: Any) -> list[Message]:
+        """The message wrapping `results` (none without results); ids where names repeat."""
+        names = [r.name for r in results]
+        show_ids = len(set(names)) < len(names)
+        text = pieces.render_results(results, self.options, show_ids=show_ids, **how)
+        return [UserMessage(text)] if results else []
+
+
+def _shape(options: ContractOptions, constrained: bool, parallel: bool) -> _Shape:
+    shape = pieces.shape_of(options, constrained)
+    return _Shape(options, shape, constrained, pieces.lists_calls(options, shape, parallel))
+
+
+def _examples(
+    request: ChatRequest, tools: tuple[ToolSpec, ...], shown: _Shape
+) -> tuple[list[Message], frozenset[str | int | float], frozenset[str]]:
+    """The example turns, and the values and answers they show that the conversation does
+    not (a reply carrying one copied it). With parallel calls allowed, one example reply
+    makes two calls."""
+    options = shown.options
+    singles = [examples.single_example(t, i) for i, t in enumerate(tools[: options.max_examples])]
+    chain = examples.chain_example(tools)
+    pair = examples.pair_example(tools) if request.parallel_tool_calls else None
+    text = pieces.render_template(
         options,
         "contract/fewshot.j2",
         singles=singles,
-        ask=ask_example(tools),
+        ask=examples.ask_example(tools),
         chain=chain,
         pair=pair,
-        render_call=lambda call, thought="": render_call(
-            call, options, "" if constrained else thought, shape=shape, listed=listed
-        ),
-        render_calls=lambda calls, thought="": render_calls(
-            calls, options, "" if constrained else thought, shape=shape, listed=listed
-        ),
-        render_final=lambda content: render_final(content, options, shape=shape),
-        render_results=lambda results: render_results(results, options),
+        render_call=lambda call, thought="": shown.calls([call], thought),
+        render_calls=shown.calls,
+        render_final=shown.final,
+        render_results=lambda results: pieces.render_results(results, options),
     )
-    return _turns(text), values_of(shown)
-
-
-def _turns(text: str) -> list[Message]:
-    """The chat turns of rendered examples, each begun by a `<<user>>` or `<<assistant>>` line."""
-    turns: list[Message] = []
-    role: str | None = None
-    lines: list[str] = []
-
-    def flush() -> None:
-        if role is not None:
-            body = "\n".join(lines).strip()
-            turns.append(UserMessage(body) if role == "user" else AssistantMessage(body))
-
-    for line in text.split("\n"):
-        marker = line.strip()
-        if marker in ("<<user>>", "<<assistant>>"):
-            flush()
-            role = marker[2:-2]
-            lines = []
-        else:
-            lines.append(line)
-    flush()
-    return turns
+    turns = _TURN.split(text)
+    calls = [e.call for e in singles] + list(pair.calls if pair else ()) + [chain.first]
+    values = examples.values_of(calls + ([chain.second] if chain.second else []))
+    # One pass over the conversation for both: it is read whole for each.
+    unseen = _unseen(values | examples.EXAMPLE_ANSWERS, request.messages)
+    messages: list[Message] = [
+        UserMessage(body.strip()) if role == "user" else AssistantMessage(body.strip())
+        for role, body in zip(turns[1::2], turns[2::2], strict=True)
+    ]
+    answers = frozenset(str(v) for v in unseen & examples.EXAMPLE_ANSWERS)
+    return messages, unseen - examples.EXAMPLE_ANSWERS, answers
 
 
 def _unseen(
     values: frozenset[str | int | float], messages: Sequence[Message]
 ) -> frozenset[str | int | float]:
-    """The values that the conversation itself never mentions."""
+    """The values that the conversation, the assistant's replies aside, never mentions."""
     said = "\n".join(
-        m.content if not isinstance(m, ToolResult) else (m.output or "")
+        (m.output or "") if isinstance(m, ToolResult) else m.content
         for m in messages
         if not isinstance(m, AssistantMessage)
     ).casefold()
@@ -167,8 +134,7 @@ def _tools_from_history(messages: Sequence[Message]) -> tuple[ToolSpec, ...]:
     names: dict[str, None] = {}
     for message in messages:
         if isinstance(message, AssistantMessage):
-            for call in message.tool_calls:
-                names.setdefault(call.name)
+            names.update(dict.fromkeys(call.name for call in message.tool_calls))
         elif isinstance(message, ToolResult):
             names.setdefault(message.name)
     return tuple(
@@ -187,8 +153,7 @@ def project_history(
     """Calls back into action text, results into continuation messages; no tool roles.
     `may_call`: whether the reply to the last continuation may call (not under
     tool_choice "none"), which its last line asks for accordingly."""
-    shape = shape_of(options, constrained)
-    listed = lists_calls(options, shape, parallel)
+    shown = _shape(options, constrained, parallel)
     out: list[Message] = []
     pending: list[ToolResult] = []
     asked = ""  # the latest user message: what the results serve
@@ -196,139 +161,77 @@ def project_history(
         if isinstance(message, ToolResult):
             pending.append(message)
             continue
-        out.extend(_continuation(pending, options))
+        out += shown.results(pending)
         pending = []
         if isinstance(message, UserMessage):
             asked = message.content
-        if isinstance(message, AssistantMessage):
-            out.append(_projected_reply(message, options, shape, constrained, listed))
-        else:
-            out.append(message)
+        out.append(_projected(message, shown) if isinstance(message, AssistantMessage) else message)
     restated = asked if options.restate_request else ""
     waiting = tool_state(messages) is ToolState.WAITING_FOR_RESULT
-    out.extend(
-        _continuation(pending, options, waiting=waiting, request=restated, may_call=may_call)
-    )
-    return out
+    return out + shown.results(pending, waiting=waiting, request=restated, may_call=may_call)
 
 
-def _continuation(
-    results: list[ToolResult],
-    options: ContractOptions,
-    *,
-    waiting: bool = False,
-    request: str = "",
-    may_call: bool = True,
-) -> list[Message]:
-    """The message wrapping `results` (none without results); ids shown where names repeat."""
-    if not results:
-        return []
-    names = [r.name for r in results]
-    show_ids = len(set(names)) < len(names)
-    text = render_results(
-        results, options, waiting=waiting, show_ids=show_ids, request=request, may_call=may_call
-    )
-    return [UserMessage(text)]
-
-
-def _projected_reply(
-    message: AssistantMessage, options: ContractOptions, shape: str, constrained: bool, listed: bool
-) -> AssistantMessage:
-    """An assistant reply as the model would have written it in the contract's shape."""
-    parts = [message.content.strip()] if message.content.strip() else []
-    calls = message.tool_calls
-    if calls and shape in OBJECT_SHAPES:
-        # One JSON object per reply: the text before the calls becomes its thought
-        # (dropped under a grammar, which has no room for it).
-        thought = "" if constrained else " ".join(parts)[: options.thought_limit]
-        return AssistantMessage(render_calls(calls, options, thought, shape=shape, listed=listed))
-    if calls:
-        parts.append(render_calls(calls, options, shape=shape))
-        return AssistantMessage("\n".join(parts))
-    return AssistantMessage(render_final(message.content, options, shape=shape))
+def _projected(message: AssistantMessage, shown: _Shape) -> AssistantMessage:
+    """An assistant reply as the model would have written it in the contract's shape: in
+    a JSON shape, one object whose thought is the text before the calls."""
+    text = message.content.strip()
+    if not message.tool_calls:
+        return AssistantMessage(shown.final(message.content))
+    if shown.shape in pieces.OBJECT_SHAPES:
+        return AssistantMessage(
+            shown.calls(message.tool_calls, text[: shown.options.thought_limit])
+        )
+    calls = shown.calls(message.tool_calls)
+    return AssistantMessage(f"{text}\n{calls}" if text else calls)
 
 
 def render_contract(
     request: ChatRequest, options: ContractOptions, *, constrained: bool = False
 ) -> Contract:
-    """The messages the inner (plain-chat) model is sent for `request`.
-
-    `constrained`: the reply will be held to `constrain.action_schema`, so everything is
-    shown in that shape (see `shape_of`).
-    """
-    shape = shape_of(options, constrained)
+    """The messages the inner (plain-chat) model is sent for `request`; `constrained`: the
+    reply will be held to `constrain.action_schema`, so all is shown in its shape."""
     messages = request.messages
     history = has_tool_activity(messages)
-    tools = request.tools
-    from_history = False
-    if not tools and history:
-        tools, from_history = _tools_from_history(messages), True
-    system, start = _system_message(request, options, tools, shape, constrained)
-    out: list[Message] = [system]
-    example_values: frozenset[str | int | float] = frozenset()
-    example_answers: frozenset[str] = frozenset()
-    if options.few_shot and tools and not from_history and request.tool_choice.mode != "none":
-        turns, example_values, example_answers = _examples(
-            request, tools, options, shape, constrained
-        )
-        out.extend(turns)
-    parallel = request.parallel_tool_calls
+    from_history = not request.tools and history
+    tools = _tools_from_history(messages) if from_history else request.tools
+    shown = _shape(options, constrained, request.parallel_tool_calls)
+    start = next(
+        (i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)), len(messages)
+    )
+    out: list[Message] = [_system_message(request, tools, shown, messages[:start])]
     may_call = request.tool_choice.mode != "none"
-    out.extend(
-        project_history(
-            messages[start:], options, constrained=constrained, parallel=parallel, may_call=may_call
-        )
+    values: frozenset[str | int | float] = frozenset()
+    answers: frozenset[str] = frozenset()
+    if options.few_shot and tools and not from_history and may_call:
+        turns, values, answers = _examples(request, tools, shown)
+        out += turns
+    out += project_history(
+        messages[start:],
+        options,
+        constrained=constrained,
+        parallel=request.parallel_tool_calls,
+        may_call=may_call,
     )
-    if options.reminder and request.tool_choice.mode != "auto" and isinstance(out[-1], UserMessage):
-        reminder = render_template(options, "contract/reminder.j2", choice=request.tool_choice)
-        if reminder:
-            out[-1] = UserMessage(f"{out[-1].content}\n\n{reminder}")
     state = tool_state(messages)
-    grounds = grounds_of(messages)
     return Contract(
-        tuple(out), tools, state, history, from_history, example_values, example_answers, grounds
+        tuple(out), tools, state, history, from_history, values, answers, grounds_of(messages)
     )
-
-
-def _examples(
-    request: ChatRequest,
-    tools: tuple[ToolSpec, ...],
-    options: ContractOptions,
-    shape: str,
-    constrained: bool,
-) -> tuple[list[Message], frozenset[str | int | float], frozenset[str]]:
-    """The example turns, and the values and answers they show that the conversation
-    does not (a reply carrying one copied it)."""
-    turns, values = _few_shot(tools, options, shape, constrained, request.parallel_tool_calls)
-    # One pass over the conversation for both: it is read whole for each.
-    unseen = _unseen(values | EXAMPLE_ANSWERS, request.messages)
-    answers = frozenset(str(v) for v in unseen & EXAMPLE_ANSWERS)
-    return turns, unseen - EXAMPLE_ANSWERS, answers
 
 
 def _system_message(
-    request: ChatRequest,
-    options: ContractOptions,
-    tools: tuple[ToolSpec, ...],
-    shape: str,
-    constrained: bool,
-) -> tuple[SystemMessage, int]:
-    """The contract's system message (the caller's own system text first), and where the
-    conversation starts after the caller's system messages."""
-    messages = request.messages
-    start = 0
-    while start < len(messages) and isinstance(messages[start], SystemMessage):
-        start += 1
-    system = render_template(
-        options,
+    request: ChatRequest, tools: tuple[ToolSpec, ...], shown: _Shape, system: Sequence[Message]
+) -> SystemMessage:
+    """The contract's system message, the caller's own `system` messages first."""
+    text = pieces.render_template(
+        shown.options,
         "contract/system.j2",
-        user_system="\n\n".join(m.content for m in messages[:start]).strip(),
-        tools=[tool_view(t) for t in tools],
-        shape=shape,
-        constrained=constrained,
+        user_system="\n\n".join(m.content for m in system).strip(),
+        tools=[pieces.tool_view(t) for t in tools],
+        shape=shown.shape,
+        constrained=shown.constrained,
         choice=request.tool_choice,
-        thought_limit=options.thought_limit,
+        thought_limit=shown.options.thought_limit,
         parallel=request.parallel_tool_calls,
-        listed=lists_calls(options, shape, request.parallel_tool_calls),
+        listed=shown.listed,
     )
-    return SystemMessage(system), start
+    return SystemMessage(text)

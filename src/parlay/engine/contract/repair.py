@@ -9,6 +9,7 @@ retry can show the model the schema and the error.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from functools import lru_cache
 from typing import Annotated, Any, Literal, Union
@@ -21,10 +22,17 @@ from parlay.engine.contract.parser import ARGS_KEYS
 from parlay.request import ToolSpec
 from parlay.tool_text import describe_validation_error
 
-_SCALARS: dict[str, Any] = {"string": str, "integer": int, "boolean": bool, "null": type(None)}
 # A number must stay one JSON can carry: lax mode reads "1e999", or a string of 4,301
 # digits the parser kept, as infinity, which `arguments_json` would write as `Infinity`.
 _FINITE = Annotated[float, AllowInfNan(False)]
+_KINDS: dict[str, Any] = {
+    "string": str,
+    "integer": int,
+    "number": int | _FINITE,
+    "boolean": bool,
+    "null": type(None),
+    "object": dict[str, Any],
+}
 
 
 @frozen
@@ -42,19 +50,12 @@ def _python_type(schema: Any) -> Any:
     choices = _choices_type(schema)
     if choices is not None:
         return choices
-    kind = schema.get("type")
+    kind: Any = schema.get("type")
     if isinstance(kind, list):
-        options = tuple(_python_type({**schema, "type": k}) for k in kind)
-        return Union[options]  # noqa: UP007
-    if kind in _SCALARS:
-        return _SCALARS[kind]
-    if kind == "number":
-        return int | _FINITE
+        return Union[tuple(_python_type({**schema, "type": k}) for k in kind)]  # noqa: UP007
     if kind == "array":
         return list[_python_type(schema.get("items"))]  # type: ignore[misc]
-    if kind == "object":
-        return dict[str, Any]
-    return Any
+    return _KINDS.get(kind, Any)
 
 
 def _choices_type(schema: dict[str, Any]) -> Any:
@@ -67,53 +68,56 @@ def _choices_type(schema: dict[str, Any]) -> Any:
         return Literal[schema["const"]]
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list) and schema[key]:
-            options = tuple(_python_type(s) for s in schema[key])
-            return Union[options]  # noqa: UP007
+            return Union[tuple(_python_type(s) for s in schema[key])]  # noqa: UP007
     return None
 
 
 @lru_cache(maxsize=256)
 def _validator(name: str, schema_json: str) -> type[BaseModel] | None:
+    """A pydantic model of the arguments, None where pydantic cannot hold them (names it
+    reserves, a schema it cannot express): those arguments are left alone."""
     schema = json.loads(schema_json)
     properties = schema.get("properties")
-    if not isinstance(properties, dict):
+    if not isinstance(properties, dict) or any(
+        not key.isidentifier() or key.startswith("_") or key in BaseModel.__dict__
+        for key in properties
+    ):
         return None
     required = set(schema.get("required") or ())
+    fields: dict[str, Any] = {
+        key: (_python_type(sub), Field(...) if key in required else Field(None))
+        for key, sub in properties.items()
+    }
     extra: Literal["forbid", "allow"] = (
         "forbid" if schema.get("additionalProperties") is False else "allow"
     )
-    fields: dict[str, Any] = {}
-    for key, sub in properties.items():
-        if not key.isidentifier() or key.startswith("_") or key in BaseModel.__dict__:
-            return None  # names pydantic cannot hold: leave these arguments alone
-        annotation = _python_type(sub)
-        fields[key] = (annotation, Field(...) if key in required else Field(None))
+    config = ConfigDict(extra=extra, coerce_numbers_to_str=True)
     try:
-        return create_model(
-            f"{name}_arguments",
-            __config__=ConfigDict(extra=extra, coerce_numbers_to_str=True),
-            **fields,
-        )
-    except Exception:  # a schema pydantic cannot express: skip coercion, keep the call
+        return create_model(f"{name}_arguments", __config__=config, **fields)
+    except Exception:
         return None
 
 
-def unwrap(arguments: dict[str, Any], spec: ToolSpec) -> tuple[dict[str, Any], str | None]:
+def _unwrap(arguments: dict[str, Any], spec: ToolSpec) -> tuple[dict[str, Any], list[str]]:
     """`{"parameters": {...}}` or `{"<tool name>": {...}}` around the real arguments."""
     properties = spec.parameters.get("properties") or {}
     if len(arguments) != 1:
-        return arguments, None
+        return arguments, []
     ((key, inner),) = arguments.items()
     if key in properties or not isinstance(inner, dict):
-        return arguments, None
-    fits = bool(inner) and set(inner) <= set(properties)
-    if key in ARGS_KEYS or key in ("properties", spec.name) or fits:
-        return inner, f"unwrapped arguments from {key!r}"
-    return arguments, None
+        return arguments, []
+    if (
+        key in ARGS_KEYS
+        or key in ("properties", spec.name)
+        or (inner and set(inner) <= set(properties))
+    ):
+        return inner, [f"unwrapped arguments from {key!r}"]
+    return arguments, []
 
 
 def _decode_strings(arguments: dict[str, Any], properties: dict[str, Any]) -> dict[str, Any]:
-    """A list or object sent as a JSON string: decode it when the schema wants one."""
+    """A list or object sent as a JSON string: decoded where the schema wants one (JSON
+    too deep to decode stays a string)."""
     out = dict(arguments)
     for key, value in arguments.items():
         sub = properties.get(key)
@@ -122,23 +126,17 @@ def _decode_strings(arguments: dict[str, Any], properties: dict[str, Any]) -> di
             and isinstance(sub, dict)
             and sub.get("type") in ("array", "object")
         ):
-            try:
+            with contextlib.suppress(ValueError, RecursionError):
                 decoded = json.loads(value)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(decoded, (list, dict)):
-                out[key] = decoded
+                if isinstance(decoded, (list, dict)):
+                    out[key] = decoded
     return out
 
 
 def repair_call(call: ToolCall, spec: ToolSpec) -> Repaired:
     """Unwrap and coerce `call`'s arguments against `spec`'s schema."""
-    notes: list[str] = []
-    arguments, note = unwrap(call.arguments, spec)
-    if note:
-        notes.append(note)
-    properties = spec.parameters.get("properties") or {}
-    arguments = _decode_strings(arguments, properties)
+    arguments, notes = _unwrap(call.arguments, spec)
+    arguments = _decode_strings(arguments, spec.parameters.get("properties") or {})
     try:
         model = _validator(spec.name, json.dumps(spec.parameters, sort_keys=True, default=str))
     except Exception:
@@ -146,12 +144,10 @@ def repair_call(call: ToolCall, spec: ToolSpec) -> Repaired:
     if model is None:
         return Repaired(ToolCall(call.name, arguments, call.id), tuple(notes))
     try:
-        validated = model.model_validate(arguments)
+        dumped = model.model_validate(arguments).model_dump(exclude_unset=True)
     except ValidationError as exc:
-        return Repaired(
-            ToolCall(call.name, arguments, call.id), tuple(notes), describe_validation_error(exc)
-        )
-    dumped = validated.model_dump(exclude_unset=True)
+        error = describe_validation_error(exc)
+        return Repaired(ToolCall(call.name, arguments, call.id), tuple(notes), error)
     # In the order the model wrote them (the model's fields are in the schema's order).
     coerced = {key: dumped[key] for key in arguments if key in dumped}
     coerced |= {key: value for key, value in dumped.items() if key not in coerced}
