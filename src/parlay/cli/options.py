@@ -99,7 +99,7 @@ PromptedOpt = Annotated[
     bool,
     typer.Option("--prompted", help="Use prompted tool calling (for models without native tools)."),
 ]
-# parlay.engine.contract.render.FORMATS as a type, so typer offers (and checks) the choices.
+# parlay.engine.contract.pieces.FORMATS as a type, so typer offers (and checks) the choices.
 ActionFormat = Literal["fenced", "json", "typed"]
 ActionFormatOpt = Annotated[
     ActionFormat | None,

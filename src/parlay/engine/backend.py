@@ -60,7 +60,7 @@ __all__ = ["NAME_ALTERNATIVES", "PromptedBackend", "behind_engine"]
 class PromptedBackend:
     """Wraps any `Backend` and gives it tool calling through a prompt contract.
 
-    - `action_format`: "fenced", "json", "command" or "typed" (the parser reads all four);
+    - `action_format`: "fenced", "json" or "typed" (the parser reads all three);
       None: "typed" when replies can be held to a grammar, else "fenced".
     - `max_retries`: how many times a failed reply is asked again.
     - `constrained`: hold replies to a JSON schema of valid actions (not under

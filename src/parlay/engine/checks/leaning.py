@@ -17,7 +17,7 @@ from parlay.engine.contract.pieces import ActionFormat
 from parlay.events import TokenChoice
 
 # Per format: where the reply's kind is written, the word for answering, the words for
-# calling. Formats that write no such word (fenced, command) have no entry.
+# calling. The fenced format writes no such word and has no entry.
 _KIND = {
     "json": (re.compile(r'^\s*\{\s*"'), "final", ("tool", "actions")),
     "typed": (re.compile(r'^\s*\{\s*"type"\s*:\s*"'), "final", ("tool_call", "tool_calls")),
