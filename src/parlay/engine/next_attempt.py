@@ -12,32 +12,31 @@ import logging
 
 from attrs import evolve
 
-from parlay.context import AssistantMessage, UserMessage
+from parlay.context import AssistantMessage, Message, UserMessage
 from parlay.diagnostics import RetryRecord
 from parlay.engine.attempt import Attempt
 from parlay.engine.checks.retry import Verdict
 from parlay.engine.checks.retry_message import retry_instruction
-from parlay.engine.checks.rules import VerdictReason
-from parlay.engine.contract.constrain import action_response_format, final_schema
+from parlay.engine.checks.rules import EngineRule, VerdictReason
+from parlay.engine.contract.constrain import final_schema
 from parlay.engine.contract.parser import ParseResult
 from parlay.engine.contract.pieces import ActionFormat
 from parlay.engine.contract.render import render_contract
-from parlay.engine.settings import EngineSettings
 from parlay.engine.turn import Turn
-from parlay.request import NONE, ChatRequest, ResponseFormat, ToolSpec
+from parlay.request import NONE, ChatRequest, ResponseFormat
 
 logger = logging.getLogger("parlay.prompted")
 
 # Retry reasons for a call carrying a value the conversation did not give.
 MADE_UP_VALUES: tuple[VerdictReason, ...] = ("example_value", "invented_value")
 # Earlier retries after which a made-up value means the turn has nothing real to call with.
-DOUBTFUL: tuple[VerdictReason, ...] = (
-    *MADE_UP_VALUES,
-    "example_answer",
-    "pretended_call",
-    "forced_call",
-    "unsure_call",
-)
+DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "pretended_call", "forced_call", "unsure_call")
+# Verdicts after which the model most likely answers best in words: the grammar forced
+# its call, it was unsure of calling, or it wrote a stand-in.
+WORDS_AFTER: tuple[VerdictReason, ...] = ("forced_call", "unsure_call", "placeholder_answer")
+# Verdicts on something the examples taught (a made-up value or result): asked again
+# without them and without the reply, so nothing is left to copy.
+TAUGHT: tuple[VerdictReason, ...] = (*MADE_UP_VALUES, "example_answer", "pretended_call")
 
 
 def words_format(request: ChatRequest, action_format: ActionFormat) -> ResponseFormat:
@@ -47,25 +46,7 @@ def words_format(request: ChatRequest, action_format: ActionFormat) -> ResponseF
     return request.response_format or only
 
 
-def grammar_for(
-    settings: EngineSettings, tools: tuple[ToolSpec, ...], request: ChatRequest
-) -> ResponseFormat | None:
-    """The grammar of a reply calling one of `tools` or, under `auto`, answering: in the
-    caller's own format (`response_format`) when the request has one."""
-    answer = request.response_format.schema if request.response_format else None
-    return action_response_format(
-        tools,
-        request.tool_choice,
-        settings.options.action_format,
-        answer=answer,
-        parallel=request.parallel_tool_calls,
-        listed=settings.options.listed_calls,
-    )
-
-
-def wants_words(
-    settings: EngineSettings, turn: Turn, attempt: Attempt, parsed: ParseResult, attempt_no: int
-) -> bool:
+def wants_words(turn: Turn, attempt: Attempt, parsed: ParseResult, attempt_no: int) -> bool:
     """Under tool_choice="none", whether a reply left no text of its own (only calls,
     nothing, or parlay's words echoed): such a turn must still end in text."""
     return (
@@ -75,12 +56,10 @@ def wants_words(
     )
 
 
-def ask_for_words(
-    settings: EngineSettings, turn: Turn, attempt: Attempt, parsed: ParseResult
-) -> None:
+def ask_for_words(turn: Turn, attempt: Attempt, parsed: ParseResult) -> None:
     """Ask again for words. A reply that echoed the instruction, or the last try, goes
     under the answer-only grammar where there is one, rather than see it again."""
-    echo = attempt.trim.took_all
+    settings, echo = turn.settings, attempt.trim.took_all
     if echo:
         turn.fired.append("echo_filter")
         turn.notes.append("dropped a reply that only repeated the instruction not to call")
@@ -88,126 +67,104 @@ def ask_for_words(
     turn.retries.append(RetryRecord("words_only", ", ".join(c.name for c in parsed.calls)))
     last = len(turn.retries) >= settings.policy.max_retries
     if settings.grammar_available and (last or echo):
-        answer_only(settings, turn)
+        answer_only(turn)
         return
+    tools, tries = turn.contract.tools, len(turn.retries)
     turn.instruction = retry_instruction(
-        "words_only", "", len(turn.retries), turn.contract.tools, turn.choice, settings.options
+        "words_only", "", tries, tools, turn.choice, settings.options
     )
-    reply = AssistantMessage("".join(attempt.raw))
-    turn.messages = (*turn.messages, reply, UserMessage(turn.instruction))
+    _after_reply(turn, attempt)
 
 
-def answer_only(settings: EngineSettings, turn: Turn) -> None:
-    """The next attempt under the answer-only grammar: the conversation rendered as under
-    tool_choice="none", with no examples and no instruction (models copy both)."""
-    words = turn.request.replace(tool_choice=NONE)
-    plain = evolve(settings.options, few_shot=False)
-    turn.messages = render_contract(words, plain, constrained=True).messages
-    turn.response_format = words_format(turn.request, settings.options.action_format)
-    turn.instruction = ""
-
-
-def retry(settings: EngineSettings, turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
+def retry(turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
     """Set the turn up for the attempt after `verdict`."""
     turn.fired.append(verdict.reason)
     turn.retries.append(RetryRecord(verdict.reason, verdict.detail))
-    to_words = falls_back_to_words(settings, turn, verdict)
-    if to_words:
-        turn.fired.append("words_fallback")
-    elif repeat_in_words(settings, turn, verdict):
-        to_words = True
-        turn.fired.append("repeat_to_words")
-    logger.info(
-        "retry %d/%d: %s %s",
-        len(turn.retries),
-        settings.policy.max_retries,
-        verdict.reason,
-        verdict.detail,
-    )
-    if to_words:
-        answer_only(settings, turn)
+    to_words = _words_rule(turn, verdict)
+    tries, most = len(turn.retries), turn.settings.policy.max_retries
+    logger.info("retry %d/%d: %s %s", tries, most, verdict.reason, verdict.detail)
+    if to_words is not None:
+        turn.fired.append(to_words)
+        answer_only(turn)
     else:
-        _ask_again(settings, turn, verdict, attempt)
+        _ask_again(turn, verdict, attempt)
     turn.shown_text = turn.shown_text or attempt.shown_text
 
 
-def _ask_again(settings: EngineSettings, turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
-    request = turn.request
+def answer_only(turn: Turn) -> None:
+    """The next attempt under the answer-only grammar: the conversation rendered as under
+    tool_choice="none", with no examples and no instruction (models copy both)."""
+    turn.messages = _without_examples(turn, turn.request.replace(tool_choice=NONE), True)
+    turn.response_format = words_format(turn.request, turn.settings.options.action_format)
+    turn.instruction = ""
+
+
+def _ask_again(turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
     if verdict.reason == "repeated_call":
-        turn.response_format = away_from_repeats(settings, turn, attempt)
+        turn.response_format = _away_from_repeats(turn, attempt)
     elif verdict.reason == "pretended_call" and verdict.tool is not None and turn.constrained:
         # The model wrote a made-up result for this tool: it may call it, or answer.
-        turn.response_format = grammar_for(settings, (verdict.tool,), request)
+        turn.response_format = turn.settings.grammar((verdict.tool,), turn.request)
     turn.instruction = retry_instruction(
         verdict.reason,
         verdict.detail,
         len(turn.retries),
         turn.contract.tools,
         turn.choice,
-        settings.options,
+        turn.settings.options,
         verdict.tool,
         constrained=turn.constrained,
         argument=verdict.argument,
         parallel=turn.policy.parallel,
     )
-    if verdict.reason not in (*MADE_UP_VALUES, "example_answer", "pretended_call"):
-        reply = AssistantMessage("".join(attempt.raw))
-        turn.messages = (*turn.messages, reply, UserMessage(turn.instruction))
-        return
-    # The examples taught the made-up value or result: ask again without them and without
-    # the reply, so nothing is left to copy.
-    plain = evolve(settings.options, few_shot=False)
-    fresh = render_contract(request, plain, constrained=turn.constrained).messages
-    turn.messages = (*fresh, UserMessage(turn.instruction))
+    if verdict.reason in TAUGHT:
+        fresh = _without_examples(turn, turn.request, turn.constrained)
+        turn.messages = (*fresh, UserMessage(turn.instruction))
+    else:
+        _after_reply(turn, attempt)
 
 
-# Verdicts after which the model most likely answers best in words: the grammar forced
-# its call, it was unsure of calling, or it wrote a stand-in.
-WORDS_AFTER: tuple[VerdictReason, ...] = ("forced_call", "unsure_call", "placeholder_answer")
+def _after_reply(turn: Turn, attempt: Attempt) -> None:
+    """The next messages: these, the reply, and the retry's instruction."""
+    reply = AssistantMessage("".join(attempt.raw))
+    turn.messages = (*turn.messages, reply, UserMessage(turn.instruction))
 
 
-def falls_back_to_words(settings: EngineSettings, turn: Turn, verdict: Verdict) -> bool:
-    """Whether the retry after `verdict` goes under the answer-only grammar: after a
-    forced or unsure call, a stand-in answer, or a made-up value after an earlier doubt
-    in this turn. The user most likely asked for what no tool does; a grammar for
-    words helps a small model more than an instruction, whose words it would repeat."""
-    if not settings.rules.on("words_fallback"):
-        return False
-    if verdict.reason in WORDS_AFTER:
-        return True
-    return (
-        verdict.reason in MADE_UP_VALUES
-        and turn.policy.model_decides
-        and settings.grammar_available
-        and any(r.reason in DOUBTFUL for r in turn.retries[:-1])
-    )
+def _without_examples(turn: Turn, request: ChatRequest, constrained: bool) -> tuple[Message, ...]:
+    plain = evolve(turn.settings.options, few_shot=False)
+    return render_contract(request, plain, constrained=constrained).messages
 
 
-def repeat_in_words(settings: EngineSettings, turn: Turn, verdict: Verdict) -> bool:
-    """Whether the try after a repeat of answered calls goes under the answer-only
-    grammar (under `auto`, with a grammar): a model repeating calls has every result
-    it needs, and held to the other tools it would misuse them."""
-    return (
-        verdict.reason == "repeated_call"
-        and turn.policy.model_decides
-        and settings.grammar_available
-        and settings.rules.on("repeat_to_words")
-    )
+def _words_rule(turn: Turn, verdict: Verdict) -> EngineRule | None:
+    """The rule by which the retry after `verdict` goes under the answer-only grammar, if
+    one does. `words_fallback`: after a forced or unsure call, a stand-in answer, or a
+    made-up value after an earlier doubt in this turn, the user most likely asked for
+    what no tool does; a grammar for words helps a small model more than an instruction,
+    whose words it would repeat. `repeat_to_words`: a model repeating answered calls
+    has every result it needs, and held to the other tools it would misuse them."""
+    settings, reason = turn.settings, verdict.reason
+    auto_grammar = turn.policy.model_decides and settings.grammar_available
+    doubted = any(r.reason in DOUBTFUL for r in turn.retries[:-1])
+    made_up = reason in MADE_UP_VALUES and auto_grammar and doubted
+    if settings.rules.on("words_fallback") and (reason in WORDS_AFTER or made_up):
+        return "words_fallback"
+    if reason == "repeated_call" and auto_grammar and settings.rules.on("repeat_to_words"):
+        return "repeat_to_words"
+    return None
 
 
-def away_from_repeats(
-    settings: EngineSettings, turn: Turn, attempt: Attempt
-) -> ResponseFormat | None:
+def _away_from_repeats(turn: Turn, attempt: Attempt) -> ResponseFormat | None:
     """A grammar for the retry that leaves out the tools the model keeps repeating
     (under `auto` with none left, an answer only)."""
-
-    current = turn.response_format
+    settings, current = turn.settings, turn.response_format
     if not settings.grammar_available or turn.policy.tool is not None:
         return current
     repeated = {i.call.name for i in attempt.issues if i.kind == "repeated_call"}
     others = tuple(t for t in turn.contract.tools if t.name not in repeated)
     if others:
-        return grammar_for(settings, others, turn.request)
-    if turn.policy.model_decides:
-        return words_format(turn.request, settings.options.action_format)
-    return current
+        return settings.grammar(others, turn.request)
+    return (
+        words_format(turn.request, settings.options.action_format)
+        if turn.policy.model_decides
+        else current
+    )
