@@ -10,8 +10,8 @@ when a call is required (`TurnPolicy.streaming`, `Diagnostics.streaming`).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, Generic, TypeVar
 
 from attrs import evolve
 
@@ -24,15 +24,14 @@ from parlay.engine.attempt import Attempt
 from parlay.engine.checks.leaning import DEFAULT_CALL_CONFIDENCE
 from parlay.engine.checks.refusal import DEFAULT_REFUSALS, RefusalPhrases
 from parlay.engine.checks.results_answer import results_answer
-from parlay.engine.checks.retry import DEFAULT_CHECKS, Check, RetryPolicy
-from parlay.engine.checks.rules import Rules, unknown_rules
-from parlay.engine.contract.parser import ParseResult
-from parlay.engine.contract.pieces import DEFAULT_MAX_RESULT_CHARS, ContractOptions
+from parlay.engine.checks.retry import DEFAULT_CHECKS, Check
+from parlay.engine.checks.rules import unknown_rules
+from parlay.engine.contract.pieces import DEFAULT_MAX_RESULT_CHARS
 from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import has_tool_activity
 from parlay.engine.judging import to_release, verdict_on
 from parlay.engine.next_attempt import ask_for_words, retry, wants_words
-from parlay.engine.settings import engine_settings
+from parlay.engine.settings import EngineSettings, engine_settings
 from parlay.engine.turn import NAME_ALTERNATIVES, Turn, open_turn
 from parlay.errors import BackendStatusError, ConfigurationError
 from parlay.events import Event, Finish, TextDelta
@@ -41,6 +40,17 @@ from parlay.request import AUTO, NONE, ChatRequest
 logger = logging.getLogger("parlay.prompted")
 
 __all__ = ["NAME_ALTERNATIVES", "PromptedBackend", "behind_engine"]
+T = TypeVar("T")
+
+
+class _Setting(Generic[T]):
+    """A read-only attribute of `PromptedBackend`, read from its `EngineSettings`."""
+
+    def __init__(self, read: Callable[[EngineSettings], T]) -> None:
+        self.read = read
+
+    def __get__(self, engine: PromptedBackend, owner: type | None = None) -> T:
+        return self.read(engine.settings)
 
 
 class PromptedBackend:
@@ -101,45 +111,17 @@ class PromptedBackend:
         self.inner = inner
         self.constrained = constrained
 
-    @property
-    def options(self) -> ContractOptions:
-        return self.settings.options
-
-    @property
-    def policy(self) -> RetryPolicy:
-        return self.settings.policy
-
-    @property
-    def rules(self) -> Rules:
-        return self.settings.rules
-
-    @property
-    def min_offered_share(self) -> float:
-        return self.settings.min_offered_share
-
-    @property
-    def max_tokens(self) -> int | None:
-        return self.settings.max_tokens
-
-    @property
-    def check_values(self) -> bool:
-        return self.settings.check_values
-
-    @property
-    def min_call_confidence(self) -> float:
-        return self.settings.min_call_confidence
-
-    @property
-    def action_format(self) -> str:
-        return self.options.action_format
-
-    @property
-    def max_retries(self) -> int:
-        return self.policy.max_retries
-
-    @property
-    def grammar_available(self) -> bool:
-        return self.settings.grammar_available
+    # What the settings hold, read as the backend's own (`backend.action_format`).
+    options = _Setting(lambda s: s.options)
+    policy = _Setting(lambda s: s.policy)
+    rules = _Setting(lambda s: s.rules)
+    action_format = _Setting(lambda s: s.options.action_format)
+    max_retries = _Setting(lambda s: s.policy.max_retries)
+    min_offered_share = _Setting(lambda s: s.min_offered_share)
+    min_call_confidence = _Setting(lambda s: s.min_call_confidence)
+    check_values = _Setting(lambda s: s.check_values)
+    grammar_available = _Setting(lambda s: s.grammar_available)
+    max_tokens = _Setting(lambda s: s.max_tokens)
 
     def configure(self, **changes: Any) -> PromptedBackend:
         """A copy with some settings changed (same inner backend): handy for benchmarks.
@@ -212,26 +194,17 @@ class PromptedBackend:
             async for out in self._run(turn, attempt):
                 yield out
             parsed = attempt.parsed
-            if self._again(turn, attempt, parsed, attempt_no, can_retry):
-                continue
-            if (released := to_release(turn, attempt, parsed, can_retry)) is not None:
-                turn.emitted_calls = released.emitted_calls
-                for out in released.release():
-                    yield out
-            return
-
-    def _again(
-        self, turn: Turn, attempt: Attempt, parsed: ParseResult, attempt_no: int, can_retry: bool
-    ) -> bool:
-        """Whether to ask again, the turn set up for it."""
-        turn.record(attempt, parsed)
-        if wants_words(turn, attempt, parsed, attempt_no):
-            ask_for_words(turn, attempt, parsed)
-            return True
-        if (verdict := verdict_on(turn, attempt, parsed, can_retry)) is not None:
-            retry(turn, verdict, attempt)
-            return True
-        return False
+            turn.record(attempt, parsed)
+            if wants_words(turn, attempt, parsed, attempt_no):
+                ask_for_words(turn, attempt, parsed)
+            elif (verdict := verdict_on(turn, attempt, parsed, can_retry)) is not None:
+                retry(turn, verdict, attempt)
+            else:
+                if (released := to_release(turn, attempt, parsed, can_retry)) is not None:
+                    turn.emitted_calls = released.emitted_calls
+                    for out in released.release():
+                        yield out
+                return
 
     async def _closing(self, turn: Turn, request: ChatRequest) -> AsyncIterator[Event]:
         """When nothing was left to show, the user still gets text: words asked for once
