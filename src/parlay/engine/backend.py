@@ -17,10 +17,9 @@ from attrs import evolve
 
 from parlay.backends._http import schema_rejected
 from parlay.backends.base import Backend, Capabilities
-from parlay.backends.bounds import ATTEMPT_MAX_TOKENS, RepetitionLimit, guarded, with_max_tokens
+from parlay.backends.bounds import ATTEMPT_MAX_TOKENS, RepetitionLimit, guarded
 from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.backends.tokens import TokenCount, count_tokens
-from parlay.engine.attempt import Attempt
 from parlay.engine.checks.leaning import DEFAULT_CALL_CONFIDENCE
 from parlay.engine.checks.refusal import DEFAULT_REFUSALS, RefusalPhrases
 from parlay.engine.checks.results_answer import results_answer
@@ -29,13 +28,12 @@ from parlay.engine.checks.rules import unknown_rules
 from parlay.engine.contract.pieces import DEFAULT_MAX_RESULT_CHARS
 from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import has_tool_activity
-from parlay.engine.judging import to_release, verdict_on
-from parlay.engine.next_attempt import ask_for_words, retry, wants_words
+from parlay.engine.judging import ask_for_words, retry, to_release, verdict_on, wants_words
 from parlay.engine.settings import EngineSettings, engine_settings
 from parlay.engine.turn import NAME_ALTERNATIVES, Turn, open_turn
 from parlay.errors import BackendStatusError, ConfigurationError
 from parlay.events import Event, Finish, TextDelta
-from parlay.request import AUTO, NONE, ChatRequest
+from parlay.request import NONE, ChatRequest
 
 logger = logging.getLogger("parlay.prompted")
 
@@ -172,9 +170,12 @@ class PromptedBackend:
         except BackendStatusError as exc:
             # Again without the grammar, only when the server rejected the schema itself,
             # nothing was shown and the caller did not insist on it.
-            if not turn.constrained or turn.shown_any or self.constrained:
-                raise
-            if not schema_rejected(exc):
+            if (
+                not turn.constrained
+                or turn.shown_any
+                or self.constrained
+                or not schema_rejected(exc)
+            ):
                 raise
             async for out in self._unconstrained(request, exc.status_code):
                 yield out
@@ -191,7 +192,11 @@ class PromptedBackend:
         for attempt_no in range(self.policy.max_retries + 1):
             can_retry = turn.policy.may_retry(attempt_no)
             attempt = turn.next_attempt(can_retry)
-            async for out in self._run(turn, attempt):
+            inner = self.inner.stream(turn.inner_request())
+            async for event in guarded(inner, self.settings.repetition):
+                for out in attempt.take(event):  # the reply through the parser, as it goes
+                    yield out
+            for out in attempt.end():
                 yield out
             parsed = attempt.parsed
             turn.record(attempt, parsed)
@@ -230,22 +235,6 @@ class PromptedBackend:
         elif turn.withheld:
             turn.notes.append("no other words came: the last reply stands, though it echoes")
             yield TextDelta(turn.withheld)
-
-    async def _run(self, turn: Turn, attempt: Attempt) -> AsyncIterator[Event]:
-        """One attempt: the inner model's reply through the parser, events as they go."""
-        inner_request = turn.request.replace(
-            messages=turn.messages,
-            tools=(),
-            tool_choice=AUTO,
-            response_format=turn.response_format,
-            options=turn.inner_options,
-        )
-        inner_request = with_max_tokens(inner_request, self.settings.max_tokens)
-        async for event in guarded(self.inner.stream(inner_request), self.settings.repetition):
-            for out in attempt.take(event):
-                yield out
-        for out in attempt.end():
-            yield out
 
     async def _unconstrained(self, request: ChatRequest, status: int) -> AsyncIterator[Event]:
         """The request again without the grammar, which the server could not build."""

@@ -1,28 +1,185 @@
-"""How the prompted engine judges an attempt: whether to ask again, and what to release.
+"""After an attempt: whether to ask again, what is released, and what is sent next.
 
 The retry policy (`parlay.engine.checks.retry`) gives the verdict; this module gathers what
 its checks read (a refusal, a copied answer, a call the grammar forced, how sure the
 model was of calling) and applies the rules that act after it: a reply repeating
 parlay's own words is dropped (`echo_filter`), and so are repeats of answered calls.
+Most retries add the reply and an instruction naming what was wrong. Some change more:
+a made-up value or a quoted made-up result is asked again without the few-shot examples
+(they taught it); a call repeating an answered one is held to the other tools; and after
+a doubt about the turn, the answer-only grammar takes over (`words_fallback`).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 
-from parlay.context import ToolCall
+from attrs import evolve
+
+from parlay.context import AssistantMessage, Message, ToolCall, UserMessage
+from parlay.diagnostics import RetryRecord
 from parlay.engine.attempt import Attempt
 from parlay.engine.checks.forced import NameChoice, name_choices
 from parlay.engine.checks.leaning import leans_to_words
 from parlay.engine.checks.placeholders import is_debris, is_placeholder
 from parlay.engine.checks.refusal import RefusalSignal, asks_user, detect_refusal
 from parlay.engine.checks.retry import Reply, Verdict, only_repeats
+from parlay.engine.checks.retry_message import retry_instruction
+from parlay.engine.checks.rules import EngineRule, VerdictReason
+from parlay.engine.contract.constrain import final_schema
 from parlay.engine.contract.grounding import copied_answer, echoes
 from parlay.engine.contract.parser import ParseResult
+from parlay.engine.contract.pieces import ActionFormat
+from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import ToolState
 from parlay.engine.turn import Turn
-from parlay.request import ToolSpec
+from parlay.request import NONE, ChatRequest, ResponseFormat, ToolSpec
+
+logger = logging.getLogger("parlay.prompted")
+
+# Retry reasons for a call carrying a value the conversation did not give.
+MADE_UP_VALUES: tuple[VerdictReason, ...] = ("example_value", "invented_value")
+# Earlier retries after which a made-up value means the turn has nothing real to call with.
+DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "pretended_call", "forced_call", "unsure_call")
+# Verdicts after which the model most likely answers best in words: the grammar forced
+# its call, it was unsure of calling, or it wrote a stand-in.
+WORDS_AFTER: tuple[VerdictReason, ...] = ("forced_call", "unsure_call", "placeholder_answer")
+# Verdicts on something the examples taught (a made-up value or result): asked again
+# without them and without the reply, so nothing is left to copy.
+TAUGHT: tuple[VerdictReason, ...] = (*MADE_UP_VALUES, "example_answer", "pretended_call")
+
+
+def words_format(request: ChatRequest, action_format: ActionFormat) -> ResponseFormat:
+    """The grammar of an answer in words: the caller's format if any, else plain text in
+    the format's answer shape."""
+    only = ResponseFormat(final_schema(action_format), name="final", strict=True)
+    return request.response_format or only
+
+
+def wants_words(turn: Turn, attempt: Attempt, parsed: ParseResult, attempt_no: int) -> bool:
+    """Under tool_choice="none", whether a reply left no text of its own (only calls,
+    nothing, or parlay's words echoed): such a turn must still end in text."""
+    return (
+        not turn.policy.may_call
+        and (not parsed.text.strip() or attempt.trim.took_all)
+        and turn.policy.budget_left(attempt_no)
+    )
+
+
+def ask_for_words(turn: Turn, attempt: Attempt, parsed: ParseResult) -> None:
+    """Ask again for words. A reply that echoed the instruction, or the last try, goes
+    under the answer-only grammar where there is one, rather than see it again."""
+    settings, echo = turn.settings, attempt.trim.took_all
+    if echo:
+        turn.fired.append("echo_filter")
+        turn.notes.append("dropped a reply that only repeated the instruction not to call")
+    turn.fired.append("words_only")
+    turn.retries.append(RetryRecord("words_only", ", ".join(c.name for c in parsed.calls)))
+    last = len(turn.retries) >= settings.policy.max_retries
+    if settings.grammar_available and (last or echo):
+        answer_only(turn)
+        return
+    tools, tries = turn.contract.tools, len(turn.retries)
+    turn.instruction = retry_instruction(
+        "words_only", "", tries, tools, turn.choice, settings.options
+    )
+    _after_reply(turn, attempt)
+
+
+def retry(turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
+    """Set the turn up for the attempt after `verdict`."""
+    turn.fired.append(verdict.reason)
+    turn.retries.append(RetryRecord(verdict.reason, verdict.detail))
+    to_words = _words_rule(turn, verdict)
+    tries, most = len(turn.retries), turn.settings.policy.max_retries
+    logger.info("retry %d/%d: %s %s", tries, most, verdict.reason, verdict.detail)
+    if to_words is not None:
+        turn.fired.append(to_words)
+        answer_only(turn)
+    else:
+        _ask_again(turn, verdict, attempt)
+    turn.shown_text = turn.shown_text or attempt.shown_text
+
+
+def answer_only(turn: Turn) -> None:
+    """The next attempt under the answer-only grammar: the conversation rendered as under
+    tool_choice="none", with no examples and no instruction (models copy both)."""
+    turn.messages = _without_examples(turn, turn.request.replace(tool_choice=NONE), True)
+    turn.response_format = words_format(turn.request, turn.settings.options.action_format)
+    turn.instruction = ""
+
+
+def _ask_again(turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
+    if verdict.reason == "repeated_call":
+        turn.response_format = _away_from_repeats(turn, attempt)
+    elif verdict.reason == "pretended_call" and verdict.tool is not None and turn.constrained:
+        # The model wrote a made-up result for this tool: it may call it, or answer.
+        turn.response_format = turn.settings.grammar((verdict.tool,), turn.request)
+    turn.instruction = retry_instruction(
+        verdict.reason,
+        verdict.detail,
+        len(turn.retries),
+        turn.contract.tools,
+        turn.choice,
+        turn.settings.options,
+        verdict.tool,
+        constrained=turn.constrained,
+        argument=verdict.argument,
+        parallel=turn.policy.parallel,
+    )
+    if verdict.reason in TAUGHT:
+        fresh = _without_examples(turn, turn.request, turn.constrained)
+        turn.messages = (*fresh, UserMessage(turn.instruction))
+    else:
+        _after_reply(turn, attempt)
+
+
+def _after_reply(turn: Turn, attempt: Attempt) -> None:
+    """The next messages: these, the reply, and the retry's instruction."""
+    reply = AssistantMessage("".join(attempt.raw))
+    turn.messages = (*turn.messages, reply, UserMessage(turn.instruction))
+
+
+def _without_examples(turn: Turn, request: ChatRequest, constrained: bool) -> tuple[Message, ...]:
+    plain = evolve(turn.settings.options, few_shot=False)
+    return render_contract(request, plain, constrained=constrained).messages
+
+
+def _words_rule(turn: Turn, verdict: Verdict) -> EngineRule | None:
+    """The rule by which the retry after `verdict` goes under the answer-only grammar, if
+    one does. `words_fallback`: after a forced or unsure call, a stand-in answer, or a
+    made-up value after an earlier doubt in this turn, the user most likely asked for
+    what no tool does; a grammar for words helps a small model more than an instruction,
+    whose words it would repeat. `repeat_to_words`: a model repeating answered calls
+    has every result it needs, and held to the other tools it would misuse them."""
+    settings, reason = turn.settings, verdict.reason
+    auto_grammar = turn.policy.model_decides and settings.grammar_available
+    doubted = any(r.reason in DOUBTFUL for r in turn.retries[:-1])
+    made_up = reason in MADE_UP_VALUES and auto_grammar and doubted
+    if settings.rules.on("words_fallback") and (reason in WORDS_AFTER or made_up):
+        return "words_fallback"
+    if reason == "repeated_call" and auto_grammar and settings.rules.on("repeat_to_words"):
+        return "repeat_to_words"
+    return None
+
+
+def _away_from_repeats(turn: Turn, attempt: Attempt) -> ResponseFormat | None:
+    """A grammar for the retry that leaves out the tools the model keeps repeating
+    (under `auto` with none left, an answer only)."""
+    settings, current = turn.settings, turn.response_format
+    if not settings.grammar_available or turn.policy.tool is not None:
+        return current
+    repeated = {i.call.name for i in attempt.issues if i.kind == "repeated_call"}
+    others = tuple(t for t in turn.contract.tools if t.name not in repeated)
+    if others:
+        return settings.grammar(others, turn.request)
+    return (
+        words_format(turn.request, settings.options.action_format)
+        if turn.policy.model_decides
+        else current
+    )
 
 
 def verdict_on(

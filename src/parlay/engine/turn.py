@@ -10,6 +10,7 @@ from functools import partial
 
 from attrs import Factory, define, evolve
 
+from parlay.backends.bounds import with_max_tokens
 from parlay.context import Message, UserMessage
 from parlay.diagnostics import Diagnostics, RetryRecord
 from parlay.engine.attempt import Attempt, AttemptSetup
@@ -24,7 +25,7 @@ from parlay.engine.contract.render import Contract, render_contract
 from parlay.engine.policy import StreamingMode, TurnPolicy
 from parlay.engine.settings import EngineSettings
 from parlay.events import Finish, FinishReason, Usage
-from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice, ToolSpec
+from parlay.request import AUTO, ChatRequest, ResponseFormat, ToolChoice, ToolSpec
 
 logger = logging.getLogger("parlay.prompted")
 # Alternatives per token asked of the inner backend for `forced.name_choices`.
@@ -79,15 +80,22 @@ class Turn:
         decides = self.constrained and self.policy.model_decides
         return decides and self.settings.min_offered_share > 0
 
-    @property
-    def inner_options(self) -> GenerationOptions:
-        """The request's options, with alternatives per token where the engine reads the
-        tool names or how sure the model was of calling: only for its own reading (the
-        text it hands on is parsed out of actions, so a caller's would not fit it)."""
+    def inner_request(self) -> ChatRequest:
+        """What the next attempt sends the inner model. Alternatives per token are asked
+        for only where the engine reads the tool names or how sure the model was of
+        calling: the text it hands on is parsed out of actions, so a caller's would not
+        fit it."""
         decides = self.constrained and self.policy.model_decides
         read_lean = decides and bool(self.settings.min_call_confidence)
         alternatives = NAME_ALTERNATIVES if self.read_names or read_lean else None
-        return evolve(self.request.options, top_logprobs=alternatives)
+        request = self.request.replace(
+            messages=self.messages,
+            tools=(),
+            tool_choice=AUTO,
+            response_format=self.response_format,
+            options=evolve(self.request.options, top_logprobs=alternatives),
+        )
+        return with_max_tokens(request, self.settings.max_tokens)
 
     def next_attempt(self, can_retry: bool) -> Attempt:
         """A new attempt, streaming in the mode its place in the turn allows."""
