@@ -148,12 +148,11 @@ def _without_examples(turn: Turn, request: ChatRequest, constrained: bool) -> tu
 
 
 def _words_rule(turn: Turn, verdict: Verdict) -> EngineRule | None:
-    """The rule by which the retry after `verdict` goes under the answer-only grammar, if
-    one does. `words_fallback`: after a forced or unsure call, a stand-in answer, or a
-    made-up value after an earlier doubt in this turn, the user most likely asked for
-    what no tool does; a grammar for words helps a small model more than an instruction,
-    whose words it would repeat. `repeat_to_words`: a model repeating answered calls
-    has every result it needs, and held to the other tools it would misuse them."""
+    """The rule sending the retry after `verdict` under the answer-only grammar, if one
+    does. `words_fallback`: after a forced or unsure call, a stand-in, or a made-up value
+    after an earlier doubt, the user most likely asked for what no tool does (a grammar
+    helps a small model more than an instruction it would repeat). `repeat_to_words`: a
+    model repeating answered calls has every result, and would misuse the other tools."""
     settings, reason = turn.settings, verdict.reason
     auto_grammar = turn.policy.model_decides and settings.grammar_available
     doubted = any(r.reason in DOUBTFUL for r in turn.retries[:-1])
@@ -175,11 +174,9 @@ def _away_from_repeats(turn: Turn, attempt: Attempt) -> ResponseFormat | None:
     others = tuple(t for t in turn.contract.tools if t.name not in repeated)
     if others:
         return settings.grammar(others, turn.request)
-    return (
-        words_format(turn.request, settings.options.action_format)
-        if turn.policy.model_decides
-        else current
-    )
+    if turn.policy.model_decides:
+        return words_format(turn.request, settings.options.action_format)
+    return current
 
 
 def verdict_on(

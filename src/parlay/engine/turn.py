@@ -1,7 +1,5 @@
-"""One request through the prompted engine: its opening (the contract rendered, the first
-grammar), what passes from one attempt to the next (the next messages and grammar, the
-retries, the rules that acted, the notes), and the closing `Finish` with its
-`Diagnostics`."""
+"""One request through the prompted engine: its opening, what passes from one attempt to
+the next, and the closing `Finish` with its `Diagnostics`."""
 
 from __future__ import annotations
 
@@ -75,16 +73,14 @@ class Turn:
 
     @property
     def read_names(self) -> bool:
-        """Whether the engine reads the model's choice of tool names (`checks.forced`):
-        only hidden when a grammar picks them."""
+        """Whether the model's choice of tool names is read (`checks.forced`): it is only
+        hidden when a grammar picks them."""
         decides = self.constrained and self.policy.model_decides
         return decides and self.settings.min_offered_share > 0
 
     def inner_request(self) -> ChatRequest:
-        """What the next attempt sends the inner model. Alternatives per token are asked
-        for only where the engine reads the tool names or how sure the model was of
-        calling: the text it hands on is parsed out of actions, so a caller's would not
-        fit it."""
+        """What the next attempt sends. Alternatives per token only for the engine's own
+        reading: the text it hands on is parsed out of actions, a caller's would not fit."""
         decides = self.constrained and self.policy.model_decides
         read_lean = decides and bool(self.settings.min_call_confidence)
         alternatives = NAME_ALTERNATIVES if self.read_names or read_lean else None
@@ -104,10 +100,10 @@ class Turn:
         self.modes.append(mode)
         specs, answered = self.specs, answered_calls(self.request.messages)
         check = partial(check_call, specs=specs, contract=self.contract, answered=answered)
-        own_rules = settings.policy.call_rules
+        values, own_rules = settings.check_values, settings.policy.call_rules
         setup = AttemptSetup(
             mode,
-            check=partial(check, check_values=settings.check_values, own_rules=own_rules),
+            check=partial(check, check_values=values, own_rules=own_rules),
             may_call=policy.may_call,
             refusal_phrases=settings.refusal_phrases,
             # Text is held for the refusal check only while it is on.
@@ -146,8 +142,8 @@ class Turn:
 
     @property
     def usage(self) -> Usage | None:
-        """The attempts' usage; none when one ended without a count (the guard closed its
-        stream before the server sent one): the sum of the others would pass for it."""
+        """None when an attempt ended without a count (the guard closed its stream first):
+        the sum of the others would pass for the whole."""
         total: Usage | None = None
         for finish in self.finishes:
             if finish.usage is None:
