@@ -126,19 +126,14 @@ class Attempt:
     def _route(self, event: Event, now: list[Event]) -> None:
         if (admitted := self._admitted(event)) is None:
             return
-        if self.setup.mode == "live":
-            if isinstance(admitted, TextDelta):
-                now.extend(self._text(admitted, self._live_hold))
-                return
+        mode = self.setup.mode
+        text_streams = mode == "live" or (mode == "hybrid" and not self.calls_started)
+        if isinstance(admitted, TextDelta) and text_streams:
+            now.extend(self._text(admitted))
+        elif mode == "live":
             now.extend(self._release_text())  # text before a call goes out before it
             self.live_calls += isinstance(admitted, ToolCallEnd)
             now.append(admitted)
-        elif (
-            self.setup.mode == "hybrid"
-            and isinstance(admitted, TextDelta)
-            and not self.calls_started
-        ):
-            now.extend(self._text(admitted, self._hybrid_hold))
         else:
             self.calls_started = True
             self.held.append(admitted)
@@ -192,26 +187,28 @@ class Attempt:
         self.notes.append(f"dropped a second identical {end.call.name} call")
         return True
 
-    def _text(self, event: TextDelta, hold: Callable[[str], bool]) -> list[Event]:
-        """Text is shown once the start held so far passes `hold`, then as it comes."""
+    def _text(self, event: TextDelta) -> list[Event]:
+        """Text is shown once its start is no longer held back, then as it comes."""
         if self.shown_text:
             return [event]
         self.held.append(event)
-        if hold("".join(e.text for e in self.held if isinstance(e, TextDelta))):
+        if self._held_back("".join(e.text for e in self.held if isinstance(e, TextDelta))):
             return []
         return self._release_text()
 
-    def _live_hold(self, text: str) -> bool:
-        """A start that may still be only a stand-in of the format instructions ("your
-        answer") or a repeat of the continuation's words, which the engine drops."""
-        return may_become_placeholder(text) or self.setup.own_words.may_be_repeated_by(text)
-
-    def _hybrid_hold(self, text: str) -> bool:
-        """Text held until `refusal_window` characters show no refusal."""
-        window = self.setup.refusal_window
-        if len(text) < window or (window and detect_refusal(text, self.setup.refusal_phrases)):
-            return True
-        return self.setup.own_words.may_be_repeated_by(text)
+    def _held_back(self, start: str) -> bool:
+        """Live: while it may still be only a stand-in of the format instructions ("your
+        answer"). Hybrid: until `refusal_window` characters show no refusal. Both: while
+        it may only repeat the continuation's words, which the engine drops."""
+        setup = self.setup
+        if setup.mode == "live":
+            held = may_become_placeholder(start)
+        else:
+            window = setup.refusal_window
+            held = len(start) < window or bool(
+                window and detect_refusal(start, setup.refusal_phrases)
+            )
+        return held or setup.own_words.may_be_repeated_by(start)
 
     def _release_text(self) -> list[Event]:
         if self.shown_text or not self.held:

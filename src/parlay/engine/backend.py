@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from attrs import evolve
 
@@ -47,8 +47,15 @@ class _Setting(Generic[T]):
     def __init__(self, read: Callable[[EngineSettings], T]) -> None:
         self.read = read
 
-    def __get__(self, engine: PromptedBackend, owner: type | None = None) -> T:
-        return self.read(engine.settings)
+    @overload
+    def __get__(self, engine: None, owner: type) -> _Setting[T]: ...
+    @overload
+    def __get__(self, engine: PromptedBackend, owner: type) -> T: ...
+    def __get__(self, engine: PromptedBackend | None, owner: type) -> T | _Setting[T]:
+        return self if engine is None else self.read(engine.settings)
+
+    def __set__(self, engine: PromptedBackend, value: object) -> None:
+        raise AttributeError("a PromptedBackend's settings are fixed: see configure()")
 
 
 class PromptedBackend:

@@ -88,6 +88,48 @@ def ask_for_words(turn: Turn, attempt: Attempt, parsed: ParseResult) -> None:
     _after_reply(turn, attempt)
 
 
+def verdict_on(
+    turn: Turn, attempt: Attempt, parsed: ParseResult, can_retry: bool
+) -> Verdict | None:
+    """Why the attempt should be retried, or None: it is released."""
+    signal = detect_refusal(parsed.text, turn.settings.refusal_phrases)
+    if signal is not None and signal.kind == "soft" and asks_user(parsed.text):
+        # "Which city? I can't check the weather without one." asks for what a tool
+        # needs: the right reply, not a claim that no tool could help.
+        signal = None
+    turn.refusal = turn.refusal or signal
+    if not can_retry:
+        return None
+    verdict = turn.settings.policy.judge(_reply(turn, attempt, parsed, signal))
+    if verdict is not None and verdict.about_text and attempt.shown_text:
+        turn.notes.append(f"not retried ({verdict.reason}): the text was already shown")
+        return None
+    return verdict
+
+
+def _reply(
+    turn: Turn, attempt: Attempt, parsed: ParseResult, signal: RefusalSignal | None
+) -> Reply:
+    """What the policy's checks judge of the reply, gathered here."""
+    settings, contract, text = turn.settings, turn.contract, parsed.text
+    copied = copied_answer(text, contract.example_answers) if settings.check_values else ""
+    return Reply(
+        calls=parsed.calls,
+        issues=attempt.issues,
+        problems=parsed.problems,
+        choice=turn.choice,
+        tools=contract.tools,
+        text=text,
+        refusal=signal,
+        copied_answer=copied,
+        pretended_tool=named_tool(text, contract.tools) if copied else None,
+        forced=forced_choice(turn, attempt, parsed.calls) if turn.read_names else None,
+        placeholder=is_placeholder(text) or is_debris(text),
+        unsure=_unsure_share(turn),
+        earlier=tuple(record.reason for record in turn.retries),
+    )
+
+
 def retry(turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
     """Set the turn up for the attempt after `verdict`."""
     turn.fired.append(verdict.reason)
@@ -177,48 +219,6 @@ def _away_from_repeats(turn: Turn, attempt: Attempt) -> ResponseFormat | None:
     if turn.policy.model_decides:
         return words_format(turn.request, settings.options.action_format)
     return current
-
-
-def verdict_on(
-    turn: Turn, attempt: Attempt, parsed: ParseResult, can_retry: bool
-) -> Verdict | None:
-    """Why the attempt should be retried, or None: it is released."""
-    signal = detect_refusal(parsed.text, turn.settings.refusal_phrases)
-    if signal is not None and signal.kind == "soft" and asks_user(parsed.text):
-        # "Which city? I can't check the weather without one." asks for what a tool
-        # needs: the right reply, not a claim that no tool could help.
-        signal = None
-    turn.refusal = turn.refusal or signal
-    if not can_retry:
-        return None
-    verdict = turn.settings.policy.judge(_reply(turn, attempt, parsed, signal))
-    if verdict is not None and verdict.about_text and attempt.shown_text:
-        turn.notes.append(f"not retried ({verdict.reason}): the text was already shown")
-        return None
-    return verdict
-
-
-def _reply(
-    turn: Turn, attempt: Attempt, parsed: ParseResult, signal: RefusalSignal | None
-) -> Reply:
-    """What the policy's checks judge of the reply, gathered here."""
-    settings, contract, text = turn.settings, turn.contract, parsed.text
-    copied = copied_answer(text, contract.example_answers) if settings.check_values else ""
-    return Reply(
-        calls=parsed.calls,
-        issues=attempt.issues,
-        problems=parsed.problems,
-        choice=turn.choice,
-        tools=contract.tools,
-        text=text,
-        refusal=signal,
-        copied_answer=copied,
-        pretended_tool=named_tool(text, contract.tools) if copied else None,
-        forced=forced_choice(turn, attempt, parsed.calls) if turn.read_names else None,
-        placeholder=is_placeholder(text) or is_debris(text),
-        unsure=_unsure_share(turn),
-        earlier=tuple(record.reason for record in turn.retries),
-    )
 
 
 def to_release(
