@@ -28,7 +28,7 @@ from parlay.engine.checks.rules import unknown_rules
 from parlay.engine.contract.pieces import DEFAULT_MAX_RESULT_CHARS
 from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import has_tool_activity
-from parlay.engine.judging import ask_for_words, retry, to_release, verdict_on, wants_words
+from parlay.engine.judging import asked_for_words, retry, to_release, verdict_on
 from parlay.engine.settings import EngineSettings, engine_settings
 from parlay.engine.turn import NAME_ALTERNATIVES, Turn, open_turn
 from parlay.errors import BackendStatusError, ConfigurationError
@@ -207,16 +207,16 @@ class PromptedBackend:
                 yield out
             parsed = attempt.parsed
             turn.record(attempt, parsed)
-            if wants_words(turn, attempt, parsed, attempt_no):
-                ask_for_words(turn, attempt, parsed)
-            elif (verdict := verdict_on(turn, attempt, parsed, can_retry)) is not None:
+            if asked_for_words(turn, attempt, parsed, attempt_no):
+                continue
+            if (verdict := verdict_on(turn, attempt, parsed, can_retry)) is not None:
                 retry(turn, verdict, attempt)
-            else:
-                if (released := to_release(turn, attempt, parsed, can_retry)) is not None:
-                    turn.emitted_calls = released.emitted_calls
-                    for out in released.release():
-                        yield out
-                return
+                continue
+            if (released := to_release(turn, attempt, parsed, can_retry)) is not None:
+                turn.emitted_calls = released.emitted_calls
+                for out in released.release():
+                    yield out
+            return
 
     async def _closing(self, turn: Turn, request: ChatRequest) -> AsyncIterator[Event]:
         """When nothing was left to show, the user still gets text: words asked for once

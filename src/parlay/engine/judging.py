@@ -58,20 +58,14 @@ def words_format(request: ChatRequest, action_format: ActionFormat) -> ResponseF
     return request.response_format or only
 
 
-def wants_words(turn: Turn, attempt: Attempt, parsed: ParseResult, attempt_no: int) -> bool:
-    """Under tool_choice="none", whether a reply left no text of its own (only calls,
-    nothing, or parlay's words echoed): such a turn must still end in text."""
-    return (
-        not turn.policy.may_call
-        and (not parsed.text.strip() or attempt.trim.took_all)
-        and turn.policy.budget_left(attempt_no)
-    )
-
-
-def ask_for_words(turn: Turn, attempt: Attempt, parsed: ParseResult) -> None:
-    """Ask again for words. A reply that echoed the instruction, or the last try, goes
-    under the answer-only grammar where there is one, rather than see it again."""
-    settings, echo = turn.settings, attempt.trim.took_all
+def asked_for_words(turn: Turn, attempt: Attempt, parsed: ParseResult, attempt_no: int) -> bool:
+    """Under tool_choice="none", a reply that left no text of its own (only calls,
+    nothing, or parlay's words echoed) is asked again for words: the turn must end in
+    text. After an echo of the instruction, or on the last try, the answer-only grammar
+    takes over where there is one, rather than show the instruction again."""
+    settings, policy, echo = turn.settings, turn.policy, attempt.trim.took_all
+    if policy.may_call or (parsed.text.strip() and not echo) or not policy.budget_left(attempt_no):
+        return False
     if echo:
         turn.fired.append("echo_filter")
         turn.notes.append("dropped a reply that only repeated the instruction not to call")
@@ -80,12 +74,13 @@ def ask_for_words(turn: Turn, attempt: Attempt, parsed: ParseResult) -> None:
     last = len(turn.retries) >= settings.policy.max_retries
     if settings.grammar_available and (last or echo):
         answer_only(turn)
-        return
+        return True
     tools, tries = turn.contract.tools, len(turn.retries)
     turn.instruction = retry_instruction(
         "words_only", "", tries, tools, turn.choice, settings.options
     )
     _after_reply(turn, attempt)
+    return True
 
 
 def verdict_on(

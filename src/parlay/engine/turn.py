@@ -184,7 +184,7 @@ def open_turn(settings: EngineSettings, request: ChatRequest) -> Turn:
     constrained = settings.uses_constraint(request)
     # Under tool_choice="none" a reply must be words, but is not held to the answer
     # grammar (under it a small model answers with a fragment of the question); a reply
-    # that is only an action is asked again in words instead (`wants_words`).
+    # that is only an action is asked again in words instead (`asked_for_words`).
     contract = render_contract(request, settings.options, constrained=constrained)
     grammar = settings.grammar(contract.tools, request) if constrained else request.response_format
     logger.debug(
