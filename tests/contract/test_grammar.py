@@ -12,7 +12,7 @@ import pytest
 from parlay.context import UserMessage
 from parlay.engine.contract.constrain import action_schema, final_schema
 from parlay.engine.contract.pieces import FORMATS
-from parlay.engine.next_attempt import words_format
+from parlay.engine.judging import words_format
 from parlay.request import ChatRequest, ToolChoice
 
 from .conftest import TOOLS

@@ -357,6 +357,14 @@ def test_configure_copies_with_changes() -> None:
     assert not other.options.few_shot and base.options.few_shot
 
 
+def test_a_setting_cannot_be_changed_in_place_where_the_engine_would_not_see_it() -> None:
+    backend = PromptedBackend(scripted())
+    with pytest.raises(AttributeError, match="configure"):
+        backend.max_retries = 5
+    assert backend.max_retries == 2 and backend.configure(max_retries=5).max_retries == 5
+    assert PromptedBackend.max_retries is not None  # read on the class, as a property is
+
+
 class SlowText:
     """A plain-chat backend that yields text slowly and records how far it got."""
 

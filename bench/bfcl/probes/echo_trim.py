@@ -11,7 +11,7 @@ every result, and how many replies parroting an instruction clause still do.
     python -m bench.bfcl.probes.echo_trim --none   # as if under tool_choice none
 
 With `--none`, the words of the instruction not to call are added to parlay's own, as
-under tool_choice none (`parlay.engine.opening.not_to_call`), and each reply is
+under tool_choice none (`parlay.engine.turn.not_to_call`), and each reply is
 compared with its trim without them: what those words alone would take out of the
 stored replies, whatever `tool_choice` they were asked under.
 """
@@ -35,7 +35,7 @@ from parlay.engine.checks.echo_trim import EchoTrim
 from parlay.engine.checks.own_words import continuation_words
 from parlay.engine.contract.pieces import ContractOptions
 from parlay.engine.contract.render import render_contract
-from parlay.engine.opening import not_to_call
+from parlay.engine.turn import not_to_call
 from parlay.request import NONE, ChatRequest
 
 

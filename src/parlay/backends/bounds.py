@@ -49,21 +49,18 @@ class RepetitionLimit:
                 "RepetitionLimit needs repeats >= 2, max_period >= 1 and min_chars >= 1, got "
                 f"{self.repeats}, {self.max_period}, {self.min_chars}"
             )
-        if self.line_chars is not None and not (
-            self.line_period >= 1 and self.line_chars >= max(2 * self.line_period, 32)
-        ):
+        period, chars = self.line_period, self.line_chars
+        if chars is not None and not (period >= 1 and chars >= max(2 * period, 32)):
             raise ConfigurationError(
                 "RepetitionLimit needs line_period >= 1 and line_chars >= 32 and >= 2 * "
-                f"line_period, got line_period={self.line_period}, line_chars={self.line_chars}"
+                f"line_period, got line_period={period}, line_chars={chars}"
             )
 
 
 class LineLoop:
-    """Finds where a line has become one short piece repeated for `chars` characters.
-
-    It looks at fixed positions every `_STEP` characters, so chunking does not change
-    where it stops, searching the last `_STEP` characters among the `period` before.
-    """
+    """Finds where a line has become one short piece repeated for `chars` characters,
+    looking at fixed positions every `_STEP` characters (so chunking does not change where
+    it stops) for the last `_STEP` characters among the `period` before."""
 
     _STEP = 16
 
@@ -111,14 +108,14 @@ class RepetitionGuard:
     """
 
     def __init__(self, limit: RepetitionLimit | None = None) -> None:
-        self.limit = limit or RepetitionLimit()
-        window = self.limit.repeats * self.limit.max_period
-        self._units: deque[str] = deque(maxlen=window)  # whitespace folded, to compare
+        self.limit = limit = limit or RepetitionLimit()
+        # The last units, whitespace folded, to compare.
+        self._units: deque[str] = deque(maxlen=limit.repeats * limit.max_period)
         self._unit = ""  # the raw text of the unit being read, all of it decided
         self._unit_shown = False  # part of it said something new and was shown
         self._held: list[str] = []
-        chars = self.limit.line_chars
-        self._line = LineLoop(chars, self.limit.line_period) if chars is not None else None
+        chars = limit.line_chars
+        self._line = LineLoop(chars, limit.line_period) if chars is not None else None
         self.tripped: str | None = None
         self.times = 0  # how many times `tripped` was repeated when the guard stopped
 
@@ -199,32 +196,19 @@ class RepetitionGuard:
         self._held = []
 
     def _loop(self) -> str | None:
-        units = list(self._units)
-        limit = self.limit
+        units, limit = list(self._units), self.limit
         for period in range(1, limit.max_period + 1):
-            span = period * limit.repeats
-            if len(units) < span:
+            if len(units) < period * limit.repeats:
                 break
             cycle = units[-period:]
-            if sum(len(u) for u in cycle) < limit.min_chars or _shorter_cycle(cycle):
+            # A cycle that is a shorter one repeated (equal to a rotation of itself) was
+            # judged as that one, its length included.
+            shorter = any(cycle[d:] + cycle[:d] == cycle for d in range(1, period))
+            if sum(map(len, cycle)) < limit.min_chars or shorter:
                 continue
-            if all(units[-span + i] == cycle[i % period] for i in range(span)):
+            if units[-period * limit.repeats :] == cycle * limit.repeats:
                 return " ".join(cycle)
         return None
-
-
-def _shorter_cycle(cycle: list[str]) -> bool:
-    """Whether `cycle` is itself a shorter cycle repeated (its length is checked there)."""
-    period = len(cycle)
-    return any(
-        period % d == 0 and all(cycle[i] == cycle[i % d] for i in range(period))
-        for d in range(1, period)
-    )
-
-
-def describe(repeated: str, times: int) -> str:
-    shown = repeated if len(repeated) <= 80 else repeated[:77] + "..."
-    return f"stopped a reply in a loop: it repeated {shown!r} {times} times"
 
 
 def with_max_tokens(request: ChatRequest, default: int | None) -> ChatRequest:
@@ -247,8 +231,7 @@ async def guarded(
         async for event in events:
             yield event
         return
-    guard = RepetitionGuard(limit)
-    tokens: list[TokenChoice] = []
+    guard, tokens = RepetitionGuard(limit), list[TokenChoice]()
     try:
         async for event in events:
             for out in _passed(event, guard, tokens):
@@ -258,10 +241,13 @@ async def guarded(
         else:
             return
     finally:
-        await _close(events)
-    assert guard.tripped is not None
-    note = describe(guard.tripped, guard.times)
-    yield Finish("length", diagnostics=Diagnostics(notes=(note,), repetition=guard.tripped))
+        if (close := getattr(events, "aclose", None)) is not None:
+            await close()
+    repeated = guard.tripped
+    assert repeated is not None
+    shown = repeated if len(repeated) <= 80 else repeated[:77] + "..."
+    note = f"stopped a reply in a loop: it repeated {shown!r} {guard.times} times"
+    yield Finish("length", diagnostics=Diagnostics(notes=(note,), repetition=repeated))
 
 
 def _passed(event: Event, guard: RepetitionGuard, tokens: list[TokenChoice]) -> list[Event]:
@@ -286,9 +272,3 @@ def _delta(text: str, tokens: list[TokenChoice]) -> TextDelta:
     delta = ScoredTextDelta(text, tokens=tuple(tokens))
     tokens.clear()
     return delta
-
-
-async def _close(events: AsyncIterator[Event]) -> None:
-    close = getattr(events, "aclose", None)
-    if close is not None:
-        await close()

@@ -1,8 +1,9 @@
 """One round trip of the prompted engine to the inner model: what is shown, held, dropped.
 
-Each attempt streams in one mode (`TurnPolicy.streaming`): `live` shows every event at
-once; `buffered` holds the whole reply; `hybrid` shows text once it is clearly not a
-refusal and holds the calls until the reply has been judged.
+The reply is parsed as it streams, and each attempt routes its events in one mode
+(`TurnPolicy.streaming`): `live` shows every event at once; `buffered` holds the whole
+reply; `hybrid` shows text once it is clearly not a refusal and holds the calls until
+the reply has been judged.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from parlay.engine.checks.own_words import OwnWords
 from parlay.engine.checks.placeholders import leading_debris, may_become_placeholder
 from parlay.engine.checks.refusal import RefusalPhrases, detect_refusal
 from parlay.engine.checks.retry import CallIssue
+from parlay.engine.contract.parser import ActionStreamParser, ParseResult
 from parlay.engine.policy import StreamingMode
 from parlay.events import (
     Event,
     Finish,
+    ScoredTextDelta,
     TextDelta,
     TokenChoice,
     ToolCallArgsDelta,
@@ -56,16 +59,15 @@ class AttemptSetup:
 class Attempt:
     """The events of one reply, routed by the attempt's mode, and what was found in it."""
 
-    def __init__(self, setup: AttemptSetup) -> None:
+    def __init__(self, setup: AttemptSetup, tools: Collection[str], thought_limit: int) -> None:
         self.setup = setup
+        self.parser = ActionStreamParser(tools, thought_limit=thought_limit)
         self.trim = EchoTrim(setup.own_words if setup.trim_clauses else OwnWords())
         self.ended: set[tuple[str, str]] = set()  # (name, arguments) of the calls so far
         self.duplicates = 0
         self.kept_call: str | None = None
         self.held: list[Event] = []
-        self.held_text = 0
-        self.text_live = False  # text streams (live: once it is no stand-in; hybrid: no refusal)
-        self.shown_text = False
+        self.shown_text = False  # text streams (live: once it is no stand-in; hybrid: no refusal)
         self.calls_started = False
         self.live_calls = 0
         self.raw: list[str] = []
@@ -74,9 +76,37 @@ class Attempt:
         self.notes: list[str] = []
         self.finish: Finish | None = None
 
+    def take(self, event: Event) -> list[Event]:
+        """One event of the inner model's stream; returns the events to show now."""
+        if isinstance(event, Finish):
+            self.finish = event
+            return []
+        if not isinstance(event, TextDelta):  # a native call from the inner backend
+            return self.route([event])
+        self.raw.append(event.text)
+        if isinstance(event, ScoredTextDelta):
+            self.tokens.extend(event.tokens)
+        return self.route(self.parser.feed(event.text))
+
+    def end(self) -> list[Event]:
+        """The reply has ended: the last events to show."""
+        now = self.route(self.parser.finish())
+        rest = self.trim.flush(cut=self.cut_by_limit)  # the clause the echo trim holds
+        if self.trim.dropped:
+            self.notes.append(
+                f"took out {len(self.trim.dropped)} clause(s) repeating the continuation's "
+                f"instructions: {self.trim.dropped[0][:80]!r}"
+            )
+        if rest:
+            self._route(TextDelta(rest), now)
+        return now
+
+    @property
+    def parsed(self) -> ParseResult:
+        return self.parser.result()
+
     def route(self, events: list[Event]) -> list[Event]:
-        """Check calls, then show, hold or drop each event by the attempt's mode; returns
-        the events to show now."""
+        """Each event past the echo trim, checked, then shown (returned), held or dropped."""
         now: list[Event] = []
         for event in events:
             if isinstance(event, TextDelta) and self.trim.active:
@@ -93,25 +123,20 @@ class Attempt:
         """Whether the token limit stopped the reply (it may end inside a word)."""
         return self.finish is not None and self.finish.reason == "length"
 
-    def end_text(self) -> list[Event]:
-        """The reply has ended: the clause the echo trim still holds, decided."""
-        rest = self.trim.flush(cut=self.cut_by_limit)
-        if self.trim.dropped:
-            self.notes.append(
-                f"took out {len(self.trim.dropped)} clause(s) repeating the continuation's "
-                f"instructions: {self.trim.dropped[0][:80]!r}"
-            )
-        now: list[Event] = []
-        if rest:
-            self._route(TextDelta(rest), now)
-        return now
-
     def _route(self, event: Event, now: list[Event]) -> None:
-        """One event, past the echo trim: checked, then shown (added to `now`), held or
-        dropped by the attempt's mode."""
-        admitted = self._admitted(event)
-        if admitted is not None:
-            self._by_mode(admitted, now)
+        if (admitted := self._admitted(event)) is None:
+            return
+        mode = self.setup.mode
+        text_streams = mode == "live" or (mode == "hybrid" and not self.calls_started)
+        if isinstance(admitted, TextDelta) and text_streams:
+            now.extend(self._text(admitted))
+        elif mode == "live":
+            now.extend(self._release_text())  # text before a call goes out before it
+            self.live_calls += isinstance(admitted, ToolCallEnd)
+            now.append(admitted)
+        else:
+            self.calls_started = True
+            self.held.append(admitted)
 
     def _admitted(self, event: Event) -> Event | None:
         """`event` with its call checked, or None where the turn's limits drop it."""
@@ -147,28 +172,10 @@ class Attempt:
             )
         return True
 
-    def _by_mode(self, event: Event, now: list[Event]) -> None:
-        mode = self.setup.mode
-        if mode == "live":
-            if isinstance(event, TextDelta):
-                now.extend(self._live_text(event))
-                return
-            now.extend(self._release_text())  # text before a call goes out before it
-            if isinstance(event, ToolCallEnd):
-                self.live_calls += 1
-            now.append(event)
-        elif mode == "buffered":
-            self.held.append(event)
-        elif isinstance(event, TextDelta) and not self.calls_started:
-            now.extend(self._text(event))
-        else:
-            self.calls_started = True
-            self.held.append(event)
-
     def _duplicate(self, end: ToolCallEnd) -> bool:
         """A call identical to an earlier one of this reply, dropped where its events are
-        still held (a live call is out already): the typed format's plural form holds
-        two calls or more, so a model with one call to make may write it twice."""
+        still held: the typed format's plural form holds two calls or more, so a model
+        with one call to make may write it twice."""
         if not self.setup.drop_duplicates or self.setup.mode == "live":
             return False
         key = (end.call.name, end.call.arguments_json)
@@ -180,43 +187,32 @@ class Attempt:
         self.notes.append(f"dropped a second identical {end.call.name} call")
         return True
 
-    def _live_text(self, event: TextDelta) -> list[Event]:
-        """Live mode: text streams at once, except a start that may still turn out to be
-        only a stand-in of the format instructions ("your answer") or a repeat of the
-        continuation's words, which the engine drops; it is held until it says more."""
-        if self.text_live:
-            self.shown_text = True
+    def _text(self, event: TextDelta) -> list[Event]:
+        """Text is shown once its start is no longer held back, then as it comes."""
+        if self.shown_text:
             return [event]
         self.held.append(event)
-        held_text = "".join(e.text for e in self.held if isinstance(e, TextDelta))
-        if may_become_placeholder(held_text) or self.setup.own_words.may_be_repeated_by(held_text):
+        if self._held_back("".join(e.text for e in self.held if isinstance(e, TextDelta))):
             return []
         return self._release_text()
 
-    def _release_text(self) -> list[Event]:
-        if self.text_live or not self.held:
-            return []
-        self.text_live = True
-        self.shown_text = True
-        released, self.held = self.held, []
-        return without_leading_debris(released)
+    def _held_back(self, start: str) -> bool:
+        """Live: while it may still be only a stand-in of the format instructions ("your
+        answer"). Hybrid: until `refusal_window` characters show no refusal. Both: while
+        it may only repeat the continuation's words, which the engine drops."""
+        setup = self.setup
+        if setup.mode == "live":
+            held = may_become_placeholder(start)
+        else:
+            window = setup.refusal_window
+            held = len(start) < window or bool(
+                window and detect_refusal(start, setup.refusal_phrases)
+            )
+        return held or setup.own_words.may_be_repeated_by(start)
 
-    def _text(self, event: TextDelta) -> list[Event]:
-        """Hybrid mode: text is held until `refusal_window` characters show no refusal."""
-        if self.text_live:
-            self.shown_text = True
-            return [event]
-        self.held.append(event)
-        self.held_text += len(event.text)
-        window = self.setup.refusal_window
-        if self.held_text < window:
+    def _release_text(self) -> list[Event]:
+        if self.shown_text or not self.held:
             return []
-        held_text = "".join(e.text for e in self.held if isinstance(e, TextDelta))
-        if window and detect_refusal(held_text, self.setup.refusal_phrases):
-            return []
-        if self.setup.own_words.may_be_repeated_by(held_text):
-            return []
-        self.text_live = True
         self.shown_text = True
         released, self.held = self.held, []
         return without_leading_debris(released)
@@ -230,11 +226,7 @@ class Attempt:
             if isinstance(event, ToolCallArgsDelta):
                 streamed.setdefault(event.id, []).append(event.delta)
         final = {call.id: call for call in gather(self.held).calls}
-        rewrite = {
-            call_id
-            for call_id, call in final.items()
-            if "".join(streamed.get(call_id, [])) != call.arguments_json
-        }
+        rewrite = {i for i, c in final.items() if "".join(streamed.get(i, [])) != c.arguments_json}
         out: list[Event] = []
         for event in self.held:
             if isinstance(event, ToolCallArgsDelta) and event.id in rewrite:
@@ -259,8 +251,6 @@ class Attempt:
 def without_leading_debris(events: list[Event]) -> list[Event]:
     """The events with an action's leftover syntax taken off the start of their text."""
     cut = leading_debris("".join(e.text for e in events if isinstance(e, TextDelta)))
-    if not cut:
-        return events
     out: list[Event] = []
     for event in events:
         if cut and isinstance(event, TextDelta):

@@ -10,51 +10,52 @@ when a call is required (`TurnPolicy.streaming`, `Diagnostics.streaming`).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, Generic, TypeVar, overload
 
 from attrs import evolve
 
 from parlay.backends._http import schema_rejected
 from parlay.backends.base import Backend, Capabilities
-from parlay.backends.bounds import (
-    ATTEMPT_MAX_TOKENS,
-    RepetitionLimit,
-    guarded,
-    with_max_tokens,
-)
+from parlay.backends.bounds import ATTEMPT_MAX_TOKENS, RepetitionLimit, guarded
 from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.backends.tokens import TokenCount, count_tokens
-from parlay.engine.attempt import Attempt
-from parlay.engine.checks.leaning import DEFAULT_CALL_CONFIDENCE, answer_share
+from parlay.engine.checks.leaning import DEFAULT_CALL_CONFIDENCE
 from parlay.engine.checks.refusal import DEFAULT_REFUSALS, RefusalPhrases
 from parlay.engine.checks.results_answer import results_answer
-from parlay.engine.checks.retry import DEFAULT_CHECKS, Check, RetryPolicy
-from parlay.engine.checks.rules import Rules, unknown_rules
-from parlay.engine.contract.parser import ActionStreamParser, ParseResult
-from parlay.engine.contract.pieces import (
-    DEFAULT_FORMAT,
-    DEFAULT_MAX_RESULT_CHARS,
-    ContractOptions,
-)
+from parlay.engine.checks.retry import DEFAULT_CHECKS, Check
+from parlay.engine.checks.rules import unknown_rules
+from parlay.engine.contract.pieces import DEFAULT_MAX_RESULT_CHARS
 from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import has_tool_activity
-from parlay.engine.judging import to_release, verdict_on
-from parlay.engine.next_attempt import (
-    ask_for_words,
-    retry,
-    wants_words,
-)
-from parlay.engine.opening import NAME_ALTERNATIVES, begin_turn, next_attempt
-from parlay.engine.settings import EngineSettings
-from parlay.engine.turn import Turn
+from parlay.engine.judging import asked_for_words, retry, to_release, verdict_on
+from parlay.engine.settings import EngineSettings, engine_settings
+from parlay.engine.turn import NAME_ALTERNATIVES, Turn, open_turn
 from parlay.errors import BackendStatusError, ConfigurationError
-from parlay.events import Event, Finish, ScoredTextDelta, TextDelta
-from parlay.request import AUTO, NONE, ChatRequest
+from parlay.events import Event, Finish, TextDelta
+from parlay.request import NONE, ChatRequest
 
 logger = logging.getLogger("parlay.prompted")
 
 __all__ = ["NAME_ALTERNATIVES", "PromptedBackend", "behind_engine"]
+T = TypeVar("T")
+
+
+class _Setting(Generic[T]):
+    """A read-only attribute of `PromptedBackend`, read from its `EngineSettings`."""
+
+    def __init__(self, read: Callable[[EngineSettings], T]) -> None:
+        self.read = read
+
+    @overload
+    def __get__(self, engine: None, owner: type) -> _Setting[T]: ...
+    @overload
+    def __get__(self, engine: PromptedBackend, owner: type) -> T: ...
+    def __get__(self, engine: PromptedBackend | None, owner: type) -> T | _Setting[T]:
+        return self if engine is None else self.read(engine.settings)
+
+    def __set__(self, engine: PromptedBackend, value: object) -> None:
+        raise AttributeError("a PromptedBackend's settings are fixed: see configure()")
 
 
 class PromptedBackend:
@@ -111,46 +112,21 @@ class PromptedBackend:
         self._arguments: dict[str, Any] = {
             key: value for key, value in locals().items() if key not in ("self", "inner")
         }
-        _check_knobs(inner, constrained, min_offered_share, min_call_confidence, max_tokens)
+        self.settings = engine_settings(inner, self._arguments)
         self.inner = inner
         self.constrained = constrained
-        self.settings = _settings(inner, **self._arguments)
 
-    @property
-    def options(self) -> ContractOptions:
-        return self.settings.options
-
-    @property
-    def policy(self) -> RetryPolicy:
-        return self.settings.policy
-
-    @property
-    def rules(self) -> Rules:
-        return self.settings.rules
-
-    @property
-    def min_offered_share(self) -> float:
-        return self.settings.min_offered_share
-
-    @property
-    def max_tokens(self) -> int | None:
-        return self.settings.max_tokens
-
-    @property
-    def check_values(self) -> bool:
-        return self.settings.check_values
-
-    @property
-    def min_call_confidence(self) -> float:
-        return self.settings.min_call_confidence
-
-    @property
-    def action_format(self) -> str:
-        return self.options.action_format
-
-    @property
-    def max_retries(self) -> int:
-        return self.policy.max_retries
+    # What the settings hold, read as the backend's own (`backend.action_format`).
+    options = _Setting(lambda s: s.options)
+    policy = _Setting(lambda s: s.policy)
+    rules = _Setting(lambda s: s.rules)
+    action_format = _Setting(lambda s: s.options.action_format)
+    max_retries = _Setting(lambda s: s.policy.max_retries)
+    min_offered_share = _Setting(lambda s: s.min_offered_share)
+    min_call_confidence = _Setting(lambda s: s.min_call_confidence)
+    check_values = _Setting(lambda s: s.check_values)
+    grammar_available = _Setting(lambda s: s.grammar_available)
+    max_tokens = _Setting(lambda s: s.max_tokens)
 
     def configure(self, **changes: Any) -> PromptedBackend:
         """A copy with some settings changed (same inner backend): handy for benchmarks.
@@ -176,11 +152,6 @@ class PromptedBackend:
     def capabilities(self) -> Capabilities:
         return Capabilities(native_tools=True, json_schema=self.inner.capabilities.json_schema)
 
-    @property
-    def grammar_available(self) -> bool:
-
-        return self.settings.grammar_available
-
     async def count_tokens(self, request: ChatRequest) -> TokenCount:
         """The tokens of the rendered contract the inner model is sent for `request`."""
         if not request.tools and not has_tool_activity(request.messages):
@@ -198,19 +169,28 @@ class PromptedBackend:
             async for event in self.inner.stream(request):
                 yield event
             return
-        turn = begin_turn(self.settings, request)
+        turn = open_turn(self.settings, request)
         try:
             async for out in self._attempts(turn):
+                turn.shown_any = True
                 yield out
         except BackendStatusError as exc:
-            if not self._runs_unconstrained(turn, exc):
+            # Again without the grammar, only when the server rejected the schema itself,
+            # nothing was shown and the caller did not insist on it.
+            if (
+                not turn.constrained
+                or turn.shown_any
+                or self.constrained
+                or not schema_rejected(exc)
+            ):
                 raise
             async for out in self._unconstrained(request, exc.status_code):
                 yield out
             return
         async for out in self._closing(turn, request):
+            turn.shown_any = True
             yield out
-        finish = turn.finish(self.options.action_format)
+        finish = turn.finish()
         logger.debug("prompted reply: %s", finish.diagnostics)
         yield finish
 
@@ -218,42 +198,25 @@ class PromptedBackend:
         """The turn's attempts, until one is released (or dropped) or none is left."""
         for attempt_no in range(self.policy.max_retries + 1):
             can_retry = turn.policy.may_retry(attempt_no)
-            attempt = next_attempt(self.settings, turn, can_retry)
-            parser = ActionStreamParser(turn.specs, thought_limit=self.options.thought_limit)
-            async for out in self._run(turn, attempt, parser):
+            attempt = turn.next_attempt(can_retry)
+            inner = self.inner.stream(turn.inner_request())
+            async for event in guarded(inner, self.settings.repetition):
+                for out in attempt.take(event):  # the reply through the parser, as it goes
+                    yield out
+            for out in attempt.end():
                 yield out
-            again, released = self._settle(turn, attempt, parser.result(), attempt_no, can_retry)
-            if again:
+            parsed = attempt.parsed
+            turn.record(attempt, parsed)
+            if asked_for_words(turn, attempt, parsed, attempt_no):
                 continue
-            if released is not None:
+            if (verdict := verdict_on(turn, attempt, parsed, can_retry)) is not None:
+                retry(turn, verdict, attempt)
+                continue
+            if (released := to_release(turn, attempt, parsed, can_retry)) is not None:
                 turn.emitted_calls = released.emitted_calls
                 for out in released.release():
-                    turn.yielded += 1
                     yield out
             return
-
-    def _runs_unconstrained(self, turn: Turn, error: BackendStatusError) -> bool:
-        """Whether the attempt goes again without the grammar: only when the server
-        rejected the schema itself, nothing was shown and the caller did not insist."""
-        if not turn.constrained or turn.yielded or self.constrained:
-            return False
-        return schema_rejected(error)
-
-    def _settle(
-        self, turn: Turn, attempt: Attempt, parsed: ParseResult, attempt_no: int, can_retry: bool
-    ) -> tuple[bool, Attempt | None]:
-        """Whether to ask again, else the attempt whose events go out (None: none)."""
-        turn.record(attempt, parsed)
-        if attempt_no == 0:
-            turn.answer_share = answer_share(attempt.tokens, self.options.action_format)
-        if wants_words(self.settings, turn, attempt, parsed, attempt_no):
-            ask_for_words(self.settings, turn, attempt, parsed)
-            return True, None
-        verdict = verdict_on(self.settings, turn, attempt, parsed, can_retry)
-        if verdict is not None:
-            retry(self.settings, turn, verdict, attempt)
-            return True, None
-        return False, to_release(self.settings, turn, attempt, parsed, can_retry)
 
     async def _closing(self, turn: Turn, request: ChatRequest) -> AsyncIterator[Event]:
         """When nothing was left to show, the user still gets text: words asked for once
@@ -262,54 +225,23 @@ class PromptedBackend:
             # Asked afresh, with no retry message in sight for the model to repeat.
             turn.fired.append("words_after_drop")
             async for out in self.stream(request.replace(tool_choice=NONE)):
-                if isinstance(out, Finish):
-                    turn.add_usage(out)
-                    turn.take_rules_of(out)
-                else:
-                    turn.yielded += 1
+                if not isinstance(out, Finish):
                     yield out
-        if turn.policy.may_call or turn.yielded:
+                    continue
+                turn.finishes.append(out)
+                if out.diagnostics is not None:  # its rules, each named once, and notes
+                    turn.fired.extend(r for r in out.diagnostics.rules if r not in turn.fired)
+                    turn.notes.extend(out.diagnostics.notes)
+        if turn.policy.may_call or turn.shown_any:
             return
         results = results_answer(request.messages, self.options.max_result_chars)
         if results and self.rules.on("results_as_answer"):
             turn.fired.append("results_as_answer")
             turn.notes.append("no answer in words came: the tool results are the answer")
-            turn.yielded += 1
             yield TextDelta(results)
         elif turn.withheld:
             turn.notes.append("no other words came: the last reply stands, though it echoes")
-            turn.yielded += 1
             yield TextDelta(turn.withheld)
-
-    async def _run(
-        self, turn: Turn, attempt: Attempt, parser: ActionStreamParser
-    ) -> AsyncIterator[Event]:
-        """One attempt: the inner model's reply through the parser, events as they go."""
-        inner_request = turn.request.replace(
-            messages=turn.messages,
-            tools=(),
-            tool_choice=AUTO,
-            response_format=turn.response_format,
-            options=turn.options,
-        )
-        inner_request = with_max_tokens(inner_request, self.settings.max_tokens)
-        async for event in guarded(self.inner.stream(inner_request), self.settings.repetition):
-            if isinstance(event, Finish):
-                attempt.finish = event
-                continue
-            if isinstance(event, TextDelta):
-                attempt.raw.append(event.text)
-                if isinstance(event, ScoredTextDelta):
-                    attempt.tokens.extend(event.tokens)
-                produced = parser.feed(event.text)
-            else:  # a native call from the inner backend: take it as it is
-                produced = [event]
-            for out in attempt.route(produced):
-                turn.yielded += 1
-                yield out
-        for out in [*attempt.route(parser.finish()), *attempt.end_text()]:
-            turn.yielded += 1
-            yield out
 
     async def _unconstrained(self, request: ChatRequest, status: int) -> AsyncIterator[Event]:
         """The request again without the grammar, which the server could not build."""
@@ -322,70 +254,8 @@ class PromptedBackend:
             yield out
 
 
-def _settings(
-    inner: Backend,
-    *,
-    action_format: str | None,
-    max_retries: int,
-    constrained: bool | None,
-    refusal_phrases: RefusalPhrases,
-    refusal_window: int,
-    min_offered_share: float,
-    min_call_confidence: float,
-    max_tokens: int | None,
-    repetition: RepetitionLimit | None,
-    rules_off: Iterable[str],
-    check_values: bool | None,
-    checks: Iterable[Check],
-    template_dir: str | None,
-    **contract: Any,
-) -> EngineSettings:
-    """What the engine's parts read, from `PromptedBackend`'s arguments (`contract`:
-    the rest of `ContractOptions`)."""
-    grammar = constrained is not False and inner.capabilities.json_schema
-    if action_format is None:
-        action_format = "typed" if grammar else DEFAULT_FORMAT
-    folder = str(template_dir) if template_dir is not None else None
-    rules = Rules().switched(off=rules_off, values=check_values)
-    return EngineSettings(
-        options=ContractOptions(action_format=action_format, template_dir=folder, **contract),
-        policy=RetryPolicy(max_retries, rules, tuple(checks)),
-        refusal_phrases=refusal_phrases,
-        refusal_window=refusal_window,
-        min_offered_share=min_offered_share,
-        min_call_confidence=min_call_confidence,
-        grammar_available=grammar,
-        max_tokens=max_tokens,
-        repetition=repetition,
-    )
-
-
-def _check_knobs(
-    inner: Backend,
-    constrained: bool | None,
-    min_offered_share: float,
-    min_call_confidence: float,
-    max_tokens: int | None,
-) -> None:
-    """A `ConfigurationError` for a setting out of its range."""
-    if constrained and not inner.capabilities.json_schema:
-        raise ConfigurationError(
-            f"constrained=True needs a backend with JSON-schema output; {inner.name} has "
-            "none: pass constrained=None (use it when available) or False"
-        )
-    for knob, value in (
-        ("min_offered_share", min_offered_share),
-        ("min_call_confidence", min_call_confidence),
-    ):
-        if not 0 <= value <= 1:
-            raise ConfigurationError(f"{knob} must be between 0 and 1, got {value}")
-    if max_tokens is not None and max_tokens < 1:
-        raise ConfigurationError(f"max_tokens must be 1 or more, got {max_tokens}")
-
-
 def behind_engine(backend: Backend, **options: Any) -> PromptedBackend:
     """`backend` behind the engine with `options` (None: unchanged), never wrapped twice."""
-
     given = {key: value for key, value in options.items() if value is not None}
     if isinstance(backend, PromptedBackend):
         return backend.configure(**given) if given else backend

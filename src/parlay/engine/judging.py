@@ -1,50 +1,101 @@
-"""How the prompted engine judges an attempt: whether to ask again, and what to release.
+"""After an attempt: whether to ask again, what is released, and what is sent next.
 
 The retry policy (`parlay.engine.checks.retry`) gives the verdict; this module gathers what
 its checks read (a refusal, a copied answer, a call the grammar forced, how sure the
 model was of calling) and applies the rules that act after it: a reply repeating
 parlay's own words is dropped (`echo_filter`), and so are repeats of answered calls.
+Most retries add the reply and an instruction naming what was wrong. Some change more:
+a made-up value or a quoted made-up result is asked again without the few-shot examples
+(they taught it); a call repeating an answered one is held to the other tools; and after
+a doubt about the turn, the answer-only grammar takes over (`words_fallback`).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 
-from parlay.context import ToolCall
+from attrs import evolve
+
+from parlay.context import AssistantMessage, Message, ToolCall, UserMessage
+from parlay.diagnostics import RetryRecord
 from parlay.engine.attempt import Attempt
 from parlay.engine.checks.forced import NameChoice, name_choices
 from parlay.engine.checks.leaning import leans_to_words
-from parlay.engine.checks.own_words import OwnWords
 from parlay.engine.checks.placeholders import is_debris, is_placeholder
 from parlay.engine.checks.refusal import RefusalSignal, asks_user, detect_refusal
 from parlay.engine.checks.retry import Reply, Verdict, only_repeats
+from parlay.engine.checks.retry_message import retry_instruction
+from parlay.engine.checks.rules import EngineRule, VerdictReason
+from parlay.engine.contract.constrain import final_schema
 from parlay.engine.contract.grounding import copied_answer, echoes
 from parlay.engine.contract.parser import ParseResult
+from parlay.engine.contract.pieces import ActionFormat
+from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import ToolState
-from parlay.engine.settings import EngineSettings
 from parlay.engine.turn import Turn
-from parlay.request import ToolSpec
+from parlay.request import NONE, ChatRequest, ResponseFormat, ToolSpec
+
+logger = logging.getLogger("parlay.prompted")
+
+# Retry reasons for a call carrying a value the conversation did not give.
+MADE_UP_VALUES: tuple[VerdictReason, ...] = ("example_value", "invented_value")
+# Earlier retries after which a made-up value means the turn has nothing real to call with.
+DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "pretended_call", "forced_call", "unsure_call")
+# Verdicts after which the model most likely answers best in words: the grammar forced
+# its call, it was unsure of calling, or it wrote a stand-in.
+WORDS_AFTER: tuple[VerdictReason, ...] = ("forced_call", "unsure_call", "placeholder_answer")
+# Verdicts on something the examples taught (a made-up value or result): asked again
+# without them and without the reply, so nothing is left to copy.
+TAUGHT: tuple[VerdictReason, ...] = (*MADE_UP_VALUES, "example_answer", "pretended_call")
 
 
-def refusal_in(settings: EngineSettings, text: str) -> RefusalSignal | None:
-    signal = detect_refusal(text, settings.refusal_phrases)
-    if signal is not None and signal.kind == "soft" and asks_user(text):
-        # "Which city? I can't check the weather without one." asks for what a tool
-        # needs: the right reply, not a claim that no tool could help.
-        return None
-    return signal
+def words_format(request: ChatRequest, action_format: ActionFormat) -> ResponseFormat:
+    """The grammar of an answer in words: the caller's format if any, else plain text in
+    the format's answer shape."""
+    only = ResponseFormat(final_schema(action_format), name="final", strict=True)
+    return request.response_format or only
+
+
+def asked_for_words(turn: Turn, attempt: Attempt, parsed: ParseResult, attempt_no: int) -> bool:
+    """Under tool_choice="none", a reply that left no text of its own (only calls,
+    nothing, or parlay's words echoed) is asked again for words: the turn must end in
+    text. After an echo of the instruction, or on the last try, the answer-only grammar
+    takes over where there is one, rather than show the instruction again."""
+    settings, policy, echo = turn.settings, turn.policy, attempt.trim.took_all
+    if policy.may_call or (parsed.text.strip() and not echo) or not policy.budget_left(attempt_no):
+        return False
+    if echo:
+        turn.fired.append("echo_filter")
+        turn.notes.append("dropped a reply that only repeated the instruction not to call")
+    turn.fired.append("words_only")
+    turn.retries.append(RetryRecord("words_only", ", ".join(c.name for c in parsed.calls)))
+    last = len(turn.retries) >= settings.policy.max_retries
+    if settings.grammar_available and (last or echo):
+        answer_only(turn)
+        return True
+    tools, tries = turn.contract.tools, len(turn.retries)
+    turn.instruction = retry_instruction(
+        "words_only", "", tries, tools, turn.choice, settings.options
+    )
+    _after_reply(turn, attempt)
+    return True
 
 
 def verdict_on(
-    settings: EngineSettings, turn: Turn, attempt: Attempt, parsed: ParseResult, can_retry: bool
+    turn: Turn, attempt: Attempt, parsed: ParseResult, can_retry: bool
 ) -> Verdict | None:
     """Why the attempt should be retried, or None: it is released."""
-    signal = refusal_in(settings, parsed.text)
+    signal = detect_refusal(parsed.text, turn.settings.refusal_phrases)
+    if signal is not None and signal.kind == "soft" and asks_user(parsed.text):
+        # "Which city? I can't check the weather without one." asks for what a tool
+        # needs: the right reply, not a claim that no tool could help.
+        signal = None
     turn.refusal = turn.refusal or signal
     if not can_retry:
         return None
-    verdict = settings.policy.judge(_reply(settings, turn, attempt, parsed, signal))
+    verdict = turn.settings.policy.judge(_reply(turn, attempt, parsed, signal))
     if verdict is not None and verdict.about_text and attempt.shown_text:
         turn.notes.append(f"not retried ({verdict.reason}): the text was already shown")
         return None
@@ -52,64 +103,153 @@ def verdict_on(
 
 
 def _reply(
-    settings: EngineSettings,
-    turn: Turn,
-    attempt: Attempt,
-    parsed: ParseResult,
-    signal: RefusalSignal | None,
+    turn: Turn, attempt: Attempt, parsed: ParseResult, signal: RefusalSignal | None
 ) -> Reply:
     """What the policy's checks judge of the reply, gathered here."""
-    contract = turn.contract
-    copied = copied_answer(parsed.text, contract.example_answers) if settings.check_values else ""
-    forced = forced_choice(settings, attempt, parsed.calls, turn) if turn.read_names else None
+    settings, contract, text = turn.settings, turn.contract, parsed.text
+    copied = copied_answer(text, contract.example_answers) if settings.check_values else ""
     return Reply(
         calls=parsed.calls,
         issues=attempt.issues,
         problems=parsed.problems,
         choice=turn.choice,
         tools=contract.tools,
-        text=parsed.text,
+        text=text,
         refusal=signal,
         copied_answer=copied,
-        pretended_tool=named_tool(parsed.text, contract.tools) if copied else None,
-        forced=forced,
-        placeholder=is_placeholder(parsed.text) or is_debris(parsed.text),
-        unsure=unsure_share(settings, turn),
+        pretended_tool=named_tool(text, contract.tools) if copied else None,
+        forced=forced_choice(turn, attempt, parsed.calls) if turn.read_names else None,
+        placeholder=is_placeholder(text) or is_debris(text),
+        unsure=_unsure_share(turn),
         earlier=tuple(record.reason for record in turn.retries),
     )
 
 
+def retry(turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
+    """Set the turn up for the attempt after `verdict`."""
+    turn.fired.append(verdict.reason)
+    turn.retries.append(RetryRecord(verdict.reason, verdict.detail))
+    to_words = _words_rule(turn, verdict)
+    tries, most = len(turn.retries), turn.settings.policy.max_retries
+    logger.info("retry %d/%d: %s %s", tries, most, verdict.reason, verdict.detail)
+    if to_words is not None:
+        turn.fired.append(to_words)
+        answer_only(turn)
+    else:
+        _ask_again(turn, verdict, attempt)
+    turn.shown_text = turn.shown_text or attempt.shown_text
+
+
+def answer_only(turn: Turn) -> None:
+    """The next attempt under the answer-only grammar: the conversation rendered as under
+    tool_choice="none", with no examples and no instruction (models copy both)."""
+    turn.messages = _without_examples(turn, turn.request.replace(tool_choice=NONE), True)
+    turn.response_format = words_format(turn.request, turn.settings.options.action_format)
+    turn.instruction = ""
+
+
+def _ask_again(turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
+    if verdict.reason == "repeated_call":
+        turn.response_format = _away_from_repeats(turn, attempt)
+    elif verdict.reason == "pretended_call" and verdict.tool is not None and turn.constrained:
+        # The model wrote a made-up result for this tool: it may call it, or answer.
+        turn.response_format = turn.settings.grammar((verdict.tool,), turn.request)
+    turn.instruction = retry_instruction(
+        verdict.reason,
+        verdict.detail,
+        len(turn.retries),
+        turn.contract.tools,
+        turn.choice,
+        turn.settings.options,
+        verdict.tool,
+        constrained=turn.constrained,
+        argument=verdict.argument,
+        parallel=turn.policy.parallel,
+    )
+    if verdict.reason in TAUGHT:
+        fresh = _without_examples(turn, turn.request, turn.constrained)
+        turn.messages = (*fresh, UserMessage(turn.instruction))
+    else:
+        _after_reply(turn, attempt)
+
+
+def _after_reply(turn: Turn, attempt: Attempt) -> None:
+    """The next messages: these, the reply, and the retry's instruction."""
+    reply = AssistantMessage("".join(attempt.raw))
+    turn.messages = (*turn.messages, reply, UserMessage(turn.instruction))
+
+
+def _without_examples(turn: Turn, request: ChatRequest, constrained: bool) -> tuple[Message, ...]:
+    plain = evolve(turn.settings.options, few_shot=False)
+    return render_contract(request, plain, constrained=constrained).messages
+
+
+def _words_rule(turn: Turn, verdict: Verdict) -> EngineRule | None:
+    """The rule sending the retry after `verdict` under the answer-only grammar, if one
+    does. `words_fallback`: after a forced or unsure call, a stand-in, or a made-up value
+    after an earlier doubt, the user most likely asked for what no tool does (a grammar
+    helps a small model more than an instruction it would repeat). `repeat_to_words`: a
+    model repeating answered calls has every result, and would misuse the other tools."""
+    settings, reason = turn.settings, verdict.reason
+    auto_grammar = turn.policy.model_decides and settings.grammar_available
+    doubted = any(r.reason in DOUBTFUL for r in turn.retries[:-1])
+    made_up = reason in MADE_UP_VALUES and auto_grammar and doubted
+    if settings.rules.on("words_fallback") and (reason in WORDS_AFTER or made_up):
+        return "words_fallback"
+    if reason == "repeated_call" and auto_grammar and settings.rules.on("repeat_to_words"):
+        return "repeat_to_words"
+    return None
+
+
+def _away_from_repeats(turn: Turn, attempt: Attempt) -> ResponseFormat | None:
+    """A grammar for the retry that leaves out the tools the model keeps repeating
+    (under `auto` with none left, an answer only)."""
+    settings, current = turn.settings, turn.response_format
+    if not settings.grammar_available or turn.policy.tool is not None:
+        return current
+    repeated = {i.call.name for i in attempt.issues if i.kind == "repeated_call"}
+    others = tuple(t for t in turn.contract.tools if t.name not in repeated)
+    if others:
+        return settings.grammar(others, turn.request)
+    if turn.policy.model_decides:
+        return words_format(turn.request, settings.options.action_format)
+    return current
+
+
 def to_release(
-    settings: EngineSettings, turn: Turn, attempt: Attempt, parsed: ParseResult, can_retry: bool
+    turn: Turn, attempt: Attempt, parsed: ParseResult, can_retry: bool
 ) -> Attempt | None:
     """The attempt whose events go out (None: nothing does, the reply was dropped)."""
-    repeated = own_words(attempt, parsed, turn.instruction, turn.own_words)
-    if repeated and settings.rules.on("echo_filter"):
-        turn.fired.append("echo_filter")
+    rules = turn.settings.rules
+    repeated = own_words(turn, attempt, parsed)
+    if repeated and rules.on("echo_filter"):
         # Parlay's instructions, echoed, are no answer: the user should not read them.
-        turn.notes.append(f"dropped a reply that only repeated {repeated}")
-        turn.dropped = True
+        _drop(turn, "echo_filter", f"dropped a reply that only repeated {repeated}")
         return None
-    if not can_retry and repeats_to_drop(settings, turn, attempt, parsed):
+    repeats = turn.policy.model_decides and only_repeats(parsed.calls, attempt.issues)
+    if not can_retry and repeats and rules.on("repeat_to_words"):
         # No grammar kept the last try to words: a repeat handed on loops a tool runner.
-        turn.fired.append("repeat_to_words")
-        turn.notes.append("dropped a last reply that only repeated answered calls")
-        turn.dropped = True
+        _drop(turn, "repeat_to_words", "dropped a last reply that only repeated answered calls")
         return None
     last_call = not can_retry and turn.read_names and parsed.calls
-    if last_call and (forced := forced_choice(settings, attempt, parsed.calls, turn)):
+    if last_call and (forced := forced_choice(turn, attempt, parsed.calls)):
         turn.notes.append(f"kept a call the grammar forced (no retry left): {forced.describe()}")
     if attempt.duplicates:
         turn.fired.append("duplicate_calls")
-    drop_repeats_beside_new(settings, turn, attempt)
+    if turn.policy.model_decides and rules.on("repeat_beside_new"):
+        _drop_repeats_beside_new(turn, attempt)
     return attempt
 
 
-def drop_repeats_beside_new(settings: EngineSettings, turn: Turn, released: Attempt) -> None:
-    """Under `auto`, calls repeating answered ones leave a reply that makes new calls as
-    well: their results are in the history, and a tool that acts would act twice."""
-    if not turn.policy.model_decides or not settings.rules.on("repeat_beside_new"):
-        return
+def _drop(turn: Turn, rule: str, note: str) -> None:
+    turn.fired.append(rule)
+    turn.notes.append(note)
+    turn.dropped = True
+
+
+def _drop_repeats_beside_new(turn: Turn, released: Attempt) -> None:
+    """Calls repeating answered ones leave a reply that makes new calls as well: their
+    results are in the history, and a tool that acts would act twice."""
     repeats = {issue.call.id for issue in released.issues if issue.kind == "repeated_call"}
     if not repeats or released.emitted_calls <= len(repeats):
         return
@@ -118,58 +258,42 @@ def drop_repeats_beside_new(settings: EngineSettings, turn: Turn, released: Atte
         turn.notes.append(f"dropped {dropped} call(s) repeating answered ones beside new calls")
 
 
-def repeats_to_drop(
-    settings: EngineSettings, turn: Turn, attempt: Attempt, parsed: ParseResult
-) -> bool:
-    """Whether every call of the reply repeats one the history answered, under `auto`."""
-    return (
-        turn.policy.model_decides
-        and only_repeats(parsed.calls, attempt.issues)
-        and settings.rules.on("repeat_to_words")
-    )
-
-
-def unsure_share(settings: EngineSettings, turn: Turn) -> float | None:
+def _unsure_share(turn: Turn) -> float | None:
     """The first reply's share of weight on answering, when it leaves calling less than
     `min_call_confidence` (see `leaning`); None otherwise, and after a tool result."""
-
-    threshold = settings.min_call_confidence
+    threshold = turn.settings.min_call_confidence
     first = turn.contract.state is ToolState.FIRST_DECISION
     if not threshold or turn.retries or not first:
         return None
-    share = turn.answer_share
-    return share if leans_to_words(share, 1 - threshold) else None
+    return turn.answer_share if leans_to_words(turn.answer_share, 1 - threshold) else None
 
 
-def forced_choice(
-    settings: EngineSettings, attempt: Attempt, calls: Sequence[ToolCall], turn: Turn
-) -> NameChoice | None:
+def forced_choice(turn: Turn, attempt: Attempt, calls: Sequence[ToolCall]) -> NameChoice | None:
     """The first call, when every call of the reply was forced on the model by the
     grammar (see `forced`); a reply that also makes a call of its own choosing stands."""
     names = [spec.name for spec in turn.contract.tools]
     choices = name_choices(attempt.tokens, calls, names)
     if not calls or len(choices) != len(calls):
         return None
-    if all(choice.share < settings.min_offered_share for choice in choices):
+    if all(choice.share < turn.settings.min_offered_share for choice in choices):
         return choices[0]
     return None
 
 
-def own_words(
-    attempt: Attempt, parsed: ParseResult, instruction: str, continuation: OwnWords
-) -> str:
+def own_words(turn: Turn, attempt: Attempt, parsed: ParseResult) -> str:
     """What of parlay's own a plain reply, not yet shown, only repeats ("" if nothing):
     a stand-in of the format instructions, the retry message it answers, or the words
     of the continuation around the tool results, as written or reworded."""
+    text = parsed.text
     if parsed.calls or attempt.shown_text:
         return ""
-    if is_placeholder(parsed.text):
+    if is_placeholder(text):
         return "a stand-in of the format instructions"
-    if is_debris(parsed.text):
+    if is_debris(text):
         return "no words, only punctuation or an action's syntax"
-    if instruction and echoes(parsed.text, instruction):
+    if turn.instruction and echoes(text, turn.instruction):
         return "the retry message"
-    if continuation.repeated_by(parsed.text, cut=attempt.cut_by_limit) or attempt.trim.took_all:
+    if turn.own_words.repeated_by(text, cut=attempt.cut_by_limit) or attempt.trim.took_all:
         return "the continuation's instructions"
     return ""
 

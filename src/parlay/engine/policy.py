@@ -1,11 +1,5 @@
-"""What a turn allows, decided once from the request: the attempt loop asks it, rather
-than testing `tool_choice` wherever a decision depends on it.
-
-From `tool_choice`, `parallel_tool_calls` and the engine's retry budget: whether the
-model may call, must call, or decides (`auto`); which tool a named choice asks for; how
-many calls a reply may carry; whether an attempt may be followed by another; and how an
-attempt streams, given its place in the turn.
-"""
+"""What a turn allows, decided once from the request (`tool_choice`,
+`parallel_tool_calls`, the retry budget), so no other part tests `tool_choice` itself."""
 
 from __future__ import annotations
 
@@ -15,8 +9,8 @@ from attrs import frozen
 
 from parlay.request import ChatRequest, ToolChoiceMode
 
-# How an attempt streams (`Diagnostics.streaming`, see `parlay.engine.backend`):
-# every event at once; text at once and calls held until judged; everything held.
+# How an attempt streams (`Diagnostics.streaming`): every event at once; text at once
+# and calls held until judged; everything held.
 StreamingMode = Literal["live", "hybrid", "buffered"]
 
 
@@ -50,14 +44,13 @@ class TurnPolicy:
         return attempt < self.retries
 
     def may_retry(self, attempt: int) -> bool:
-        """Whether a verdict on attempt `attempt` may ask again (never under `none`:
-        there only a reply without words is asked again, `budget_left`)."""
+        """Whether a verdict may ask again (under `none` only a reply without words is)."""
         return self.may_call and self.budget_left(attempt)
 
     def streaming(self, can_retry: bool, retried: bool) -> StreamingMode:
-        """How an attempt streams: held whole while a reply without a call would be
-        asked again, calls held while one may be, live when nothing can follow (or
-        after a retry under `auto`, whose short answer may only repeat the retry)."""
+        """Held whole while a reply without a call would be asked again, calls held while
+        one may be, live when nothing can follow (or after a retry under `auto`, whose
+        short answer may only repeat the retry)."""
         if can_retry:
             return "buffered" if self.must_call else "hybrid"
         return "hybrid" if retried and self.model_decides else "live"

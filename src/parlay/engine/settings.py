@@ -1,19 +1,28 @@
 """What the prompted engine's parts read of its configuration, as one value.
 
-`PromptedBackend` builds it once; the turn's opening, the judging and the next attempt's
-setup take it instead of the backend, so none imports the backend back.
+`PromptedBackend` builds it once from its arguments; the turn, the judging and the next
+attempt read it instead of the backend, so none imports the backend back.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from attrs import frozen
 
+from parlay.backends.base import Backend
 from parlay.backends.bounds import RepetitionLimit
 from parlay.engine.checks.refusal import RefusalPhrases
 from parlay.engine.checks.retry import RetryPolicy
 from parlay.engine.checks.rules import VALUE_RULES, Rules
-from parlay.engine.contract.pieces import ContractOptions
-from parlay.request import ChatRequest
+from parlay.engine.contract.constrain import action_response_format
+from parlay.engine.contract.pieces import DEFAULT_FORMAT, ContractOptions
+from parlay.errors import ConfigurationError
+from parlay.request import ChatRequest, ResponseFormat, ToolSpec
+
+# `PromptedBackend`'s arguments that go to `ContractOptions` as they are.
+_CONTRACT = "few_shot max_examples max_result_chars thought_limit listed_calls restate_request"
 
 
 @frozen
@@ -43,3 +52,52 @@ class EngineSettings:
 
     def uses_constraint(self, request: ChatRequest) -> bool:
         return self.grammar_available and request.tool_choice.mode != "none"
+
+    def grammar(self, tools: tuple[ToolSpec, ...], request: ChatRequest) -> ResponseFormat | None:
+        """The grammar of a reply calling one of `tools` or, under `auto`, answering (in
+        the caller's `response_format` when the request has one)."""
+        return action_response_format(
+            tools,
+            request.tool_choice,
+            self.options.action_format,
+            answer=request.response_format.schema if request.response_format else None,
+            parallel=request.parallel_tool_calls,
+            listed=self.options.listed_calls,
+        )
+
+
+def engine_settings(inner: Backend, arguments: Mapping[str, Any]) -> EngineSettings:
+    """The settings of `PromptedBackend(inner, **arguments)`, each checked."""
+    a = arguments
+    _check_knobs(inner, a)
+    grammar = a["constrained"] is not False and inner.capabilities.json_schema
+    action_format = a["action_format"]
+    if action_format is None:
+        action_format = "typed" if grammar else DEFAULT_FORMAT
+    folder = None if a["template_dir"] is None else str(a["template_dir"])
+    rules = Rules().switched(off=a["rules_off"], values=a["check_values"])
+    contract = {key: a[key] for key in _CONTRACT.split()}
+    return EngineSettings(
+        options=ContractOptions(action_format=action_format, template_dir=folder, **contract),
+        policy=RetryPolicy(a["max_retries"], rules, tuple(a["checks"])),
+        refusal_phrases=a["refusal_phrases"],
+        refusal_window=a["refusal_window"],
+        min_offered_share=a["min_offered_share"],
+        min_call_confidence=a["min_call_confidence"],
+        grammar_available=grammar,
+        max_tokens=a["max_tokens"],
+        repetition=a["repetition"],
+    )
+
+
+def _check_knobs(inner: Backend, a: Mapping[str, Any]) -> None:
+    if a["constrained"] and not inner.capabilities.json_schema:
+        raise ConfigurationError(
+            f"constrained=True needs a backend with JSON-schema output; {inner.name} has "
+            "none: pass constrained=None (use it when available) or False"
+        )
+    for knob in ("min_offered_share", "min_call_confidence"):
+        if not 0 <= a[knob] <= 1:
+            raise ConfigurationError(f"{knob} must be between 0 and 1, got {a[knob]}")
+    if a["max_tokens"] is not None and a["max_tokens"] < 1:
+        raise ConfigurationError(f"max_tokens must be 1 or more, got {a['max_tokens']}")

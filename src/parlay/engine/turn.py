@@ -1,56 +1,58 @@
-"""One request through the prompted engine: what passes from one attempt to the next
-(the next messages and grammar, the retries, the rules that acted, the notes), and the
-closing `Finish` with its `Diagnostics`."""
+"""One request through the prompted engine: its opening, what passes from one attempt to
+the next, and the closing `Finish` with its `Diagnostics`."""
 
 from __future__ import annotations
 
-from attrs import Factory, define
+import logging
+from functools import partial
 
-from parlay.context import Message
+from attrs import Factory, define, evolve
+
+from parlay.backends.bounds import with_max_tokens
+from parlay.context import Message, UserMessage
 from parlay.diagnostics import Diagnostics, RetryRecord
-from parlay.engine.attempt import Attempt
-from parlay.engine.checks.own_words import OwnWords
+from parlay.engine.attempt import Attempt, AttemptSetup
+from parlay.engine.checks.calls import answered_calls, check_call
+from parlay.engine.checks.leaning import answer_share
+from parlay.engine.checks.own_words import OwnWords, continuation_words
 from parlay.engine.checks.refusal import RefusalSignal
+from parlay.engine.checks.retry_message import retry_instruction
 from parlay.engine.contract.parser import ParseResult
-from parlay.engine.contract.pieces import ActionFormat
-from parlay.engine.contract.render import Contract
+from parlay.engine.contract.pieces import render_template
+from parlay.engine.contract.render import Contract, render_contract
 from parlay.engine.policy import StreamingMode, TurnPolicy
+from parlay.engine.settings import EngineSettings
 from parlay.events import Finish, FinishReason, Usage
-from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice, ToolSpec
+from parlay.request import AUTO, ChatRequest, ResponseFormat, ToolChoice, ToolSpec
+
+logger = logging.getLogger("parlay.prompted")
+# Alternatives per token asked of the inner backend for `forced.name_choices`.
+NAME_ALTERNATIVES = 5
 
 
 @define
 class Turn:
     """The state of one request while the engine works on it."""
 
+    settings: EngineSettings
     request: ChatRequest
     policy: TurnPolicy
     contract: Contract
-    constrained: bool
-    # Whether the engine reads the model's choice of tool names (`parlay.engine.checks.forced`).
-    read_names: bool
-    # What the next attempt sends: the messages, the grammar, the options.
+    # What the next attempt sends: the messages and the grammar.
     messages: tuple[Message, ...]
     response_format: ResponseFormat | None
-    options: GenerationOptions
-    # Calls the history already answered (`checks.answered_calls`), read once.
-    answered: frozenset[tuple[str, str]] = frozenset()
+    # parlay's own words in what the model answers (`continuation_words`).
+    own_words: OwnWords
     retries: list[RetryRecord] = Factory(list)
     fired: list[str] = Factory(list)  # the rules that acted, in order (`Diagnostics.rules`)
     notes: list[str] = Factory(list)
     modes: list[StreamingMode] = Factory(list)
-    usage: Usage | None = None
-    # An attempt ended without a count (the guard closed its stream before the server
-    # sent one): the sum of the others would pass for the whole, so the turn has none.
-    uncounted: bool = False
+    finishes: list[Finish] = Factory(list)  # of the attempts, and of the words asked after
     refusal: RefusalSignal | None = None
     emitted_calls: int = 0
-    yielded: int = 0
-    shown_text: bool = False
+    shown_any: bool = False  # an event went out
+    shown_text: bool = False  # an attempt before the next one showed text
     instruction: str = ""  # the message the last retry added
-    # parlay's own words in the continuation the model answers (`continuation_words`).
-    own_words: OwnWords = Factory(OwnWords)
-    last_finish: Finish | None = None
     repetition: str | None = None  # what a looping attempt repeated
     dropped: bool = False  # the last reply only repeated parlay's own words
     withheld: str = ""  # the last reply the echo trim took out whole, as written
@@ -65,23 +67,61 @@ class Turn:
     def specs(self) -> dict[str, ToolSpec]:
         return {spec.name: spec for spec in self.contract.tools}
 
-    def add_usage(self, finish: Finish) -> None:
-        self.last_finish = finish
-        if finish.usage is None:
-            self.uncounted = True
-        else:
-            self.usage = finish.usage if self.usage is None else self.usage + finish.usage
+    @property
+    def constrained(self) -> bool:
+        return self.settings.uses_constraint(self.request)
 
-    def take_rules_of(self, finish: Finish) -> None:
-        """The rules that acted in a request this turn made of its own (the words asked
-        for after a dropped reply), and what they noted; each rule named once."""
-        if finish.diagnostics is None:
-            return
-        self.fired.extend(r for r in finish.diagnostics.rules if r not in self.fired)
-        self.notes.extend(finish.diagnostics.notes)
+    @property
+    def read_names(self) -> bool:
+        """Whether the model's choice of tool names is read (`checks.forced`): it is only
+        hidden when a grammar picks them."""
+        decides = self.constrained and self.policy.model_decides
+        return decides and self.settings.min_offered_share > 0
+
+    def inner_request(self) -> ChatRequest:
+        """What the next attempt sends. Alternatives per token only for the engine's own
+        reading: the text it hands on is parsed out of actions, a caller's would not fit."""
+        decides = self.constrained and self.policy.model_decides
+        read_lean = decides and bool(self.settings.min_call_confidence)
+        alternatives = NAME_ALTERNATIVES if self.read_names or read_lean else None
+        request = self.request.replace(
+            messages=self.messages,
+            tools=(),
+            tool_choice=AUTO,
+            response_format=self.response_format,
+            options=evolve(self.request.options, top_logprobs=alternatives),
+        )
+        return with_max_tokens(request, self.settings.max_tokens)
+
+    def next_attempt(self, can_retry: bool) -> Attempt:
+        """A new attempt, streaming in the mode its place in the turn allows."""
+        settings, policy, rules = self.settings, self.policy, self.settings.rules
+        mode = policy.streaming(can_retry, retried=bool(self.retries))
+        self.modes.append(mode)
+        specs, answered = self.specs, answered_calls(self.request.messages)
+        check = partial(check_call, specs=specs, contract=self.contract, answered=answered)
+        values, own_rules = settings.check_values, settings.policy.call_rules
+        setup = AttemptSetup(
+            mode,
+            check=partial(check, check_values=values, own_rules=own_rules),
+            may_call=policy.may_call,
+            refusal_phrases=settings.refusal_phrases,
+            # Text is held for the refusal check only while it is on.
+            refusal_window=settings.refusal_window if rules.on("refusal") else 0,
+            suppress_text=self.shown_text,
+            parallel=policy.parallel,
+            drop_duplicates=rules.on("duplicate_calls")
+            and settings.options.action_format == "typed",
+            own_words=self.own_words if rules.on("echo_filter") else OwnWords(),
+            trim_clauses=self.request.response_format is None,
+        )
+        return Attempt(setup, specs, settings.options.thought_limit)
 
     def record(self, attempt: Attempt, parsed: ParseResult) -> None:
         """What an attempt noted, what it cost, and how it ended."""
+        if len(self.modes) == 1:  # the first reply: how much it leaned to words
+            action_format = self.settings.options.action_format
+            self.answer_share = answer_share(attempt.tokens, action_format)
         self.notes.extend(attempt.notes)
         if attempt.trim.dropped and attempt.trim.shown_any:
             # (A reply with nothing else is dropped whole, and named so, by the judging.)
@@ -89,30 +129,39 @@ class Turn:
         elif attempt.trim.took_all:
             self.withheld = "".join(attempt.trim.dropped).strip()
         self.notes.extend(f"{p.kind}: {p.detail}" for p in parsed.problems)
-        finish = attempt.finish
-        if finish is None:
+        if (finish := attempt.finish) is None:
             return
         cut = any(problem.kind == "cut_off" for problem in parsed.problems)
         self.cut_call = cut and attempt.cut_by_limit
-        self.add_usage(finish)
-        looped = finish.diagnostics.repetition if finish.diagnostics else None
-        if looped and finish.diagnostics is not None:
-            self.repetition = looped
+        self.finishes.append(finish)
+        if finish.diagnostics is not None and finish.diagnostics.repetition:
+            self.repetition = finish.diagnostics.repetition
             self.notes.extend(finish.diagnostics.notes)
         elif finish.reason == "length":
             self.notes.append("the reply was cut by the token limit")
 
-    def finish(self, action_format: ActionFormat) -> Finish:
+    @property
+    def usage(self) -> Usage | None:
+        """None when an attempt ended without a count (the guard closed its stream first):
+        the sum of the others would pass for the whole."""
+        total: Usage | None = None
+        for finish in self.finishes:
+            if finish.usage is None:
+                return None
+            total = finish.usage if total is None else total + finish.usage
+        return total
+
+    def finish(self) -> Finish:
         """The closing event: why the reply ended, its usage, and what the engine did."""
         reason: FinishReason = "tool_calls" if self.emitted_calls else "stop"
         if self.emitted_calls and self.cut_call:
             reason = "length"  # a client must not take a cut call for a whole one
-        last = self.last_finish
+        last = self.finishes[-1] if self.finishes else None
         if not self.emitted_calls and last is not None and last.reason != "tool_calls":
             reason = last.reason
         diagnostics = Diagnostics(
             contract_injected=True,
-            action_format=action_format,
+            action_format=self.settings.options.action_format,
             tool_history_detected=self.contract.tool_history,
             calls_parsed=self.emitted_calls,
             retries=tuple(self.retries),
@@ -125,10 +174,38 @@ class Turn:
             rules=tuple(self.fired),
             answer_share=self.answer_share,
         )
-        return Finish(
-            reason,
-            None if self.uncounted else self.usage,
-            raw=last.raw if last else None,
-            diagnostics=diagnostics,
-            model=last.model if last else None,
-        )
+        raw, model = (last.raw, last.model) if last else (None, None)
+        return Finish(reason, self.usage, raw=raw, diagnostics=diagnostics, model=model)
+
+
+def open_turn(settings: EngineSettings, request: ChatRequest) -> Turn:
+    """The contract rendered, the first grammar, and parlay's own words the model sees."""
+    policy = TurnPolicy.of(request, settings.policy.max_retries)
+    constrained = settings.uses_constraint(request)
+    # Under tool_choice="none" a reply must be words, but is not held to the answer
+    # grammar (under it a small model answers with a fragment of the question); a reply
+    # that is only an action is asked again in words instead (`asked_for_words`).
+    contract = render_contract(request, settings.options, constrained=constrained)
+    grammar = settings.grammar(contract.tools, request) if constrained else request.response_format
+    logger.debug(
+        "contract injected: format=%s tools=%s choice=%s state=%s constrained=%s",
+        settings.options.action_format,
+        [spec.name for spec in contract.tools],
+        policy.mode,
+        contract.state.value,
+        constrained,
+    )
+    own_words = continuation_words(request.messages, contract.messages, settings.options)
+    if not policy.may_call:
+        asked = [m.content for m in request.messages if isinstance(m, UserMessage)]
+        own_words = own_words.with_instructions(not_to_call(settings, request), asked)
+    return Turn(settings, request, policy, contract, contract.messages, grammar, own_words)
+
+
+def not_to_call(settings: EngineSettings, request: ChatRequest) -> tuple[str, ...]:
+    """parlay's words telling the model not to call, under tool_choice="none" (the rule of
+    the system prompt and the retry message): a model may answer with them."""
+    options, choice = settings.options, request.tool_choice
+    rule = render_template(options, "contract/choice_rule.j2", choice=choice)
+    retry = retry_instruction("words_only", "", 1, request.tools, choice, options)
+    return rule.strip().removeprefix("- "), retry
