@@ -84,11 +84,7 @@ class OwnWords:
         ("tryi" of "trying", kept as "try")."""
         return any(
             word.startswith(fragment)
-            or (
-                len(word) >= 3
-                and fragment.startswith(word)
-                and any(end.startswith(fragment[len(word) :]) for end in _ENDINGS)
-            )
+            or (len(word) >= 3 and any((word + end).startswith(fragment) for end in _ENDINGS))
             for word in self.allowed
         )
 

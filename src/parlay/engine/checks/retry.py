@@ -95,7 +95,6 @@ class RuleCheck:
 
 
 def _first_issue(reply: Reply, kind: str) -> Verdict | None:
-    """The verdict of the reply's first call with an issue of `kind`."""
     issue = next((i for i in reply.issues if i.kind == kind), None)
     if issue is None:
         return None
@@ -103,9 +102,8 @@ def _first_issue(reply: Reply, kind: str) -> Verdict | None:
 
 
 def _issue(kind: IssueKind, auto_only: bool = False) -> Callable[[Reply], Verdict | None]:
-    """`_first_issue` of `kind`; `auto_only`: under a forced choice the user asked for a
-    call, while under `auto` a made-up value most often means the request was not for
-    this tool at all."""
+    """`auto_only`: under a forced choice the user asked for a call; under `auto` a made-up
+    value most often means the request was not for this tool at all."""
     return lambda r: None if auto_only and r.choice.mode != "auto" else _first_issue(r, kind)
 
 
@@ -139,7 +137,6 @@ def _unsure_call(reply: Reply) -> Verdict | None:
 
 
 def _good(reply: Reply) -> list[ToolCall]:
-    """The reply's calls to tools that exist."""
     return [c for c in reply.calls if _tool_named(reply.tools, c.name)]
 
 
@@ -198,17 +195,13 @@ def _own_name(_: object, __: object, name: str) -> None:
 
 @frozen
 class CallRule:
-    """A check of your own about each call, in its short form: `CallRule("no_wildcards",
-    check)` in `PromptedBackend(checks=[*DEFAULT_CHECKS, ...])`.
-
-    `check(call, tool)` sees each call once it is read and repaired against its tool's
-    schema, and returns None when the call may go on, or a sentence saying what is wrong
-    with it. The reply is then asked again with that sentence (under `tool_choice="auto"`
-    the model may answer in words instead), and `name` is listed in `Diagnostics.rules`.
-    Like the engine's own value checks it can only ask: a call it still rejects when the
-    retries are spent goes on, so a tool that must never run with some value refuses it
-    itself.
-    """
+    """A check of your own about each call: `CallRule("no_wildcards", check)` in
+    `PromptedBackend(checks=[*DEFAULT_CHECKS, ...])`. `check(call, tool)` sees each call
+    read and repaired, and returns None or a sentence saying what is wrong: the reply is
+    asked again with it (under `auto` the model may answer in words instead), and `name`
+    is listed in `Diagnostics.rules`. Like the engine's value checks it can only ask: a
+    call still rejected when the retries are spent goes on, so a tool that must never run
+    with some value refuses it itself."""
 
     name: str = field(validator=_own_name)
     check: Callable[[ToolCall, ToolSpec], str | None]
