@@ -22,19 +22,14 @@ class EchoTrim:
     """The text of one plain reply, less the clauses that only repeat the continuation."""
 
     def __init__(self, own: OwnWords) -> None:
-        self.own = own
+        self.own, self.active = own, bool(own.passages)
         self.dropped: list[str] = []  # the clauses taken out, as written
         self.shown_any = False
         # Held: whole clauses of allowed words only (the user's, the continuation's) that
         # no clause of the reply's own words has followed yet, and the clause being read.
-        self._run = ""
-        self._clause = ""
+        self._run = self._clause = ""
         self._clause_shown = False  # the clause being read said something of its own
         self._last = ""  # the last character read: a clause end may follow it
-
-    @property
-    def active(self) -> bool:
-        return bool(self.own.passages)
 
     @property
     def took_all(self) -> bool:
@@ -66,9 +61,7 @@ class EchoTrim:
             return ""
         self._close(cut=cut)
         held, self._run = self._run, ""
-        if not held.strip():
-            return self._show(held)
-        if self.dropped or self.own.repeated_by(held.strip(), cut=cut):
+        if held.strip() and (self.dropped or self.own.repeated_by(held.strip(), cut=cut)):
             self.dropped.append(held.strip())
             return ""
         return self._show(held)

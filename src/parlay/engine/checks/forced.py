@@ -14,6 +14,7 @@ import bisect
 import math
 import re
 from collections.abc import Collection, Sequence
+from itertools import accumulate
 
 from attrs import frozen
 
@@ -50,96 +51,58 @@ class NameChoice:
 def name_choices(
     tokens: Sequence[TokenChoice], calls: Sequence[ToolCall], names: Collection[str]
 ) -> list[NameChoice]:
-    """A `NameChoice` for each call whose name can be found in `tokens` with alternatives.
-
-    Calls are looked for in order, each as the string value of a key every action
-    format writes its calls' names under: `tool`, `name`, or the typed format's
-    `tool_name`.
-    """
-    if not tokens or not calls:
-        return []
+    """A `NameChoice` for each call whose name is found in `tokens` with alternatives:
+    in order, each as the string value of a key every action format writes names under."""
     text = "".join(token.token for token in tokens)
-    starts = _starts(tokens)
+    starts = list(accumulate((len(token.token) for token in tokens), initial=0))
     found: list[NameChoice] = []
     cursor = 0
     for call in calls:
         match = re.compile(rf'{_NAME_KEY}({re.escape(call.name)})"').search(text, cursor)
         if match is None:
             continue
-        cursor = match.end()
-        choice = _least_sure(tokens, starts, text, match.start(1), match.end(1), call, names)
-        if choice is not None:
-            found.append(choice)
+        cursor, (begin, end) = match.end(), match.span(1)
+        least: NameChoice | None = None
+        index = bisect.bisect_right(starts, begin) - 1
+        while index < len(tokens) and starts[index] < end:
+            token, start = tokens[index], starts[index]
+            index += 1
+            # The first token may carry the quote before the name (`opening`).
+            share = _share(token, text[begin:start], text[start:begin], names)
+            if share is not None and (least is None or share < least.share):
+                least = NameChoice(call, share, token.top[0][0], text[begin:start])
+        if least is not None:
+            found.append(least)
     return found
 
 
-def _starts(tokens: Sequence[TokenChoice]) -> list[int]:
-    offsets, at = [], 0
-    for token in tokens:
-        offsets.append(at)
-        at += len(token.token)
-    return offsets
+def _share(token: TokenChoice, before: str, opening: str, names: Collection[str]) -> float | None:
+    """Of the alternatives' probability at a token of a name (`before` written), the part
+    that could go on to write an offered name (the alternatives reported, not the whole
+    vocabulary: the rest is unknown); None where none is reported. The alternatives that
+    go on to the format's placeholder name, which a model copies when it means to call
+    but is unsure which tool, are left out."""
+    if not token.top:
+        return None
 
+    def to_write(candidates: Collection[str]) -> list[str]:
+        return [opening + c[len(before) :] for c in candidates if c.startswith(before)]
 
-def _least_sure(
-    tokens: Sequence[TokenChoice],
-    starts: list[int],
-    text: str,
-    begin: int,
-    end: int,
-    call: ToolCall,
-    names: Collection[str],
-) -> NameChoice | None:
-    """The `NameChoice` at the name's token (between `begin` and `end` of `text`) with the
-    smallest share; None when no token of the name carries alternatives."""
-    least: NameChoice | None = None
-    index = bisect.bisect_right(starts, begin) - 1
-    while index < len(tokens) and starts[index] < end:
-        token, start = tokens[index], starts[index]
-        index += 1
-        if not token.top:
-            continue
-        before = text[begin:start] if start > begin else ""
-        opening = text[start:begin]  # the first token may carry the opening quote
-        share = _continuing_share(
-            token,
-            _still_to_write(names, before, opening),
-            _still_to_write((NAME_PLACEHOLDER,), before, opening),
-        )
-        if least is None or share < least.share:
-            least = NameChoice(call, share, token.top[0][0], before)
-    return least
-
-
-def _still_to_write(candidates: Collection[str], before: str, opening: str) -> list[str]:
-    """What each candidate that begins with `before` has left to write, as a token that
-    also carries `opening` (the quote before the name) would begin it."""
-    return [opening + c[len(before) :] for c in candidates if c.startswith(before)]
-
-
-def _continuing_share(
-    token: TokenChoice, continuations: Sequence[str], neutral: Sequence[str]
-) -> float:
-    """Of the alternatives' probability, the part that could go on to write one of
-    `continuations` (the alternatives reported, not the whole vocabulary: the rest is
-    unknown). An alternative that runs past a name counts only if the name ends there
-    (`weather"` continues `weather`; `weathers` does not). Alternatives that go on to a
-    `neutral` text are left out: the format's placeholder name, which a model copies
-    when it means to call but is unsure which tool."""
-    offered = other = 0.0
+    offered, neutral = to_write(names), to_write((NAME_PLACEHOLDER,))
+    weight = other = 0.0
     for alternative, logprob in token.top:
-        p = math.exp(logprob)
-        if any(_continues(alternative, c) for c in continuations):
-            offered += p
+        if any(_continues(alternative, c) for c in offered):
+            weight += math.exp(logprob)
         elif not any(_continues(alternative, n) for n in neutral):
-            other += p
-    total = offered + other
-    return offered / total if total > 0 else 1.0
+            other += math.exp(logprob)
+    total = weight + other
+    return weight / total if total > 0 else 1.0
 
 
 def _continues(alternative: str, continuation: str) -> bool:
+    """Whether `alternative` may go on to write `continuation`; one that runs past it
+    counts only if the name ends there (`weather"` continues `weather`, `weathers` not)."""
     if continuation.startswith(alternative):
         return True
-    return alternative.startswith(continuation) and not _NAME_CHAR.match(
-        alternative, len(continuation)
-    )
+    end = len(continuation)
+    return alternative.startswith(continuation) and not _NAME_CHAR.match(alternative, end)

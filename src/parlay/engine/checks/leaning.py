@@ -16,15 +16,14 @@ from collections.abc import Sequence
 from parlay.engine.contract.pieces import ActionFormat
 from parlay.events import TokenChoice
 
-# Per format: where the reply's kind is written, the word for answering, the words for
-# calling. The fenced format writes no such word and has no entry.
+# Per format: where the reply's kind is written, and the words for calling (`final`
+# answers). The fenced format writes no kind.
 _KIND = {
-    "json": (re.compile(r'^\s*\{\s*"'), "final", ("tool", "actions")),
-    "typed": (re.compile(r'^\s*\{\s*"type"\s*:\s*"'), "final", ("tool_call", "tool_calls")),
+    "json": (re.compile(r'^\s*\{\s*"'), ("tool", "actions")),
+    "typed": (re.compile(r'^\s*\{\s*"type"\s*:\s*"'), ("tool_call", "tool_calls")),
 }
 # The knob's default, chosen on the development benchmark; every threshold's score on
 # both models: bench/results/bfcl-knob.md.
-
 DEFAULT_CALL_CONFIDENCE = 0.75
 # The kind word is written within the reply's first characters, or not at all.
 _LOOK = 64
@@ -37,7 +36,7 @@ def answer_share(tokens: Sequence[TokenChoice], action_format: ActionFormat) -> 
     found = _KIND.get(action_format)
     if found is None or not tokens:
         return None
-    opening, answer, calls = found
+    opening, calls = found
     starts: list[int] = []
     text = ""
     for token in tokens:
@@ -45,23 +44,14 @@ def answer_share(tokens: Sequence[TokenChoice], action_format: ActionFormat) -> 
             break
         starts.append(len(text))
         text += token.token
-    match = opening.match(text)
-    if match is None:
+    if (match := opening.match(text)) is None:
         return None
-    begin = match.end()
-    index = bisect.bisect_right(starts, begin) - 1
-    token = tokens[index]
-    if not token.top:
-        return None
-    written = text[starts[index] : begin]  # what the token writes before the word
-    return _share(token, written + answer, [written + word for word in calls])
-
-
-def _share(token: TokenChoice, answer: str, calls: Sequence[str]) -> float | None:
+    index = bisect.bisect_right(starts, match.end()) - 1
+    written = text[starts[index] : match.end()]  # what the token writes before the word
     answering = calling = 0.0
-    for alternative, logprob in token.top:
-        to_answer = _starts(alternative, answer)
-        to_call = any(_starts(alternative, word) for word in calls)
+    for alternative, logprob in tokens[index].top:
+        to_answer = _may_write(alternative, written + "final")
+        to_call = any(_may_write(alternative, written + word) for word in calls)
         if to_answer and not to_call:
             answering += math.exp(logprob)
         elif to_call and not to_answer:
@@ -70,7 +60,7 @@ def _share(token: TokenChoice, answer: str, calls: Sequence[str]) -> float | Non
     return answering / total if total > 0 else None
 
 
-def _starts(alternative: str, word: str) -> bool:
+def _may_write(alternative: str, word: str) -> bool:
     """Whether writing `alternative` here can go on to `word` (or writes it whole)."""
     return word.startswith(alternative) or alternative.startswith(word)
 

@@ -20,14 +20,11 @@ from parlay.engine.contract.pieces import RESTATED_CHARS, ContractOptions
 _WORD = re.compile(r"[^\W_]+")
 # A reworded repeat has at least this many words, this many of them the continuation's
 # own: "The result is 5." has too few, and its number is no word of the continuation.
-_MIN_WORDS = 6
-_MIN_OWN = 4
+_MIN_WORDS, _MIN_OWN = 6, 4
 # A copy of the continuation as written, the user's words it quotes included, this many
 # characters long (white space aside): longer than any quoted figure or name an answer
 # would repeat.
 _MIN_COPIED = 40
-# Stands for a tool result cut out of the continuation, so no copy spans one.
-_CUT = "\x00"
 _ENDINGS = ("ing", "ed", "s")
 # Words of parlay's own instructions this long carry their meaning ("call", "result",
 # "answer"); shorter ones ("you", "the", "not") are in any clause.
@@ -42,12 +39,9 @@ def _base(word: str) -> str:
     return word
 
 
-def _words(text: str) -> list[str]:
-    return [_base(w) for w in _WORD.findall(text.lower())]
-
-
-def _content_words(text: str) -> list[str]:
-    return [_base(w) for w in _WORD.findall(text.lower()) if len(w) >= _CONTENT_LETTERS]
+def _words(text: str, letters: int = 0) -> list[str]:
+    """The words of `text` (of `letters` or more), each as `_base` leaves it."""
+    return [_base(w) for w in _WORD.findall(text.lower()) if len(w) >= letters]
 
 
 @frozen
@@ -71,10 +65,9 @@ class OwnWords:
         reply, so its last word may be the start of one of those words."""
         if not self.passages:
             return False
-        if any(echoes(text, passage) for passage in self.passages):
-            return True
         folded = squeezed(text).strip(".")
-        if len(folded) >= _MIN_COPIED and folded in self.said:
+        copied = len(folded) >= _MIN_COPIED and folded in self.said
+        if copied or any(echoes(text, passage) for passage in self.passages):
             return True
         written = _words(text)
         if cut and written and text[-1:].isalnum() and self._starts_allowed(written[-1]):
@@ -86,32 +79,12 @@ class OwnWords:
             and len(words & self.own) >= _MIN_OWN
         )
 
-    def with_instructions(self, texts: Iterable[str], asked: Iterable[str]) -> OwnWords:
-        """These words and those of parlay's `texts` (instructions that quote nothing),
-        with the words the user `asked` allowed beside them. Only content words count as
-        parlay's own: "you" or "the" in the user's clause make no repeat."""
-
-        added = tuple(text.strip() for text in texts if text.strip())
-        if not added:
-            return self
-        passages = (*self.passages, *added)
-        said = [w for text in added for w in _words(text)]
-        own = self.own | frozenset(w for text in added for w in _content_words(text))
-        allowed = self.allowed | own | frozenset(said)
-        allowed |= frozenset(w for text in asked for w in _words(text))
-        longest = self.longest + 2 * sum(len(text) for text in added)
-        return OwnWords(passages, own, allowed, longest, self.said)
-
     def _starts_allowed(self, fragment: str) -> bool:
         """Whether `fragment` begins an allowed word, or one with a common ending
         ("tryi" of "trying", kept as "try")."""
         return any(
             word.startswith(fragment)
-            or (
-                len(word) >= 3
-                and fragment.startswith(word)
-                and any(end.startswith(fragment[len(word) :]) for end in _ENDINGS)
-            )
+            or (len(word) >= 3 and any((word + end).startswith(fragment) for end in _ENDINGS))
             for word in self.allowed
         )
 
@@ -124,14 +97,29 @@ class OwnWords:
         complete = start if not start[-1:].isalnum() else start[: -len(start.split()[-1])]
         return set(_words(complete)) <= self.allowed
 
+    def with_instructions(self, texts: Iterable[str], asked: Iterable[str]) -> OwnWords:
+        """These words and those of parlay's `texts` (instructions that quote nothing),
+        with the words the user `asked` allowed beside them. Only content words count as
+        parlay's own: "you" or "the" in the user's clause make no repeat."""
+        added = tuple(text.strip() for text in texts if text.strip())
+        if not added:
+            return self
+        own = self.own | {w for text in added for w in _words(text, _CONTENT_LETTERS)}
+        allowed = {w for text in (*added, *asked) for w in _words(text)}
+        longest = self.longest + 2 * sum(len(text) for text in added)
+        passages = (*self.passages, *added)
+        return OwnWords(passages, own, self.allowed | own | allowed, longest, self.said)
+
+
+def _any_of(parts: Iterable[str]) -> str:
+    """A pattern matching any of `parts` that has text, longest first ("" for none)."""
+    return "|".join(map(re.escape, sorted({p for p in parts if p.strip()}, key=len, reverse=True)))
+
 
 def own_passages(text: str, quoted: Iterable[str]) -> tuple[str, ...]:
     """The passages of `text`, a message parlay wrote, left between the `quoted` texts
     it holds (tool results, the user's request): its own words."""
-    parts = sorted({q for q in quoted if q.strip()}, key=len, reverse=True)
-    if not parts:
-        return (text,) if text.strip() else ()
-    pieces = re.split("|".join(map(re.escape, parts)), text)
+    pieces = re.split(pattern, text) if (pattern := _any_of(quoted)) else [text]
     return tuple(piece for piece in pieces if piece.strip())
 
 
@@ -153,19 +141,14 @@ def continuation_words(
             quoted += [message.content, one_line(message.content, RESTATED_CHARS)]
         elif isinstance(message, ToolResult):
             output = message.output or ""
-            quoted += [message.name, message.call_id, output, message.error or ""]
-            asked += [message.name, message.call_id]  # names a reply may use, not results
-            quoted.append(output[: options.max_result_chars])
             outputs += [output, output[: options.max_result_chars], message.error or ""]
+            quoted += [message.name, message.call_id, *outputs[-3:]]
+            asked += [message.name, message.call_id]  # names a reply may use, not results
     continuation = rendered[-1].content
     passages = own_passages(continuation, quoted)
     own = frozenset(w for p in passages for w in _words(p))
     allowed = own | frozenset(w for a in asked for w in _words(a))
     longest = 2 * (sum(len(p) for p in passages) + RESTATED_CHARS)
-    return OwnWords(passages, own, allowed, longest, squeezed(_without(continuation, outputs)))
-
-
-def _without(text: str, parts: Iterable[str]) -> str:
-    """`text` with each of `parts` (longest first) replaced by a cut mark."""
-    kept = sorted({p for p in parts if p.strip()}, key=len, reverse=True)
-    return re.sub("|".join(map(re.escape, kept)), _CUT, text) if kept else text
+    # The tool results cut out of what the continuation said, so no copy spans one.
+    said = re.sub(pattern, "\x00", continuation) if (pattern := _any_of(outputs)) else continuation
+    return OwnWords(passages, own, allowed, longest, squeezed(said))

@@ -13,25 +13,17 @@ from parlay._text import one_line
 from parlay.context import Message, ToolResult
 
 
-def trailing_results(messages: Sequence[Message]) -> list[ToolResult]:
-    """The tool results the conversation ends with, in order."""
-    results: list[ToolResult] = []
-    for message in reversed(messages):
-        if not isinstance(message, ToolResult):
-            break
-        results.append(message)
-    return results[::-1]
-
-
 def results_answer(messages: Sequence[Message], max_chars: int) -> str:
     """The results the conversation ends with, as an answer ("" when it ends otherwise);
     each output cut to `max_chars` characters."""
-    lines = []
-    for result in trailing_results(messages):
+    lines: list[str] = []
+    for result in reversed(messages):
+        if not isinstance(result, ToolResult):
+            break
         if result.error is not None:
             lines.append(f"{result.name} failed: {one_line(result.error, max_chars)}")
         elif not result.output.strip():
             lines.append(f"{result.name} returned nothing.")
         else:
             lines.append(f"{result.name} returned {one_line(result.output, max_chars)}")
-    return "\n".join(lines)
+    return "\n".join(reversed(lines))

@@ -1,9 +1,9 @@
 """The checks of a reply, in order, and the retry policy that applies them.
 
 A check is any object with a `name` and `judge(reply) -> Verdict | None`; the verdict's
-`detail` is what the model is told. The first verdict of a check whose rule is on
-decides (`parlay.engine.next_attempt` acts on it). `DEFAULT_CHECKS` lists parlay's own,
-most important first.
+`detail` is what the model is told. The first verdict of a check whose rule is on decides
+(`parlay.engine.next_attempt` acts on it). `DEFAULT_CHECKS` lists parlay's own, most
+important first.
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from parlay.errors import ConfigurationError
 from parlay.request import ToolChoice, ToolSpec
 
 UNREADABLE: tuple[ProblemKind, ...] = ("no_tool_name", "unreadable_arguments")
-# What the engine finds wrong with one call (`checks.check_call`): each is also the
-# reason of the verdict it leads to.
+# What `calls.check_call` finds wrong with one call: each is also its verdict's reason.
 IssueKind = Literal[
     "unknown_tool", "invalid_arguments", "example_value", "invented_value", "repeated_call",
 ]  # fmt: skip
@@ -32,13 +31,13 @@ IssueKind = Literal[
 
 @frozen
 class CallIssue:
-    """A parsed call the engine cannot hand on: unknown tool or bad arguments."""
+    """A parsed call the engine cannot hand on, and why; `argument`: the one at fault
+    (example_value, invented_value), named in the retry message."""
 
     call: ToolCall
     kind: IssueKind | OwnRuleName
     detail: str
     spec: ToolSpec | None = None
-    # The argument at fault (example_value, invented_value): named in the retry message.
     argument: str = ""
 
 
@@ -71,12 +70,7 @@ class Reply:
     # The first reply's share of the model's weight on answering, when that was more
     # than `min_call_confidence` leaves to it (`leaning`).
     unsure: float | None = None
-    # The reasons of the retries this turn made so far.
-    earlier: tuple[str, ...] = ()
-
-
-def _tool_named(tools: Sequence[ToolSpec], name: str) -> ToolSpec | None:
-    return next((tool for tool in tools if tool.name == name), None)
+    earlier: tuple[str, ...] = ()  # the reasons of the retries this turn made so far
 
 
 class Check(Protocol):
@@ -100,35 +94,32 @@ class RuleCheck:
         return self.find(reply)
 
 
+def _first_issue(reply: Reply, kind: str) -> Verdict | None:
+    issue = next((i for i in reply.issues if i.kind == kind), None)
+    if issue is None:
+        return None
+    return Verdict(issue.kind, issue.detail, issue.spec, argument=issue.argument)
+
+
 def _issue(kind: IssueKind, auto_only: bool = False) -> Callable[[Reply], Verdict | None]:
-    """The verdict of the first call with an issue of `kind`."""
-
-    def find(reply: Reply) -> Verdict | None:
-        if auto_only and reply.choice.mode != "auto":
-            # Under a forced choice the user asked for a call; under `auto` a made-up
-            # value most often means the request was not for this tool at all.
-            return None
-        issue = next(iter(issues_of(reply.issues, kind)), None)
-        if issue is None:
-            return None
-        if kind == "unknown_tool":
-            return Verdict(kind, issue.call.name)
-        return Verdict(kind, issue.detail, issue.spec, argument=issue.argument)
-
-    return find
+    """`auto_only`: under a forced choice the user asked for a call; under `auto` a made-up
+    value most often means the request was not for this tool at all."""
+    return lambda r: None if auto_only and r.choice.mode != "auto" else _first_issue(r, kind)
 
 
 def _repeated_call(reply: Reply) -> Verdict | None:
-    if not only_repeats(reply.calls, reply.issues):
-        return None
-    # Every call asks again for a result the history already holds.
-    repeats = issues_of(reply.issues, "repeated_call")
-    return Verdict("repeated_call", ", ".join(i.call.name for i in repeats))
+    """Every call asks again for a result the history already holds."""
+    names = ", ".join(i.call.name for i in reply.issues if i.kind == "repeated_call")
+    return Verdict("repeated_call", names) if only_repeats(reply.calls, reply.issues) else None
 
 
 def _unreadable(reply: Reply) -> Verdict | None:
-    unreadable = [p for p in reply.problems if p.kind in UNREADABLE]
-    return Verdict("unreadable", "; ".join(p.detail for p in unreadable)) if unreadable else None
+    unreadable = [p.detail for p in reply.problems if p.kind in UNREADABLE]
+    return Verdict("unreadable", "; ".join(unreadable)) if unreadable else None
+
+
+def _tool_named(tools: Sequence[ToolSpec], name: str) -> ToolSpec | None:
+    return next((tool for tool in tools if tool.name == name), None)
 
 
 def _forced_call(reply: Reply) -> Verdict | None:
@@ -146,9 +137,7 @@ def _unsure_call(reply: Reply) -> Verdict | None:
 
 
 def _good(reply: Reply) -> list[ToolCall]:
-    """The reply's calls to tools that exist."""
-    names = {t.name for t in reply.tools}
-    return [c for c in reply.calls if c.name in names]
+    return [c for c in reply.calls if _tool_named(reply.tools, c.name)]
 
 
 def _wrong_tool(reply: Reply) -> Verdict | None:
@@ -165,9 +154,8 @@ def _forced_refusal(reply: Reply) -> Verdict | None:
 
 
 def _no_call(reply: Reply) -> Verdict | None:
-    if not reply.choice.forces_call or _good(reply):
-        return None
-    return Verdict("no_call", "", about_text=True)
+    no_call = reply.choice.forces_call and not _good(reply)
+    return Verdict("no_call", about_text=True) if no_call else None
 
 
 def _answer(find: Callable[[Reply], Verdict | None]) -> Callable[[Reply], Verdict | None]:
@@ -176,20 +164,18 @@ def _answer(find: Callable[[Reply], Verdict | None]) -> Callable[[Reply], Verdic
 
 
 def _placeholder(reply: Reply) -> Verdict | None:
-    return Verdict("placeholder_answer", "", about_text=True) if reply.placeholder else None
+    return Verdict("placeholder_answer", about_text=True) if reply.placeholder else None
 
 
 def _pretended_call(reply: Reply) -> Verdict | None:
-    pretended = reply.pretended_tool
-    if not reply.copied_answer or pretended is None:
+    if not reply.copied_answer or (tool := reply.pretended_tool) is None:
         return None
-    return Verdict("pretended_call", pretended.name, pretended, about_text=True)
+    return Verdict("pretended_call", tool.name, tool, about_text=True)
 
 
 def _example_answer(reply: Reply) -> Verdict | None:
-    if not reply.copied_answer:
-        return None
-    return Verdict("example_answer", reply.copied_answer, about_text=True)
+    copied = reply.copied_answer
+    return Verdict("example_answer", copied, about_text=True) if copied else None
 
 
 def _refusal(reply: Reply) -> Verdict | None:
@@ -198,9 +184,6 @@ def _refusal(reply: Reply) -> Verdict | None:
     if reply.refusal is None or not reply.tools or "refusal" in reply.earlier:
         return None
     return Verdict("refusal", reply.refusal.phrase, about_text=True)
-
-
-CallCheck = Callable[[ToolCall, ToolSpec], "str | None"]
 
 
 def _own_name(_: object, __: object, name: str) -> None:
@@ -212,24 +195,19 @@ def _own_name(_: object, __: object, name: str) -> None:
 
 @frozen
 class CallRule:
-    """A check of your own about each call, in its short form: `CallRule("no_wildcards",
-    check)` in `PromptedBackend(checks=[*DEFAULT_CHECKS, ...])`.
-
-    `check(call, tool)` sees each call once it is read and repaired against its tool's
-    schema, and returns None when the call may go on, or a sentence saying what is wrong
-    with it. The reply is then asked again with that sentence (under `tool_choice="auto"`
-    the model may answer in words instead), and `name` is listed in `Diagnostics.rules`.
-    Like the engine's own value checks it can only ask: a call it still rejects when the
-    retries are spent goes on, so a tool that must never run with some value refuses it
-    itself.
-    """
+    """A check of your own about each call: `CallRule("no_wildcards", check)` in
+    `PromptedBackend(checks=[*DEFAULT_CHECKS, ...])`. `check(call, tool)` sees each call
+    read and repaired, and returns None or a sentence saying what is wrong: the reply is
+    asked again with it (under `auto` the model may answer in words instead), and `name`
+    is listed in `Diagnostics.rules`. Like the engine's value checks it can only ask: a
+    call still rejected when the retries are spent goes on, so a tool that must never run
+    with some value refuses it itself."""
 
     name: str = field(validator=_own_name)
-    check: CallCheck
+    check: Callable[[ToolCall, ToolSpec], str | None]
 
     def judge(self, reply: Reply) -> Verdict | None:
-        issue = next((i for i in reply.issues if i.kind == self.name), None)
-        return Verdict(issue.kind, issue.detail, issue.spec) if issue else None
+        return _first_issue(reply, self.name)
 
 
 # parlay's checks, most important first (`rules.VERDICT_RULES` describes each).
@@ -254,11 +232,7 @@ DEFAULT_CHECKS: tuple[Check, ...] = (
 
 def only_repeats(calls: Sequence[ToolCall], issues: Sequence[CallIssue]) -> bool:
     """Whether the reply has calls and every one repeats a call the history answered."""
-    return bool(calls) and len(issues_of(issues, "repeated_call")) == len(calls)
-
-
-def issues_of(issues: Sequence[CallIssue], kind: IssueKind) -> list[CallIssue]:
-    return [i for i in issues if i.kind == kind]
+    return bool(calls) and sum(i.kind == "repeated_call" for i in issues) == len(calls)
 
 
 def _checks(checks: Sequence[Check]) -> tuple[Check, ...]:
@@ -277,8 +251,7 @@ class RetryPolicy:
         if self.max_retries < 0:
             raise ConfigurationError(f"max_retries must be 0 or more, got {self.max_retries}")
         names = [check.name for check in self.checks if check.name not in RULES]
-        twice = sorted({name for name in names if names.count(name) > 1})
-        if twice:
+        if twice := sorted({name for name in names if names.count(name) > 1}):
             raise ConfigurationError(f"two checks named {', '.join(twice)}")
         if unknown := unknown_rules(self.rules.off, names):
             known = ", ".join([*RULES, *names])

@@ -8,15 +8,8 @@ from typing import Literal
 
 from parlay.context import ToolCall
 from parlay.engine.checks.rules import RULES, OwnRuleName, VerdictReason
+from parlay.engine.contract import pieces
 from parlay.engine.contract.examples import example_arguments
-from parlay.engine.contract.pieces import (
-    ContractOptions,
-    lists_calls,
-    render_calls,
-    render_template,
-    shape_of,
-    tool_view,
-)
 from parlay.request import ToolChoice, ToolSpec
 
 # What a retry message answers: a verdict, or under tool_choice none a reply without words.
@@ -29,7 +22,7 @@ def retry_instruction(
     attempt: int,
     tools: tuple[ToolSpec, ...],
     choice: ToolChoice,
-    options: ContractOptions,
+    options: pieces.ContractOptions,
     tool: ToolSpec | None = None,
     *,
     constrained: bool = False,
@@ -39,14 +32,18 @@ def retry_instruction(
     """The message that asks for a corrected reply; stricter from the second attempt on.
 
     `argument` names the argument at fault, without its value: a model shown the value
-    it copied or invented writes it again."""
-    target = tool
-    if target is None and choice.mode == "tool":
-        target = next((t for t in tools if t.name == choice.name), None)
-    if target is None and tools:
-        target = tools[0]
-    skeleton = _skeleton(target, options, constrained, parallel) if target is not None else ""
-    return render_template(
+    it copied or invented writes it again. The call it shows (of `tool`, the named tool
+    or the first) has placeholders, not example values: a model told "in this shape"
+    copies values."""
+    named = (t for t in tools if choice.mode == "tool" and t.name == choice.name)
+    target = tool or next(named, tools[0] if tools else None)
+    skeleton = ""
+    if target is not None:
+        call = ToolCall(target.name, {key: f"<{key}>" for key in example_arguments(target)}, "x")
+        shape = pieces.shape_of(options, constrained)
+        listed = pieces.lists_calls(options, shape, parallel)
+        skeleton = pieces.render_calls([call], options, shape=shape, listed=listed)
+    return pieces.render_template(
         options,
         "contract/retry.j2",
         reason=reason,
@@ -55,16 +52,7 @@ def retry_instruction(
         attempt=attempt,
         names=[t.name for t in tools],
         choice=choice,
-        tool=tool_view(tool) if tool is not None else None,
+        tool=pieces.tool_view(tool) if tool is not None else None,
         skeleton=skeleton,
         own_rule=reason not in RULES,
     )
-
-
-def _skeleton(target: ToolSpec, options: ContractOptions, constrained: bool, parallel: bool) -> str:
-    """A call of `target` in the reply's shape, with placeholders, not example values:
-    a model told "in this shape" copies values."""
-    placeholders = {key: f"<{key}>" for key in example_arguments(target)}
-    shape = shape_of(options, constrained)
-    call = ToolCall(target.name, placeholders, "x")
-    return render_calls([call], options, shape=shape, listed=lists_calls(options, shape, parallel))

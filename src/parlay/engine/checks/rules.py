@@ -1,10 +1,9 @@
 """The engine's rules by name: each check, retry trigger and fallback can be switched off.
 
-A rule acts on a reply the model wrote: it asks again (a check, named after the
-`Verdict` it gives), holds something back, or changes what is released. Every rule that
-acted on a reply is named in `Diagnostics.rules`. `PromptedBackend(inner,
-rules_off={"invented_value"})` switches rules off by name, the checks of your own
-(`PromptedBackend(checks=...)`) included.
+A rule acts on a reply the model wrote: it asks again (a check, named after the `Verdict`
+it gives), holds something back, or changes what is released. Every rule that acted on a
+reply is named in `Diagnostics.rules`. `PromptedBackend(inner, rules_off={"invented_value"})`
+switches rules off by name, the checks of your own (`PromptedBackend(checks=...)`) included.
 """
 
 from __future__ import annotations
@@ -14,35 +13,17 @@ from typing import Literal, NewType
 
 from attrs import field, frozen
 
-# Retry triggers, in the order the policy judges them (`parlay.engine.checks.retry`): the
-# reason of each `Verdict`.
+# Retry triggers, in the order the policy judges them: the reason of each `Verdict`.
 VerdictReason = Literal[
-    "unknown_tool",
-    "invalid_arguments",
-    "repeated_call",
-    "unreadable",
-    "forced_call",
-    "unsure_call",
-    "wrong_tool",
-    "example_value",
-    "invented_value",
-    "no_call",
-    "placeholder_answer",
-    "pretended_call",
-    "example_answer",
-    "refusal",
-]
+    "unknown_tool", "invalid_arguments", "repeated_call", "unreadable", "forced_call",
+    "unsure_call", "wrong_tool", "example_value", "invented_value", "no_call",
+    "placeholder_answer", "pretended_call", "example_answer", "refusal",
+]  # fmt: skip
 # What the engine does besides asking again.
 EngineRule = Literal[
-    "words_fallback",
-    "echo_filter",
-    "words_only",
-    "duplicate_calls",
-    "repeat_to_words",
-    "repeat_beside_new",
-    "words_after_drop",
-    "results_as_answer",
-]
+    "words_fallback", "echo_filter", "words_only", "duplicate_calls", "repeat_to_words",
+    "repeat_beside_new", "words_after_drop", "results_as_answer",
+]  # fmt: skip
 RuleName = VerdictReason | EngineRule
 # The name of a rule of the user's own (`CallRule.name`), told apart from the engine's.
 OwnRuleName = NewType("OwnRuleName", str)
@@ -53,10 +34,8 @@ VERDICT_RULES: dict[VerdictReason, str] = {
     "repeated_call": "every call of the reply repeats one the history already answered",
     "unreadable": "an action was written but cannot be read",
     "forced_call": "under auto, the grammar forced a call on a model leaning elsewhere",
-    "unsure_call": (
-        "under auto, a first reply calls while the model put less than "
-        "`min_call_confidence` of its weight on calling rather than answering"
-    ),
+    "unsure_call": "under auto, a first reply calls while the model put less than "
+    "`min_call_confidence` of its weight on calling rather than answering",
     "wrong_tool": "a named tool_choice answered with a call to another tool",
     "example_value": "an argument copies a value only the few-shot examples show",
     "invented_value": "under auto, a required value no one in the conversation gave",
@@ -64,56 +43,36 @@ VERDICT_RULES: dict[VerdictReason, str] = {
     "placeholder_answer": "a plain answer that is only a stand-in of the instructions",
     "pretended_call": "a plain answer quoting the examples' made-up result as a tool's",
     "example_answer": "a plain answer quoting the examples' made-up result",
-    "refusal": (
-        "with tools offered, a hard or soft refusal ('I don't have access to real-time "
-        "data') is asked once more: a call, or an answer that is no refusal"
-    ),
+    "refusal": "with tools offered, a hard or soft refusal ('I don't have access to real-time "
+    "data') is asked once more: a call, or an answer that is no refusal",
 }
 OTHER_RULES: dict[EngineRule, str] = {
-    "words_fallback": (
-        "after a doubt about the turn, a forced call or a made-up value is asked again "
-        "under the answer-only grammar, without an instruction"
-    ),
-    "echo_filter": (
-        "a plain reply that only repeats a retry message, a stand-in, the words the "
-        "continuation wraps tool results in or, under tool_choice none, the instruction "
-        "not to call is dropped; from a reply that says more, the clauses that only "
-        "repeat them are taken out (`parlay.engine.checks.echo_trim`)"
-    ),
-    "words_only": (
-        "under tool_choice none, a reply that is only a call, empty, or only the "
-        "instruction not to call is asked again in words"
-    ),
-    "duplicate_calls": (
-        "in the typed format, whose grammar holds its plural form to two calls or more, a "
-        "call identical to an earlier one of the same reply is dropped"
-    ),
-    "repeat_to_words": (
-        "under auto, a reply whose every call repeats one the history answered is asked "
-        "again under the answer-only grammar (without a grammar, a last such reply is "
-        "dropped and an answer asked for): a repeat never goes out to loop a tool runner"
-    ),
-    "repeat_beside_new": (
-        "under auto, a call repeating one the history answered is dropped from a reply "
-        "that makes new calls too: a tool that acts would act twice"
-    ),
-    "words_after_drop": (
-        "when the last reply was dropped by the echo filter, one more reply is asked for "
-        "under tool_choice none, with no retry message to repeat"
-    ),
-    "results_as_answer": (
-        "under tool_choice none, when no try left any words after tool results, the "
-        "results the conversation ends with are the answer, one line each"
-    ),
+    "words_fallback": "after a doubt about the turn, a forced call or a made-up value is asked "
+    "again under the answer-only grammar, without an instruction",
+    "echo_filter": "a plain reply that only repeats a retry message, a stand-in, the words the "
+    "continuation wraps tool results in or, under tool_choice none, the instruction not to "
+    "call is dropped; from a reply that says more, the clauses that only repeat them are "
+    "taken out (`parlay.engine.checks.echo_trim`)",
+    "words_only": "under tool_choice none, a reply that is only a call, empty, or only the "
+    "instruction not to call is asked again in words",
+    "duplicate_calls": "in the typed format, whose grammar holds its plural form to two calls "
+    "or more, a call identical to an earlier one of the same reply is dropped",
+    "repeat_to_words": "under auto, a reply whose every call repeats one the history answered "
+    "is asked again under the answer-only grammar (without a grammar, a last such reply is "
+    "dropped and an answer asked for): a repeat never goes out to loop a tool runner",
+    "repeat_beside_new": "under auto, a call repeating one the history answered is dropped "
+    "from a reply that makes new calls too: a tool that acts would act twice",
+    "words_after_drop": "when the last reply was dropped by the echo filter, one more reply is "
+    "asked for under tool_choice none, with no retry message to repeat",
+    "results_as_answer": "under tool_choice none, when no try left any words after tool "
+    "results, the results the conversation ends with are the answer, one line each",
 }
 # Looked up by any name (a user may ask for one that is not there): keyed by `str`.
 RULES: dict[str, str] = {**dict(VERDICT_RULES.items()), **dict(OTHER_RULES.items())}
-# The rules that earned their place on the development benchmark (bench/results/
-# bfcl-ablation.md): the rest are guards, each keeping a failure a user would see from
-# reaching them (a test named after the failure shows it).
-EARNED: frozenset[RuleName] = frozenset({"invented_value", "words_fallback", "duplicate_calls"})
-# The others: guards, each on whatever a benchmark scores.
-GUARDS: frozenset[str] = frozenset(RULES) - EARNED
+# All but the rules that earned their place on the development benchmark (bench/results/
+# bfcl-ablation.md) are guards, each keeping a failure a user would see from reaching them
+# (a test named after the failure shows it), on whatever a benchmark scores.
+GUARDS: frozenset[str] = frozenset(RULES) - {"invented_value", "words_fallback", "duplicate_calls"}
 # The rules `check_values` switches off (False) or on (True).
 VALUE_RULES: frozenset[RuleName] = frozenset(
     {"example_value", "invented_value", "example_answer", "pretended_call"}
