@@ -327,3 +327,20 @@ def test_an_echo_repeats_part_of_its_source() -> None:
     assert echoes("The tool call, or your answer.", message)
     assert not echoes("Reply now.", message)  # too short to tell
     assert not echoes("It is sunny in Rome.", message)
+
+
+def test_an_answer_quoting_two_made_up_results_names_the_same_one_in_every_process() -> None:
+    from collections.abc import Iterator
+
+    from parlay.engine.contract.grounding import copied_answer
+
+    class ShortestFirst(frozenset[str]):
+        """A set iterated in one fixed order, as a set may be in some process."""
+
+        def __iter__(self) -> Iterator[str]:
+            return iter(sorted(super().__iter__(), key=len))
+
+    answers = {"It is 22 degrees.", "Sunny"}
+    text = "Sunny. It is 22 degrees."
+    assert copied_answer(text, ShortestFirst(answers)) == "It is 22 degrees."
+    assert copied_answer(text, frozenset(answers)) == "It is 22 degrees."

@@ -2,7 +2,7 @@
 
 A check is any object with a `name` and `judge(reply) -> Verdict | None`; the verdict's
 `detail` is what the model is told. The first verdict of a check whose rule is on decides
-(`parlay.engine.next_attempt` acts on it). `DEFAULT_CHECKS` lists parlay's own, most
+(`parlay.engine.judging` acts on it). `DEFAULT_CHECKS` lists parlay's own, most
 important first.
 """
 

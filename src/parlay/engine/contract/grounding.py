@@ -144,9 +144,12 @@ def copied_value(
 
 
 def copied_answer(text: str, example_answers: frozenset[str]) -> str:
-    """The part of a plain answer that repeats a made-up result from the examples, or ""."""
+    """The part of a plain answer that repeats a made-up result from the examples, or "":
+    the longest such result, so the same one is named in every process (a set's order
+    is not)."""
     folded = squeezed(text)
-    return next((answer for answer in example_answers if squeezed(answer) in folded), "")
+    ordered = sorted(example_answers, key=lambda answer: (-len(answer), answer))
+    return next((answer for answer in ordered if squeezed(answer) in folded), "")
 
 
 def echoes(text: str, source: str) -> bool:
