@@ -112,7 +112,7 @@ class PromptedBackend:
         self._arguments: dict[str, Any] = {
             key: value for key, value in locals().items() if key not in ("self", "inner")
         }
-        self.settings = engine_settings(inner, self._arguments)
+        self.settings = engine_settings(inner, **self._arguments)
         self.inner = inner
         self.constrained = constrained
 

@@ -6,7 +6,7 @@ attempt read it instead of the backend, so none imports the backend back.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from attrs import frozen
@@ -14,15 +14,12 @@ from attrs import frozen
 from parlay.backends.base import Backend
 from parlay.backends.bounds import RepetitionLimit
 from parlay.engine.checks.refusal import RefusalPhrases
-from parlay.engine.checks.retry import RetryPolicy
+from parlay.engine.checks.retry import Check, RetryPolicy
 from parlay.engine.checks.rules import VALUE_RULES, Rules
 from parlay.engine.contract.constrain import action_response_format
 from parlay.engine.contract.pieces import DEFAULT_FORMAT, ContractOptions
 from parlay.errors import ConfigurationError
 from parlay.request import ChatRequest, ResponseFormat, ToolSpec
-
-# `PromptedBackend`'s arguments that go to `ContractOptions` as they are.
-_CONTRACT = "few_shot max_examples max_result_chars thought_limit listed_calls restate_request"
 
 
 @frozen
@@ -66,38 +63,62 @@ class EngineSettings:
         )
 
 
-def engine_settings(inner: Backend, arguments: Mapping[str, Any]) -> EngineSettings:
-    """The settings of `PromptedBackend(inner, **arguments)`, each checked."""
-    a = arguments
-    _check_knobs(inner, a)
-    grammar = a["constrained"] is not False and inner.capabilities.json_schema
-    action_format = a["action_format"]
+def engine_settings(
+    inner: Backend,
+    *,
+    action_format: str | None,
+    max_retries: int,
+    constrained: bool | None,
+    refusal_phrases: RefusalPhrases,
+    refusal_window: int,
+    template_dir: str | None,
+    check_values: bool | None,
+    min_offered_share: float,
+    min_call_confidence: float,
+    max_tokens: int | None,
+    repetition: RepetitionLimit | None,
+    rules_off: Iterable[str],
+    checks: Iterable[Check],
+    **contract: Any,
+) -> EngineSettings:
+    """The settings of `PromptedBackend(inner, ...)`, each checked (`contract`: the rest
+    of its arguments, which go to `ContractOptions` as they are)."""
+    _check_knobs(inner, constrained, min_offered_share, min_call_confidence, max_tokens)
+    grammar = constrained is not False and inner.capabilities.json_schema
     if action_format is None:
         action_format = "typed" if grammar else DEFAULT_FORMAT
-    folder = None if a["template_dir"] is None else str(a["template_dir"])
-    rules = Rules().switched(off=a["rules_off"], values=a["check_values"])
-    contract = {key: a[key] for key in _CONTRACT.split()}
+    folder = None if template_dir is None else str(template_dir)
+    rules = Rules().switched(off=rules_off, values=check_values)
     return EngineSettings(
         options=ContractOptions(action_format=action_format, template_dir=folder, **contract),
-        policy=RetryPolicy(a["max_retries"], rules, tuple(a["checks"])),
-        refusal_phrases=a["refusal_phrases"],
-        refusal_window=a["refusal_window"],
-        min_offered_share=a["min_offered_share"],
-        min_call_confidence=a["min_call_confidence"],
+        policy=RetryPolicy(max_retries, rules, tuple(checks)),
+        refusal_phrases=refusal_phrases,
+        refusal_window=refusal_window,
+        min_offered_share=min_offered_share,
+        min_call_confidence=min_call_confidence,
         grammar_available=grammar,
-        max_tokens=a["max_tokens"],
-        repetition=a["repetition"],
+        max_tokens=max_tokens,
+        repetition=repetition,
     )
 
 
-def _check_knobs(inner: Backend, a: Mapping[str, Any]) -> None:
-    if a["constrained"] and not inner.capabilities.json_schema:
+def _check_knobs(
+    inner: Backend,
+    constrained: bool | None,
+    min_offered_share: float,
+    min_call_confidence: float,
+    max_tokens: int | None,
+) -> None:
+    if constrained and not inner.capabilities.json_schema:
         raise ConfigurationError(
             f"constrained=True needs a backend with JSON-schema output; {inner.name} has "
             "none: pass constrained=None (use it when available) or False"
         )
-    for knob in ("min_offered_share", "min_call_confidence"):
-        if not 0 <= a[knob] <= 1:
-            raise ConfigurationError(f"{knob} must be between 0 and 1, got {a[knob]}")
-    if a["max_tokens"] is not None and a["max_tokens"] < 1:
-        raise ConfigurationError(f"max_tokens must be 1 or more, got {a['max_tokens']}")
+    for knob, value in (
+        ("min_offered_share", min_offered_share),
+        ("min_call_confidence", min_call_confidence),
+    ):
+        if not 0 <= value <= 1:
+            raise ConfigurationError(f"{knob} must be between 0 and 1, got {value}")
+    if max_tokens is not None and max_tokens < 1:
+        raise ConfigurationError(f"max_tokens must be 1 or more, got {max_tokens}")
