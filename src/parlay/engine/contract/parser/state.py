@@ -22,20 +22,20 @@ MAX_DEPTH = 100
 # A streamed reply is mostly one delta per chunk, and attrs' frozen `__init__` is most of
 # what a chunk costs: these make the same objects by setting their slots directly (the
 # parser's stream tests check that they equal what the classes make).
-new_text_delta = object.__new__
+new_event = object.__new__
 set_text = vars(TextDelta)["text"].__set__
 _set_id = vars(ToolCallArgsDelta)["id"].__set__
 _set_delta = vars(ToolCallArgsDelta)["delta"].__set__
 
 
 def text_delta(text: str) -> TextDelta:
-    delta = new_text_delta(TextDelta)
+    delta = new_event(TextDelta)
     set_text(delta, text)
     return delta
 
 
 def args_delta(call_id: str, text: str) -> ToolCallArgsDelta:
-    delta = new_text_delta(ToolCallArgsDelta)
+    delta = new_event(ToolCallArgsDelta)
     _set_id(delta, call_id)
     _set_delta(delta, text)
     return delta

@@ -11,7 +11,7 @@ from parlay.engine.contract.parser.calls import SUB_NAME, CallAssembler
 from parlay.engine.contract.parser.json_scan import JsonScanner
 from parlay.engine.contract.parser.recognise import TextReader
 from parlay.engine.contract.parser.results import ParseResult
-from parlay.engine.contract.parser.state import THOUGHT_LIMIT, ParserState, new_text_delta, set_text
+from parlay.engine.contract.parser.state import THOUGHT_LIMIT, ParserState, new_event, set_text
 from parlay.engine.contract.parser.strings import StringReader
 from parlay.events import Event, TextDelta
 
@@ -63,7 +63,7 @@ class ActionStreamParser:
             # The hot path while prose streams: nothing held, and nothing in the chunk may
             # start a block. It goes out as the state loop would send it (inlined).
             st.text.append(text)
-            delta = new_text_delta(TextDelta)
+            delta = new_event(TextDelta)
             set_text(delta, text)
             return [delta]
         if st.ended or not text:
