@@ -23,7 +23,7 @@ from parlay.events import (
 )
 from parlay.request import ChatRequest, ToolChoice
 
-from .conftest import ADD, HISTORY, TOOLS
+from .conftest import HISTORY, TOOLS
 from .prompted_kit import PLAIN, PLAIN_SCHEMA, ask, block, calls_of, run, scripted, text_of
 
 
@@ -284,21 +284,6 @@ async def test_json_format_final_answer_is_visible_text() -> None:
     inner = scripted('{"final": {"content": "Paris is in France."}}')
     events, finish = await run(PromptedBackend(inner, action_format="json"), ask("Where?"))
     assert text_of(events) == "Paris is in France." and finish.reason == "stop"
-
-
-async def test_listed_calls_admit_only_the_list_form_one_call_too() -> None:
-    reply = {"actions": [{"tool": "add", "parameters": {"a": 1, "b": 2}}]}
-    inner = scripted(json.dumps(reply), caps=PLAIN_SCHEMA)
-    backend = PromptedBackend(inner, action_format="fenced", listed_calls=True)
-    events, finish = await run(backend, ask("1+2", ToolChoice("tool", "add")))
-    assert calls_of(events) == [("add", {"a": 1, "b": 2})]
-    assert finish.diagnostics.constrained
-    schema = inner.requests[0].response_format.schema
-    # Parallel calls allowed: only the list form, one call or more.
-    one = schema["properties"]["actions"]["items"]
-    assert schema["properties"]["actions"]["minItems"] == 1
-    assert one["properties"]["tool"]["enum"] == ["add"]
-    assert one["properties"]["parameters"] == ADD.parameters
 
 
 async def test_constraint_used_when_forced_and_available() -> None:

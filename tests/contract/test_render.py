@@ -178,20 +178,6 @@ def test_retry_messages(snapshot, reason: str, choice: str, attempt: int) -> Non
     assert message == snapshot
 
 
-@pytest.mark.parametrize("fmt", ["json", "fenced"])
-def test_listed_calls_show_every_call_of_the_contract_in_the_list_form(snapshot, fmt: str) -> None:
-    request = ChatRequest(HISTORY, TOOLS, parallel_tool_calls=True)
-    options = ContractOptions(action_format=fmt, listed_calls=True)
-    contract = render_contract(request, options, constrained=True)
-    text = show(contract.messages)
-    assert '{"actions": [' in text and '{"action": {' not in text
-    assert '"tool": "get_weather"' in text
-    assert show(contract.messages) == snapshot
-    # Without parallel calls, the single form as before.
-    single = render_contract(request.replace(parallel_tool_calls=False), options, constrained=True)
-    assert '{"actions": [' not in show(single.messages)
-
-
 def test_a_continuation_template_can_restate_the_request_its_results_serve(tmp_path) -> None:
     folder = tmp_path / "contract"
     folder.mkdir()

@@ -71,7 +71,7 @@ class PromptedBackend:
       is held under `auto` before it streams.
     - `template_dir`: your templates, searched before parlay's own.
     - `max_result_chars`, `thought_limit`: where tool outputs and thoughts are cut.
-    - `listed_calls`, `restate_request`: see `ContractOptions`.
+    - `restate_request`: see `ContractOptions`.
     - `check_values`: switch the value rules (`contract.grounding`) on or off; None: as shipped.
     - `min_offered_share`: under a grammar, a call whose tool name the model was less sure
       of than this is taken as forced (`checks.forced`; 0: off).
@@ -98,7 +98,6 @@ class PromptedBackend:
         thought_limit: int = 200,
         refusal_window: int = 200,
         max_examples: int = 4,
-        listed_calls: bool = False,
         restate_request: bool = True,
         check_values: bool | None = None,
         min_offered_share: float = 0.5,

@@ -164,7 +164,6 @@ def _ask_again(turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
         verdict.tool,
         constrained=turn.constrained,
         argument=verdict.argument,
-        parallel=turn.policy.parallel,
     )
     if verdict.reason in TAUGHT:
         fresh = _without_examples(turn, turn.request, turn.constrained)

@@ -59,7 +59,6 @@ class EngineSettings:
             self.options.action_format,
             answer=request.response_format.schema if request.response_format else None,
             parallel=request.parallel_tool_calls,
-            listed=self.options.listed_calls,
         )
 
 

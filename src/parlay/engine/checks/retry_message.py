@@ -27,7 +27,6 @@ def retry_instruction(
     *,
     constrained: bool = False,
     argument: str = "",
-    parallel: bool = False,
 ) -> str:
     """The message that asks for a corrected reply; stricter from the second attempt on.
 
@@ -41,8 +40,7 @@ def retry_instruction(
     if target is not None:
         call = ToolCall(target.name, {key: f"<{key}>" for key in example_arguments(target)}, "x")
         shape = pieces.shape_of(options, constrained)
-        listed = pieces.lists_calls(options, shape, parallel)
-        skeleton = pieces.render_calls([call], options, shape=shape, listed=listed)
+        skeleton = pieces.render_calls([call], options, shape=shape)
     return pieces.render_template(
         options,
         "contract/retry.j2",

@@ -80,13 +80,12 @@ def action_schema(
     answer: dict[str, Any] | None = None,
     *,
     parallel: bool = False,
-    listed: bool = False,
 ) -> dict[str, Any] | None:
     """The schema of a valid reply, or None when nothing should be constrained (`none`).
 
     Forced choices allow only calls (of the named tool); `auto` also allows a final answer,
     or a value of the `answer` schema when the caller asked for structured output.
-    `parallel` also admits several calls in one reply; `listed` only that list form.
+    `parallel` also admits several calls in one reply.
     """
     if choice.mode == "none" or not tools:
         return None
@@ -94,12 +93,9 @@ def action_schema(
     *parameters, answer_or_none = distinct([t.parameters or {} for t in allowed] + [answer or {}])
     allowed = [evolve(t, parameters=p) for t, p in zip(allowed, parameters, strict=True)]
     answer = answer_or_none if answer is not None else None
-    if parallel and listed:
-        options = [calls_schema(allowed, action_format)]
-    else:
-        options = [call_schema(t, action_format) for t in allowed]
-        if parallel:
-            options.append(calls_schema(allowed, action_format))
+    options = [call_schema(t, action_format) for t in allowed]
+    if parallel:
+        options.append(calls_schema(allowed, action_format))
     if choice.mode == "auto":
         options.append(_answer_first(answer) if answer is not None else final_schema(action_format))
     return at_root(options, parameters)
@@ -130,9 +126,8 @@ def action_response_format(
     *,
     answer: dict[str, Any] | None = None,
     parallel: bool = False,
-    listed: bool = False,
 ) -> ResponseFormat | None:
-    schema = action_schema(tools, choice, action_format, answer, parallel=parallel, listed=listed)
+    schema = action_schema(tools, choice, action_format, answer, parallel=parallel)
     return None if schema is None else ResponseFormat(schema, name="action", strict=True)
 
 

@@ -30,8 +30,6 @@ FORMATS: tuple[ActionFormat, ...] = get_args(ActionFormat)
 OBJECT_FORMATS: tuple[ActionFormat, ...] = ("json", "typed")
 # Reply shapes that are one JSON object: the calls of a reply are projected as one.
 OBJECT_SHAPES = (*OBJECT_FORMATS, "bare")
-# Shapes that write several calls as one `{"actions": [...]}` object.
-LIST_SHAPES = ("json", "bare")
 DEFAULT_FORMAT: ActionFormat = "fenced"
 DEFAULT_MAX_RESULT_CHARS = 4000
 # How much of the user's request a continuation may restate (a template's choice).
@@ -56,9 +54,6 @@ class ContractOptions:
     max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
     thought_limit: int = 200
     template_dir: str | None = None
-    # With parallel calls allowed, the json and bare shapes show every call in the list
-    # form (`{"actions": [...]}`), one call too, and the grammar admits only that form.
-    listed_calls: bool = False
     # The continuation after tool results restates the user's request, so a model that
     # made one call of several sees what is left.
     restate_request: bool = True
@@ -78,22 +73,16 @@ def shape_of(options: ContractOptions, constrained: bool) -> str:
     return options.action_format
 
 
-def lists_calls(options: ContractOptions, shape: str, parallel: bool) -> bool:
-    """Whether every call is shown in the list form (see `ContractOptions.listed_calls`)."""
-    return options.listed_calls and parallel and shape in LIST_SHAPES
-
-
 def render_calls(
     calls: Sequence[ToolCall],
     options: ContractOptions,
     thought: str = "",
     *,
     shape: str,
-    listed: bool = False,
 ) -> str:
-    """The calls of one reply in `shape`: one call as it is, several (or any, `listed`) in
-    the shape's form for several (json: one `{"actions": [...]}` object)."""
-    name = "call" if len(calls) == 1 and not listed else "calls"
+    """The calls of one reply in `shape`: one call as it is, several in the shape's form
+    for several (json: one `{"actions": [...]}` object)."""
+    name = "call" if len(calls) == 1 else "calls"
     return render_template(
         options,
         f"contract/formats/{shape}/{name}.j2",

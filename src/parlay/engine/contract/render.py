@@ -57,14 +57,11 @@ class _Shape:
     options: ContractOptions
     shape: str
     constrained: bool
-    listed: bool
 
     def calls(self, calls: Sequence[ToolCall], thought: str = "") -> str:
         # Under a grammar a call carries no thought: the grammar has no room for one.
         thought = "" if self.constrained else thought
-        return pieces.render_calls(
-            calls, self.options, thought, shape=self.shape, listed=self.listed
-        )
+        return pieces.render_calls(calls, self.options, thought, shape=self.shape)
 
     def final(self, content: str) -> str:
         return pieces.render_final(content, self.options, shape=self.shape)
@@ -77,9 +74,9 @@ class _Shape:
         return [UserMessage(text)] if results else []
 
 
-def _shape(options: ContractOptions, constrained: bool, parallel: bool) -> _Shape:
+def _shape(options: ContractOptions, constrained: bool) -> _Shape:
     shape = pieces.shape_of(options, constrained)
-    return _Shape(options, shape, constrained, pieces.lists_calls(options, shape, parallel))
+    return _Shape(options, shape, constrained)
 
 
 def _examples(
@@ -147,13 +144,12 @@ def project_history(
     options: ContractOptions,
     *,
     constrained: bool = False,
-    parallel: bool = False,
     may_call: bool = True,
 ) -> list[Message]:
     """Calls back into action text, results into continuation messages; no tool roles.
     `may_call`: whether the reply to the last continuation may call (not under
     tool_choice "none"), which its last line asks for accordingly."""
-    shown = _shape(options, constrained, parallel)
+    shown = _shape(options, constrained)
     out: list[Message] = []
     pending: list[ToolResult] = []
     asked = ""  # the latest user message: what the results serve
@@ -194,7 +190,7 @@ def render_contract(
     history = has_tool_activity(messages)
     from_history = not request.tools and history
     tools = _tools_from_history(messages) if from_history else request.tools
-    shown = _shape(options, constrained, request.parallel_tool_calls)
+    shown = _shape(options, constrained)
     start = next(
         (i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)), len(messages)
     )
@@ -205,13 +201,7 @@ def render_contract(
     if options.few_shot and tools and not from_history and may_call:
         turns, values, answers = _examples(request, tools, shown)
         out += turns
-    out += project_history(
-        messages[start:],
-        options,
-        constrained=constrained,
-        parallel=request.parallel_tool_calls,
-        may_call=may_call,
-    )
+    out += project_history(messages[start:], options, constrained=constrained, may_call=may_call)
     state = tool_state(messages)
     return Contract(
         tuple(out), tools, state, history, from_history, values, answers, grounds_of(messages)
@@ -232,6 +222,5 @@ def _system_message(
         choice=request.tool_choice,
         thought_limit=shown.options.thought_limit,
         parallel=request.parallel_tool_calls,
-        listed=shown.listed,
     )
     return SystemMessage(text)
