@@ -25,8 +25,8 @@ class EchoTrim:
         self.own, self.active = own, bool(own.passages)
         self.dropped: list[str] = []  # the clauses taken out, as written
         self.shown_any = False
-        # Held: whole clauses of allowed words only (the user's, the continuation's) that
-        # no clause of the reply's own words has followed yet, and the clause being read.
+        # Held: whole clauses copying what the continuation said that no clause of the
+        # reply's own has followed yet, and the clause being read.
         self._run = self._clause = ""
         self._clause_shown = False  # the clause being read said something of its own
         self._last = ""  # the last character read: a clause end may follow it
@@ -55,8 +55,8 @@ class EchoTrim:
 
     def flush(self, *, cut: bool = False) -> str:
         """The reply ended, or a call follows its text: decide what is held. `cut`: the
-        token limit stopped the reply, perhaps inside a word. Held words after a dropped
-        clause go with it: they say nothing the user or the continuation did not."""
+        token limit stopped the reply, perhaps inside a word. Held copies after a dropped
+        clause go with it: they say nothing the continuation did not."""
         if not self.active:
             return ""
         self._close(cut=cut)
@@ -70,9 +70,9 @@ class EchoTrim:
         if self._clause_shown:
             return piece
         self._clause += piece
-        if self.own.may_be_repeated_by((self._run + self._clause).lstrip()):
-            return ""
         held = self._run + self._clause
+        if len(held) <= self.own.longest and self.own.may_be_repeated_by(self._clause.lstrip()):
+            return ""
         self._run, self._clause, self._clause_shown = "", "", True
         return self._show(held)
 
