@@ -54,14 +54,15 @@ class EchoTrim:
         return "".join(shown)
 
     def flush(self, *, cut: bool = False) -> str:
-        """The reply ended, or a call follows its text: decide what is held. `cut`: the
-        token limit stopped the reply, perhaps inside a word. Held copies after a dropped
-        clause go with it: they say nothing the continuation did not."""
+        """The reply ended, or a call follows its text: decide what is held. Held copies
+        after a dropped clause go with it: they say nothing the continuation did not.
+        `cut` (the token limit stopped the reply) changes nothing: a copy cut short is
+        still a copy."""
         if not self.active:
             return ""
-        self._close(cut=cut)
+        self._close()
         held, self._run = self._run, ""
-        if held.strip() and (self.dropped or self.own.repeated_by(held.strip(), cut=cut)):
+        if held.strip() and (self.dropped or self.own.repeated_by(held.strip())):
             self.dropped.append(held.strip())
             return ""
         return self._show(held)
@@ -76,12 +77,12 @@ class EchoTrim:
         self._run, self._clause, self._clause_shown = "", "", True
         return self._show(held)
 
-    def _close(self, *, cut: bool = False) -> None:
+    def _close(self) -> None:
         clause, self._clause = self._clause, ""
         if self._clause_shown:
             self._clause_shown = False
             return
-        if clause.strip() and self.own.repeated_by(clause.strip(), cut=cut):
+        if clause.strip() and self.own.repeated_by(clause.strip()):
             self.dropped.extend(c for c in (self._run.strip(), clause.strip()) if c)
             self._run = ""
             return
