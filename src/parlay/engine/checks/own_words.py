@@ -15,7 +15,7 @@ from attrs import frozen
 
 from parlay._text import one_line
 from parlay.context import Message, ToolResult, UserMessage
-from parlay.engine.contract.grounding import echoes, may_echo, squeezed
+from parlay.engine.contract.grounding import echoes, squeezed
 from parlay.engine.contract.pieces import RESTATED_CHARS, ContractOptions
 
 # A copy of what the continuation said, the user's words it quotes included, this many
@@ -34,7 +34,8 @@ class OwnWords:
     # so a reply is not scanned again and again as it grows.
     longest: int = 0
     # What a reply may copy and say nothing new, squeezed: the continuation as written
-    # (the restated request, "The request: ...", included), its tool results cut out.
+    # (the restated request, "The request: ...", included), its tool results cut out,
+    # and the instructions added to the passages.
     said: str = ""
 
     def repeated_by(self, text: str, *, cut: bool = False) -> bool:
@@ -51,7 +52,7 @@ class OwnWords:
         """Whether `start`, the beginning of a reply, could still turn out to repeat it."""
         if not self.passages or len(start) > self.longest:
             return False
-        return may_echo(start, self.passages) or squeezed(start).strip(".") in self.said
+        return squeezed(start).strip(".") in self.said
 
     def with_instructions(self, texts: Iterable[str], asked: Iterable[str]) -> OwnWords:
         """These words and those of parlay's `texts` (instructions that quote nothing);
@@ -60,7 +61,7 @@ class OwnWords:
         if not added:
             return self
         longest = self.longest + 2 * sum(len(text) for text in added)
-        said = "\x00".join([self.said, *map(squeezed, asked)])
+        said = "\x00".join([self.said, *map(squeezed, (*added, *asked))])
         return OwnWords((*self.passages, *added), longest, said)
 
 
