@@ -61,7 +61,8 @@ class OwnWords:
         if not added:
             return self
         longest = self.longest + 2 * sum(len(text) for text in added)
-        said = "\x00".join([self.said, *map(squeezed, (*added, *asked))])
+        quoted = (text[:RESTATED_CHARS] for text in asked)  # as long as a restated request
+        said = "\x00".join([self.said, *map(squeezed, (*added, *quoted))])
         return OwnWords((*self.passages, *added), longest, said)
 
 
