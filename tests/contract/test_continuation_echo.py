@@ -57,10 +57,9 @@ def test_passages_are_what_lies_between_the_quoted_texts() -> None:
         LAST_LINE,
         "The request asks for something no result above gives yet, call the tool for it.",
         "Decide the next step",
-        # Reworded (Qwen, validate half), and the whole continuation, request and all.
-        "The request asked for something no result above gives yet, call the tool for it.",
-        "The request asked for something no result above gives yet. Call c1.",
+        # Copied in parts: the restated request, then the instruction.
         "The request: What is 2 + 3? Answer the user with this result.",
+        "the  request asks for something no result above gives yet,\ncall the tool for it..",
     ],
 )
 @pytest.mark.parametrize("retries", [0, 2])

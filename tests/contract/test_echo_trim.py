@@ -138,6 +138,9 @@ REPLIES = [
     "The request: What is 2 + 3? The answer is 5. Otherwise answer the user with this result.",
     "What is 2 + 3? It is 5.",
     "",
+    # Generated (a harness of the trim): the word-set trim showed "I'm" or "I'm\n."
+    # depending on the chunking.
+    "The request:\n" + LAST_LINE.replace(": ", ":\n").replace("; ", ";\n") + "\nI'm\n. next ,",
 ]
 
 
@@ -159,4 +162,5 @@ def test_what_the_trim_shows_of_each_reply() -> None:
         "The request: What is 2 + 3? The answer is 5.",
         "What is 2 + 3? It is 5.",
         "",
+        "I'm\n. next ,",
     ]

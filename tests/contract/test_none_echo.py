@@ -26,6 +26,7 @@ ECHOES = [
     "No tool can be called in this turn.",  # Qwen, stored (the retry message's words)
     "Right now you must not call any tool: answer in plain words.",  # the system rule
     "No tool can be called in this turn. Answer the user in plain words.",
+    "What is 2 + 3? No tool can be called in this turn.",  # the question copied beside it
 ]
 
 

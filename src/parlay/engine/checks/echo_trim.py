@@ -25,8 +25,8 @@ class EchoTrim:
         self.own, self.active = own, bool(own.passages)
         self.dropped: list[str] = []  # the clauses taken out, as written
         self.shown_any = False
-        # Held: whole clauses of allowed words only (the user's, the continuation's) that
-        # no clause of the reply's own words has followed yet, and the clause being read.
+        # Held: whole clauses copying what the continuation said that no clause of the
+        # reply's own has followed yet, and the clause being read.
         self._run = self._clause = ""
         self._clause_shown = False  # the clause being read said something of its own
         self._last = ""  # the last character read: a clause end may follow it
@@ -54,14 +54,15 @@ class EchoTrim:
         return "".join(shown)
 
     def flush(self, *, cut: bool = False) -> str:
-        """The reply ended, or a call follows its text: decide what is held. `cut`: the
-        token limit stopped the reply, perhaps inside a word. Held words after a dropped
-        clause go with it: they say nothing the user or the continuation did not."""
+        """The reply ended, or a call follows its text: decide what is held. Held copies
+        after a dropped clause go with it: they say nothing the continuation did not.
+        `cut` (the token limit stopped the reply) changes nothing: a copy cut short is
+        still a copy."""
         if not self.active:
             return ""
-        self._close(cut=cut)
+        self._close()
         held, self._run = self._run, ""
-        if held.strip() and (self.dropped or self.own.repeated_by(held.strip(), cut=cut)):
+        if held.strip() and (self.dropped or self.own.repeated_by(held.strip())):
             self.dropped.append(held.strip())
             return ""
         return self._show(held)
@@ -70,18 +71,18 @@ class EchoTrim:
         if self._clause_shown:
             return piece
         self._clause += piece
-        if self.own.may_be_repeated_by((self._run + self._clause).lstrip()):
-            return ""
         held = self._run + self._clause
+        if len(held) <= self.own.longest and self.own.may_be_repeated_by(self._clause.lstrip()):
+            return ""
         self._run, self._clause, self._clause_shown = "", "", True
         return self._show(held)
 
-    def _close(self, *, cut: bool = False) -> None:
+    def _close(self) -> None:
         clause, self._clause = self._clause, ""
         if self._clause_shown:
             self._clause_shown = False
             return
-        if clause.strip() and self.own.repeated_by(clause.strip(), cut=cut):
+        if clause.strip() and self.own.repeated_by(clause.strip()):
             self.dropped.extend(c for c in (self._run.strip(), clause.strip()) if c)
             self._run = ""
             return

@@ -63,10 +63,8 @@ def name_choices(
             continue
         cursor, (begin, end) = match.end(), match.span(1)
         least: NameChoice | None = None
-        index = bisect.bisect_right(starts, begin) - 1
-        while index < len(tokens) and starts[index] < end:
+        for index in range(bisect.bisect_right(starts, begin) - 1, bisect.bisect_left(starts, end)):
             token, start = tokens[index], starts[index]
-            index += 1
             # The first token may carry the quote before the name (`opening`).
             share = _share(token, text[begin:start], text[start:begin], names)
             if share is not None and (least is None or share < least.share):

@@ -88,10 +88,7 @@ class RuleCheck:
     """A check made of a rule's name and a function judging a reply."""
 
     name: str
-    find: Callable[[Reply], Verdict | None]
-
-    def judge(self, reply: Reply) -> Verdict | None:
-        return self.find(reply)
+    judge: Callable[[Reply], Verdict | None]
 
 
 def _first_issue(reply: Reply, kind: str) -> Verdict | None:
