@@ -29,12 +29,8 @@ class EngineSettings:
     refusal_phrases: RefusalPhrases
     refusal_window: int
     min_offered_share: float
-    # Under `auto`, a first reply's calls go out only when the model put at least this
-    # share of its weight on calling rather than answering (`leaning`; 0: always).
     min_call_confidence: float
-    # Whether replies may be held to a grammar (the inner backend takes JSON schemas and
-    # `constrained` is not False).
-    grammar_available: bool
+    grammar_available: bool  # the inner backend takes JSON schemas, `constrained` allows it
     max_tokens: int | None
     repetition: RepetitionLimit | None
 
