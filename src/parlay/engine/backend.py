@@ -111,7 +111,7 @@ class PromptedBackend:
     # What the settings hold, read as the backend's own (`backend.action_format`).
     options = _setting(lambda s: s.options)
     policy = _setting(lambda s: s.policy)
-    rules = _setting(lambda s: s.rules)
+    rules = _setting(lambda s: s.policy.rules)
     action_format = _setting(lambda s: s.options.action_format)
     max_retries = _setting(lambda s: s.policy.max_retries)
     min_offered_share = _setting(lambda s: s.min_offered_share)

@@ -72,8 +72,8 @@ def asked_for_words(turn: Turn, attempt: Attempt, attempt_no: int) -> bool:
     if turn.settings.grammar_available and (echo or tries >= policy.retries):
         answer_only(turn)
     else:
-        tools = turn.contract.tools
-        turn.instruction = retry_instruction("words_only", "", tries, tools, turn.choice, options)
+        tools, choice = turn.contract.tools, turn.request.tool_choice
+        turn.instruction = retry_instruction("words_only", "", tries, tools, choice, options)
         _after_reply(turn, attempt)
     return True
 
@@ -104,7 +104,7 @@ def _reply(turn: Turn, attempt: Attempt, signal: RefusalSignal | None) -> Reply:
         calls=parsed.calls,
         issues=attempt.issues,
         problems=parsed.problems,
-        choice=turn.choice,
+        choice=turn.request.tool_choice,
         tools=contract.tools,
         text=text,
         refusal=signal,
@@ -150,7 +150,7 @@ def _ask_again(turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
         verdict.detail,
         len(turn.retries),
         turn.contract.tools,
-        turn.choice,
+        turn.request.tool_choice,
         turn.settings.options,
         verdict.tool,
         constrained=turn.constrained,
@@ -181,13 +181,13 @@ def _words_rule(turn: Turn, verdict: Verdict) -> EngineRule | None:
     after an earlier doubt, the user most likely asked for what no tool does (a grammar
     helps a small model more than an instruction it would repeat). `repeat_to_words`: a
     model repeating answered calls has every result, and would misuse the other tools."""
-    settings, reason = turn.settings, verdict.reason
+    settings, rules, reason = turn.settings, turn.settings.policy.rules, verdict.reason
     auto_grammar = turn.policy.model_decides and settings.grammar_available
     doubted = any(r.reason in DOUBTFUL for r in turn.retries[:-1])
     made_up = reason in MADE_UP_VALUES and auto_grammar and doubted
-    if settings.rules.on("words_fallback") and (reason in WORDS_AFTER or made_up):
+    if rules.on("words_fallback") and (reason in WORDS_AFTER or made_up):
         return "words_fallback"
-    if reason == "repeated_call" and auto_grammar and settings.rules.on("repeat_to_words"):
+    if reason == "repeated_call" and auto_grammar and rules.on("repeat_to_words"):
         return "repeat_to_words"
     return None
 
@@ -207,7 +207,7 @@ def _away_from_repeats(turn: Turn, attempt: Attempt) -> None:
 
 def to_release(turn: Turn, attempt: Attempt, can_retry: bool) -> Attempt | None:
     """The attempt whose events go out (None: nothing does, the reply was dropped)."""
-    rules, calls = turn.settings.rules, attempt.parsed.calls
+    rules, calls = turn.settings.policy.rules, attempt.parsed.calls
     if (repeated := own_words(turn, attempt)) and rules.on("echo_filter"):
         # Parlay's instructions, echoed, are no answer: the user should not read them.
         _drop(turn, "echo_filter", f"dropped a reply that only repeated {repeated}")

@@ -35,13 +35,9 @@ class EngineSettings:
     repetition: RepetitionLimit | None
 
     @property
-    def rules(self) -> Rules:
-        return self.policy.rules
-
-    @property
     def check_values(self) -> bool:
         """Whether any value rule is on (the value checks are then worked out)."""
-        return any(self.rules.on(rule) for rule in VALUE_RULES)
+        return any(self.policy.rules.on(rule) for rule in VALUE_RULES)
 
     def uses_constraint(self, request: ChatRequest) -> bool:
         return self.grammar_available and request.tool_choice.mode != "none"

@@ -22,7 +22,7 @@ from parlay.engine.contract.render import Contract, render_contract
 from parlay.engine.policy import StreamingMode, TurnPolicy
 from parlay.engine.settings import EngineSettings
 from parlay.events import Finish, FinishReason, Usage
-from parlay.request import AUTO, ChatRequest, ResponseFormat, ToolChoice
+from parlay.request import AUTO, ChatRequest, ResponseFormat
 
 logger = logging.getLogger("parlay.prompted")
 # Alternatives per token asked of the inner backend for `forced.name_choices`.
@@ -60,10 +60,6 @@ class Turn:
     cut_call: bool = False  # the last attempt stopped at its limit inside a call
 
     @property
-    def choice(self) -> ToolChoice:
-        return self.request.tool_choice
-
-    @property
     def read_names(self) -> bool:
         """Whether the model's choice of tool names is read (`checks.forced`): it is only
         hidden when a grammar picks them."""
@@ -87,7 +83,7 @@ class Turn:
 
     def next_attempt(self, can_retry: bool) -> Attempt:
         """A new attempt, streaming in the mode its place in the turn allows."""
-        settings, policy, rules = self.settings, self.policy, self.settings.rules
+        settings, policy, rules = self.settings, self.policy, self.settings.policy.rules
         mode = policy.streaming(can_retry, retried=bool(self.retries))
         self.modes.append(mode)
         specs = {spec.name: spec for spec in self.contract.tools}
@@ -124,8 +120,7 @@ class Turn:
         self.notes.extend(f"{p.kind}: {p.detail}" for p in problems)
         if (finish := attempt.finish) is None:
             return
-        cut = any(problem.kind == "cut_off" for problem in problems)
-        self.cut_call = cut and attempt.cut_by_limit
+        self.cut_call = attempt.cut_by_limit and any(p.kind == "cut_off" for p in problems)
         self.finishes.append(finish)
         if finish.diagnostics is not None and finish.diagnostics.repetition:
             self.repetition = finish.diagnostics.repetition
