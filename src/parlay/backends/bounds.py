@@ -123,14 +123,12 @@ class RepetitionGuard:
         """Take more of the reply; return what may be shown now."""
         if self.tripped is not None:
             return ""
-        line = self._line
-        line_loop = line.feed(text) if line is not None else None
-        if line is None or line_loop is None:
+        if self._line is None or (line_loop := self._line.feed(text)) is None:
             return self._feed_units(text)
         seen_at, piece = line_loop
         shown = self._feed_units(text[:seen_at])
         if self.tripped is None:
-            self.tripped, self.times = piece, line.chars // len(piece)
+            self.tripped, self.times = piece, self._line.chars // len(piece)
             self._held = []
         return shown
 
@@ -238,13 +236,11 @@ async def guarded(
                 yield out
             if guard.tripped is not None:
                 break
-        else:
-            return
     finally:
         if (close := getattr(events, "aclose", None)) is not None:
             await close()
-    repeated = guard.tripped
-    assert repeated is not None
+    if (repeated := guard.tripped) is None:
+        return
     shown = repeated if len(repeated) <= 80 else repeated[:77] + "..."
     note = f"stopped a reply in a loop: it repeated {shown!r} {guard.times} times"
     yield Finish("length", diagnostics=Diagnostics(notes=(note,), repetition=repeated))

@@ -31,7 +31,6 @@ from parlay.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from parlay.reply import gather
 
 CALL_EVENTS = (ToolCallStart, ToolCallArgsDelta, ToolCallEnd)
 
@@ -225,8 +224,8 @@ class Attempt:
         for event in self.held:
             if isinstance(event, ToolCallArgsDelta):
                 streamed.setdefault(event.id, []).append(event.delta)
-        final = {call.id: call for call in gather(self.held).calls}
-        rewrite = {i for i, c in final.items() if "".join(streamed.get(i, [])) != c.arguments_json}
+        final = {e.id: e.call.arguments_json for e in self.held if isinstance(e, ToolCallEnd)}
+        rewrite = {i for i, args in final.items() if "".join(streamed.get(i, [])) != args}
         out: list[Event] = []
         for event in self.held:
             if isinstance(event, ToolCallArgsDelta) and event.id in rewrite:

@@ -2,16 +2,15 @@
 
 `PromptedBackend(inner)` renders the contract, parses the inner model's text as it streams,
 repairs calls and asks again (bounded) when a reply fails a check. No event of a reply
-that is then discarded goes out, so an attempt streams `live` when no retry can follow,
-`hybrid` under `auto` (text once it is no refusal, calls held until judged) or `buffered`
-when a call is required (`TurnPolicy.streaming`, `Diagnostics.streaming`).
+that is then discarded goes out: each attempt streams in the mode `TurnPolicy.streaming`
+gives it (`Diagnostics.streaming`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, NoReturn, TypeVar, cast
 
 from attrs import evolve
 
@@ -41,21 +40,14 @@ __all__ = ["NAME_ALTERNATIVES", "PromptedBackend", "behind_engine"]
 T = TypeVar("T")
 
 
-class _Setting(Generic[T]):
-    """A read-only attribute of `PromptedBackend`, read from its `EngineSettings`."""
+def _setting(read: Callable[[EngineSettings], T]) -> T:
+    """A read-only property of `PromptedBackend`, read from its `EngineSettings` (and
+    typed as what it reads)."""
 
-    def __init__(self, read: Callable[[EngineSettings], T]) -> None:
-        self.read = read
-
-    @overload
-    def __get__(self, engine: None, owner: type) -> _Setting[T]: ...
-    @overload
-    def __get__(self, engine: PromptedBackend, owner: type) -> T: ...
-    def __get__(self, engine: PromptedBackend | None, owner: type) -> T | _Setting[T]:
-        return self if engine is None else self.read(engine.settings)
-
-    def __set__(self, engine: PromptedBackend, value: object) -> None:
+    def fixed(engine: PromptedBackend, value: object) -> NoReturn:
         raise AttributeError("a PromptedBackend's settings are fixed: see configure()")
+
+    return cast(T, property(lambda engine: read(engine.settings), fixed))
 
 
 class PromptedBackend:
@@ -116,16 +108,16 @@ class PromptedBackend:
         self.constrained = constrained
 
     # What the settings hold, read as the backend's own (`backend.action_format`).
-    options = _Setting(lambda s: s.options)
-    policy = _Setting(lambda s: s.policy)
-    rules = _Setting(lambda s: s.rules)
-    action_format = _Setting(lambda s: s.options.action_format)
-    max_retries = _Setting(lambda s: s.policy.max_retries)
-    min_offered_share = _Setting(lambda s: s.min_offered_share)
-    min_call_confidence = _Setting(lambda s: s.min_call_confidence)
-    check_values = _Setting(lambda s: s.check_values)
-    grammar_available = _Setting(lambda s: s.grammar_available)
-    max_tokens = _Setting(lambda s: s.max_tokens)
+    options = _setting(lambda s: s.options)
+    policy = _setting(lambda s: s.policy)
+    rules = _setting(lambda s: s.policy.rules)
+    action_format = _setting(lambda s: s.options.action_format)
+    max_retries = _setting(lambda s: s.policy.max_retries)
+    min_offered_share = _setting(lambda s: s.min_offered_share)
+    min_call_confidence = _setting(lambda s: s.min_call_confidence)
+    check_values = _setting(lambda s: s.check_values)
+    grammar_available = _setting(lambda s: s.grammar_available)
+    max_tokens = _setting(lambda s: s.max_tokens)
 
     def configure(self, **changes: Any) -> PromptedBackend:
         """A copy with some settings changed (same inner backend): handy for benchmarks.
@@ -176,14 +168,16 @@ class PromptedBackend:
         except BackendStatusError as exc:
             # Again without the grammar, only when the server rejected the schema itself,
             # nothing was shown and the caller did not insist on it.
-            if (
-                not turn.constrained
-                or turn.shown_any
-                or self.constrained
-                or not schema_rejected(exc)
-            ):
+            rejected = turn.constrained and schema_rejected(exc)
+            if turn.shown_any or self.constrained or not rejected:
                 raise
-            async for out in self._unconstrained(request, exc.status_code):
+            status = exc.status_code
+            note = f"the backend rejected the action schema (HTTP {status}); ran unconstrained"
+            logger.warning("%s", note)
+            async for out in self.configure(constrained=False).stream(request):
+                if isinstance(out, Finish) and out.diagnostics is not None:
+                    notes_after = (note, *out.diagnostics.notes)
+                    out = evolve(out, diagnostics=evolve(out.diagnostics, notes=notes_after))
                 yield out
             return
         async for out in self._closing(turn, request):
@@ -204,14 +198,13 @@ class PromptedBackend:
                     yield out
             for out in attempt.end():
                 yield out
-            parsed = attempt.parsed
-            turn.record(attempt, parsed)
-            if asked_for_words(turn, attempt, parsed, attempt_no):
+            turn.record(attempt)
+            if asked_for_words(turn, attempt, attempt_no):
                 continue
-            if (verdict := verdict_on(turn, attempt, parsed, can_retry)) is not None:
+            if (verdict := verdict_on(turn, attempt, can_retry)) is not None:
                 retry(turn, verdict, attempt)
                 continue
-            if (released := to_release(turn, attempt, parsed, can_retry)) is not None:
+            if (released := to_release(turn, attempt, can_retry)) is not None:
                 turn.emitted_calls = released.emitted_calls
                 for out in released.release():
                     yield out
@@ -241,16 +234,6 @@ class PromptedBackend:
         elif turn.withheld:
             turn.notes.append("no other words came: the last reply stands, though it echoes")
             yield TextDelta(turn.withheld)
-
-    async def _unconstrained(self, request: ChatRequest, status: int) -> AsyncIterator[Event]:
-        """The request again without the grammar, which the server could not build."""
-        note = f"the backend rejected the action schema (HTTP {status}); ran unconstrained"
-        logger.warning("%s", note)
-        async for out in self.configure(constrained=False).stream(request):
-            if isinstance(out, Finish) and out.diagnostics is not None:
-                notes_after = (note, *out.diagnostics.notes)
-                out = evolve(out, diagnostics=evolve(out.diagnostics, notes=notes_after))
-            yield out
 
 
 def behind_engine(backend: Backend, **options: Any) -> PromptedBackend:

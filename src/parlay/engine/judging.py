@@ -4,10 +4,8 @@ The retry policy (`parlay.engine.checks.retry`) gives the verdict; this module g
 its checks read (a refusal, a copied answer, a call the grammar forced, how sure the
 model was of calling) and applies the rules that act after it: a reply repeating
 parlay's own words is dropped (`echo_filter`), and so are repeats of answered calls.
-Most retries add the reply and an instruction naming what was wrong. Some change more:
-a made-up value or a quoted made-up result is asked again without the few-shot examples
-(they taught it); a call repeating an answered one is held to the other tools; and after
-a doubt about the turn, the answer-only grammar takes over (`words_fallback`).
+Most retries add the reply and an instruction naming what was wrong; the others change
+what is sent (`_ask_again`) or hold the retry to the answer-only grammar (`_words_rule`).
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from collections.abc import Sequence
 
 from attrs import evolve
 
-from parlay.context import AssistantMessage, Message, ToolCall, UserMessage
+from parlay.context import AssistantMessage, Message, UserMessage
 from parlay.diagnostics import RetryRecord
 from parlay.engine.attempt import Attempt
 from parlay.engine.checks.forced import NameChoice, name_choices
@@ -30,7 +28,6 @@ from parlay.engine.checks.retry_message import retry_instruction
 from parlay.engine.checks.rules import EngineRule, VerdictReason
 from parlay.engine.contract.constrain import final_schema
 from parlay.engine.contract.grounding import copied_answer, echoes
-from parlay.engine.contract.parser import ParseResult
 from parlay.engine.contract.pieces import ActionFormat
 from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import ToolState
@@ -58,12 +55,12 @@ def words_format(request: ChatRequest, action_format: ActionFormat) -> ResponseF
     return request.response_format or only
 
 
-def asked_for_words(turn: Turn, attempt: Attempt, parsed: ParseResult, attempt_no: int) -> bool:
+def asked_for_words(turn: Turn, attempt: Attempt, attempt_no: int) -> bool:
     """Under tool_choice="none", a reply that left no text of its own (only calls,
     nothing, or parlay's words echoed) is asked again for words: the turn must end in
     text. After an echo of the instruction, or on the last try, the answer-only grammar
     takes over where there is one, rather than show the instruction again."""
-    settings, policy, echo = turn.settings, turn.policy, attempt.trim.took_all
+    policy, echo, parsed = turn.policy, attempt.trim.took_all, attempt.parsed
     if policy.may_call or (parsed.text.strip() and not echo) or not policy.budget_left(attempt_no):
         return False
     if echo:
@@ -71,54 +68,49 @@ def asked_for_words(turn: Turn, attempt: Attempt, parsed: ParseResult, attempt_n
         turn.notes.append("dropped a reply that only repeated the instruction not to call")
     turn.fired.append("words_only")
     turn.retries.append(RetryRecord("words_only", ", ".join(c.name for c in parsed.calls)))
-    last = len(turn.retries) >= settings.policy.max_retries
-    if settings.grammar_available and (last or echo):
+    tries, options = len(turn.retries), turn.settings.options
+    if turn.settings.grammar_available and (echo or tries >= policy.retries):
         answer_only(turn)
-        return True
-    tools, tries = turn.contract.tools, len(turn.retries)
-    turn.instruction = retry_instruction(
-        "words_only", "", tries, tools, turn.choice, settings.options
-    )
-    _after_reply(turn, attempt)
+    else:
+        tools, choice = turn.contract.tools, turn.request.tool_choice
+        turn.instruction = retry_instruction("words_only", "", tries, tools, choice, options)
+        _after_reply(turn, attempt)
     return True
 
 
-def verdict_on(
-    turn: Turn, attempt: Attempt, parsed: ParseResult, can_retry: bool
-) -> Verdict | None:
+def verdict_on(turn: Turn, attempt: Attempt, can_retry: bool) -> Verdict | None:
     """Why the attempt should be retried, or None: it is released."""
-    signal = detect_refusal(parsed.text, turn.settings.refusal_phrases)
-    if signal is not None and signal.kind == "soft" and asks_user(parsed.text):
+    text = attempt.parsed.text
+    signal = detect_refusal(text, turn.settings.refusal_phrases)
+    if signal is not None and signal.kind == "soft" and asks_user(text):
         # "Which city? I can't check the weather without one." asks for what a tool
         # needs: the right reply, not a claim that no tool could help.
         signal = None
     turn.refusal = turn.refusal or signal
     if not can_retry:
         return None
-    verdict = turn.settings.policy.judge(_reply(turn, attempt, parsed, signal))
+    verdict = turn.settings.policy.judge(_reply(turn, attempt, signal))
     if verdict is not None and verdict.about_text and attempt.shown_text:
         turn.notes.append(f"not retried ({verdict.reason}): the text was already shown")
         return None
     return verdict
 
 
-def _reply(
-    turn: Turn, attempt: Attempt, parsed: ParseResult, signal: RefusalSignal | None
-) -> Reply:
+def _reply(turn: Turn, attempt: Attempt, signal: RefusalSignal | None) -> Reply:
     """What the policy's checks judge of the reply, gathered here."""
-    settings, contract, text = turn.settings, turn.contract, parsed.text
-    copied = copied_answer(text, contract.example_answers) if settings.check_values else ""
+    contract, parsed, text = turn.contract, attempt.parsed, attempt.parsed.text
+    copied = copied_answer(text, contract.example_answers) if turn.settings.check_values else ""
     return Reply(
         calls=parsed.calls,
         issues=attempt.issues,
         problems=parsed.problems,
-        choice=turn.choice,
+        choice=turn.request.tool_choice,
         tools=contract.tools,
         text=text,
         refusal=signal,
         copied_answer=copied,
         pretended_tool=named_tool(text, contract.tools) if copied else None,
-        forced=forced_choice(turn, attempt, parsed.calls) if turn.read_names else None,
+        forced=forced_choice(turn, attempt) if turn.read_names else None,
         placeholder=is_placeholder(text) or is_debris(text),
         unsure=_unsure_share(turn),
         earlier=tuple(record.reason for record in turn.retries),
@@ -129,10 +121,9 @@ def retry(turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
     """Set the turn up for the attempt after `verdict`."""
     turn.fired.append(verdict.reason)
     turn.retries.append(RetryRecord(verdict.reason, verdict.detail))
-    to_words = _words_rule(turn, verdict)
-    tries, most = len(turn.retries), turn.settings.policy.max_retries
+    tries, most = len(turn.retries), turn.policy.retries
     logger.info("retry %d/%d: %s %s", tries, most, verdict.reason, verdict.detail)
-    if to_words is not None:
+    if (to_words := _words_rule(turn, verdict)) is not None:
         turn.fired.append(to_words)
         answer_only(turn)
     else:
@@ -150,7 +141,7 @@ def answer_only(turn: Turn) -> None:
 
 def _ask_again(turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
     if verdict.reason == "repeated_call":
-        turn.response_format = _away_from_repeats(turn, attempt)
+        _away_from_repeats(turn, attempt)
     elif verdict.reason == "pretended_call" and verdict.tool is not None and turn.constrained:
         # The model wrote a made-up result for this tool: it may call it, or answer.
         turn.response_format = turn.settings.grammar((verdict.tool,), turn.request)
@@ -159,7 +150,7 @@ def _ask_again(turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
         verdict.detail,
         len(turn.retries),
         turn.contract.tools,
-        turn.choice,
+        turn.request.tool_choice,
         turn.settings.options,
         verdict.tool,
         constrained=turn.constrained,
@@ -189,49 +180,44 @@ def _words_rule(turn: Turn, verdict: Verdict) -> EngineRule | None:
     after an earlier doubt, the user most likely asked for what no tool does (a grammar
     helps a small model more than an instruction it would repeat). `repeat_to_words`: a
     model repeating answered calls has every result, and would misuse the other tools."""
-    settings, reason = turn.settings, verdict.reason
+    settings, rules, reason = turn.settings, turn.settings.policy.rules, verdict.reason
     auto_grammar = turn.policy.model_decides and settings.grammar_available
     doubted = any(r.reason in DOUBTFUL for r in turn.retries[:-1])
     made_up = reason in MADE_UP_VALUES and auto_grammar and doubted
-    if settings.rules.on("words_fallback") and (reason in WORDS_AFTER or made_up):
+    if rules.on("words_fallback") and (reason in WORDS_AFTER or made_up):
         return "words_fallback"
-    if reason == "repeated_call" and auto_grammar and settings.rules.on("repeat_to_words"):
+    if reason == "repeated_call" and auto_grammar and rules.on("repeat_to_words"):
         return "repeat_to_words"
     return None
 
 
-def _away_from_repeats(turn: Turn, attempt: Attempt) -> ResponseFormat | None:
-    """A grammar for the retry that leaves out the tools the model keeps repeating
+def _away_from_repeats(turn: Turn, attempt: Attempt) -> None:
+    """The retry held to a grammar that leaves out the tools the model keeps repeating
     (under `auto` with none left, an answer only)."""
-    settings, current = turn.settings, turn.response_format
+    settings = turn.settings
     if not settings.grammar_available or turn.policy.tool is not None:
-        return current
+        return
     repeated = {i.call.name for i in attempt.issues if i.kind == "repeated_call"}
-    others = tuple(t for t in turn.contract.tools if t.name not in repeated)
-    if others:
-        return settings.grammar(others, turn.request)
-    if turn.policy.model_decides:
-        return words_format(turn.request, settings.options.action_format)
-    return current
+    if others := tuple(t for t in turn.contract.tools if t.name not in repeated):
+        turn.response_format = settings.grammar(others, turn.request)
+    elif turn.policy.model_decides:
+        turn.response_format = words_format(turn.request, settings.options.action_format)
 
 
-def to_release(
-    turn: Turn, attempt: Attempt, parsed: ParseResult, can_retry: bool
-) -> Attempt | None:
+def to_release(turn: Turn, attempt: Attempt, can_retry: bool) -> Attempt | None:
     """The attempt whose events go out (None: nothing does, the reply was dropped)."""
-    rules = turn.settings.rules
-    repeated = own_words(turn, attempt, parsed)
-    if repeated and rules.on("echo_filter"):
+    rules, calls = turn.settings.policy.rules, attempt.parsed.calls
+    if (repeated := own_words(turn, attempt)) and rules.on("echo_filter"):
         # Parlay's instructions, echoed, are no answer: the user should not read them.
         _drop(turn, "echo_filter", f"dropped a reply that only repeated {repeated}")
         return None
-    repeats = turn.policy.model_decides and only_repeats(parsed.calls, attempt.issues)
+    repeats = turn.policy.model_decides and only_repeats(calls, attempt.issues)
     if not can_retry and repeats and rules.on("repeat_to_words"):
         # No grammar kept the last try to words: a repeat handed on loops a tool runner.
         _drop(turn, "repeat_to_words", "dropped a last reply that only repeated answered calls")
         return None
-    last_call = not can_retry and turn.read_names and parsed.calls
-    if last_call and (forced := forced_choice(turn, attempt, parsed.calls)):
+    last_call = not can_retry and turn.read_names and calls
+    if last_call and (forced := forced_choice(turn, attempt)):
         turn.notes.append(f"kept a call the grammar forced (no retry left): {forced.describe()}")
     if attempt.duplicates:
         turn.fired.append("duplicate_calls")
@@ -267,24 +253,21 @@ def _unsure_share(turn: Turn) -> float | None:
     return turn.answer_share if leans_to_words(turn.answer_share, 1 - threshold) else None
 
 
-def forced_choice(turn: Turn, attempt: Attempt, calls: Sequence[ToolCall]) -> NameChoice | None:
+def forced_choice(turn: Turn, attempt: Attempt) -> NameChoice | None:
     """The first call, when every call of the reply was forced on the model by the
     grammar (see `forced`); a reply that also makes a call of its own choosing stands."""
-    names = [spec.name for spec in turn.contract.tools]
-    choices = name_choices(attempt.tokens, calls, names)
-    if not calls or len(choices) != len(calls):
-        return None
-    if all(choice.share < turn.settings.min_offered_share for choice in choices):
-        return choices[0]
-    return None
+    calls, least = attempt.parsed.calls, turn.settings.min_offered_share
+    choices = name_choices(attempt.tokens, calls, [spec.name for spec in turn.contract.tools])
+    forced = calls and len(choices) == len(calls) and all(c.share < least for c in choices)
+    return choices[0] if forced else None
 
 
-def own_words(turn: Turn, attempt: Attempt, parsed: ParseResult) -> str:
+def own_words(turn: Turn, attempt: Attempt) -> str:
     """What of parlay's own a plain reply, not yet shown, only repeats ("" if nothing):
     a stand-in of the format instructions, the retry message it answers, or the words
     of the continuation around the tool results, as written or reworded."""
-    text = parsed.text
-    if parsed.calls or attempt.shown_text:
+    text = attempt.parsed.text
+    if attempt.parsed.calls or attempt.shown_text:
         return ""
     if is_placeholder(text):
         return "a stand-in of the format instructions"

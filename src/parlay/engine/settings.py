@@ -29,23 +29,15 @@ class EngineSettings:
     refusal_phrases: RefusalPhrases
     refusal_window: int
     min_offered_share: float
-    # Under `auto`, a first reply's calls go out only when the model put at least this
-    # share of its weight on calling rather than answering (`leaning`; 0: always).
     min_call_confidence: float
-    # Whether replies may be held to a grammar (the inner backend takes JSON schemas and
-    # `constrained` is not False).
-    grammar_available: bool
+    grammar_available: bool  # the inner backend takes JSON schemas, `constrained` allows it
     max_tokens: int | None
     repetition: RepetitionLimit | None
 
     @property
-    def rules(self) -> Rules:
-        return self.policy.rules
-
-    @property
     def check_values(self) -> bool:
         """Whether any value rule is on (the value checks are then worked out)."""
-        return any(self.rules.on(rule) for rule in VALUE_RULES)
+        return any(self.policy.rules.on(rule) for rule in VALUE_RULES)
 
     def uses_constraint(self, request: ChatRequest) -> bool:
         return self.grammar_available and request.tool_choice.mode != "none"

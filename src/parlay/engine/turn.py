@@ -17,13 +17,12 @@ from parlay.engine.checks.leaning import answer_share
 from parlay.engine.checks.own_words import OwnWords, continuation_words
 from parlay.engine.checks.refusal import RefusalSignal
 from parlay.engine.checks.retry_message import retry_instruction
-from parlay.engine.contract.parser import ParseResult
 from parlay.engine.contract.pieces import render_template
 from parlay.engine.contract.render import Contract, render_contract
 from parlay.engine.policy import StreamingMode, TurnPolicy
 from parlay.engine.settings import EngineSettings
 from parlay.events import Finish, FinishReason, Usage
-from parlay.request import AUTO, ChatRequest, ResponseFormat, ToolChoice, ToolSpec
+from parlay.request import AUTO, ChatRequest, ResponseFormat
 
 logger = logging.getLogger("parlay.prompted")
 # Alternatives per token asked of the inner backend for `forced.name_choices`.
@@ -43,6 +42,7 @@ class Turn:
     response_format: ResponseFormat | None
     # parlay's own words in what the model answers (`continuation_words`).
     own_words: OwnWords
+    constrained: bool  # held to a grammar (`EngineSettings.uses_constraint`)
     retries: list[RetryRecord] = Factory(list)
     fired: list[str] = Factory(list)  # the rules that acted, in order (`Diagnostics.rules`)
     notes: list[str] = Factory(list)
@@ -60,18 +60,6 @@ class Turn:
     cut_call: bool = False  # the last attempt stopped at its limit inside a call
 
     @property
-    def choice(self) -> ToolChoice:
-        return self.request.tool_choice
-
-    @property
-    def specs(self) -> dict[str, ToolSpec]:
-        return {spec.name: spec for spec in self.contract.tools}
-
-    @property
-    def constrained(self) -> bool:
-        return self.settings.uses_constraint(self.request)
-
-    @property
     def read_names(self) -> bool:
         """Whether the model's choice of tool names is read (`checks.forced`): it is only
         hidden when a grammar picks them."""
@@ -82,8 +70,8 @@ class Turn:
         """What the next attempt sends. Alternatives per token only for the engine's own
         reading: the text it hands on is parsed out of actions, a caller's would not fit."""
         decides = self.constrained and self.policy.model_decides
-        read_lean = decides and bool(self.settings.min_call_confidence)
-        alternatives = NAME_ALTERNATIVES if self.read_names or read_lean else None
+        reads = self.settings.min_offered_share > 0 or self.settings.min_call_confidence
+        alternatives = NAME_ALTERNATIVES if decides and reads else None
         request = self.request.replace(
             messages=self.messages,
             tools=(),
@@ -95,10 +83,11 @@ class Turn:
 
     def next_attempt(self, can_retry: bool) -> Attempt:
         """A new attempt, streaming in the mode its place in the turn allows."""
-        settings, policy, rules = self.settings, self.policy, self.settings.rules
+        settings, policy, rules = self.settings, self.policy, self.settings.policy.rules
         mode = policy.streaming(can_retry, retried=bool(self.retries))
         self.modes.append(mode)
-        specs, answered = self.specs, answered_calls(self.request.messages)
+        specs = {spec.name: spec for spec in self.contract.tools}
+        answered = answered_calls(self.request.messages)
         check = partial(check_call, specs=specs, contract=self.contract, answered=answered)
         values, own_rules = settings.check_values, settings.policy.call_rules
         setup = AttemptSetup(
@@ -117,22 +106,21 @@ class Turn:
         )
         return Attempt(setup, specs, settings.options.thought_limit)
 
-    def record(self, attempt: Attempt, parsed: ParseResult) -> None:
+    def record(self, attempt: Attempt) -> None:
         """What an attempt noted, what it cost, and how it ended."""
         if len(self.modes) == 1:  # the first reply: how much it leaned to words
-            action_format = self.settings.options.action_format
-            self.answer_share = answer_share(attempt.tokens, action_format)
+            self.answer_share = answer_share(attempt.tokens, self.settings.options.action_format)
         self.notes.extend(attempt.notes)
         if attempt.trim.dropped and attempt.trim.shown_any:
             # (A reply with nothing else is dropped whole, and named so, by the judging.)
             self.fired.append("echo_filter")
         elif attempt.trim.took_all:
             self.withheld = "".join(attempt.trim.dropped).strip()
-        self.notes.extend(f"{p.kind}: {p.detail}" for p in parsed.problems)
+        problems = attempt.parsed.problems
+        self.notes.extend(f"{p.kind}: {p.detail}" for p in problems)
         if (finish := attempt.finish) is None:
             return
-        cut = any(problem.kind == "cut_off" for problem in parsed.problems)
-        self.cut_call = cut and attempt.cut_by_limit
+        self.cut_call = attempt.cut_by_limit and any(p.kind == "cut_off" for p in problems)
         self.finishes.append(finish)
         if finish.diagnostics is not None and finish.diagnostics.repetition:
             self.repetition = finish.diagnostics.repetition
@@ -144,12 +132,10 @@ class Turn:
     def usage(self) -> Usage | None:
         """None when an attempt ended without a count (the guard closed its stream first):
         the sum of the others would pass for the whole."""
-        total: Usage | None = None
-        for finish in self.finishes:
-            if finish.usage is None:
-                return None
-            total = finish.usage if total is None else total + finish.usage
-        return total
+        usages = [finish.usage for finish in self.finishes if finish.usage is not None]
+        if not usages or len(usages) < len(self.finishes):
+            return None
+        return sum(usages[1:], usages[0])
 
     def finish(self) -> Finish:
         """The closing event: why the reply ended, its usage, and what the engine did."""
@@ -199,7 +185,8 @@ def open_turn(settings: EngineSettings, request: ChatRequest) -> Turn:
     if not policy.may_call:
         asked = [m.content for m in request.messages if isinstance(m, UserMessage)]
         own_words = own_words.with_instructions(not_to_call(settings, request), asked)
-    return Turn(settings, request, policy, contract, contract.messages, grammar, own_words)
+    messages = contract.messages
+    return Turn(settings, request, policy, contract, messages, grammar, own_words, constrained)
 
 
 def not_to_call(settings: EngineSettings, request: ChatRequest) -> tuple[str, ...]:
