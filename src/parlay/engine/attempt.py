@@ -90,7 +90,7 @@ class Attempt:
     def end(self) -> list[Event]:
         """The reply has ended: the last events to show."""
         now = self.route(self.parser.finish())
-        rest = self.trim.flush(cut=self.cut_by_limit)  # the clause the echo trim holds
+        rest = self.trim.flush()  # the clause the echo trim holds
         if self.trim.dropped:
             self.notes.append(
                 f"took out {len(self.trim.dropped)} clause(s) repeating the continuation's "

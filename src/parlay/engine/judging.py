@@ -265,7 +265,7 @@ def forced_choice(turn: Turn, attempt: Attempt) -> NameChoice | None:
 def own_words(turn: Turn, attempt: Attempt) -> str:
     """What of parlay's own a plain reply, not yet shown, only repeats ("" if nothing):
     a stand-in of the format instructions, the retry message it answers, or the words
-    of the continuation around the tool results, as written or reworded."""
+    of the continuation around the tool results, copied."""
     text = attempt.parsed.text
     if attempt.parsed.calls or attempt.shown_text:
         return ""
@@ -275,7 +275,7 @@ def own_words(turn: Turn, attempt: Attempt) -> str:
         return "no words, only punctuation or an action's syntax"
     if turn.instruction and echoes(text, turn.instruction):
         return "the retry message"
-    if turn.own_words.repeated_by(text, cut=attempt.cut_by_limit) or attempt.trim.took_all:
+    if turn.own_words.repeated_by(text) or attempt.trim.took_all:
         return "the continuation's instructions"
     return ""
 

@@ -53,11 +53,9 @@ class EchoTrim:
         self._last = scan[-1]
         return "".join(shown)
 
-    def flush(self, *, cut: bool = False) -> str:
+    def flush(self) -> str:
         """The reply ended, or a call follows its text: decide what is held. Held copies
-        after a dropped clause go with it: they say nothing the continuation did not.
-        `cut` (the token limit stopped the reply) changes nothing: a copy cut short is
-        still a copy."""
+        after a dropped clause go with it: they say nothing the continuation did not."""
         if not self.active:
             return ""
         self._close()

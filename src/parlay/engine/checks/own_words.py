@@ -38,10 +38,9 @@ class OwnWords:
     # and the instructions added to the passages.
     said: str = ""
 
-    def repeated_by(self, text: str, *, cut: bool = False) -> bool:
+    def repeated_by(self, text: str) -> bool:
         """Whether a plain reply only repeats parlay's words, or copies a long part of
-        what the continuation said. `cut` (the token limit stopped the reply) changes
-        nothing: a copy cut short is still a copy."""
+        what the continuation said (a copy the token limit cut short is still a copy)."""
         if not self.passages:
             return False
         folded = squeezed(text).strip(".")
