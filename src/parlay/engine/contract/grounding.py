@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import Any
 
-from attrs import frozen
+from attrs import field, frozen
 
 from parlay.context import Message, ToolResult
 from parlay.request import ToolSpec
@@ -42,10 +42,10 @@ _PHRASE_WORDS = 3
 
 @frozen(slots=False)
 class Grounds:
-    """The words a conversation gives the model, read on first use (most replies carry
-    no call to check)."""
+    """The words a conversation gives the model (every text it reads, tool calls aside),
+    read on first use (most replies carry no call to check)."""
 
-    messages: tuple[Message, ...]
+    messages: tuple[Message, ...] = field(converter=tuple)
 
     @cached_property
     def _text(self) -> str:
@@ -87,11 +87,6 @@ class Grounds:
             for token in tokens
         )
         return 2 * known >= len(tokens)
-
-
-def grounds_of(messages: Sequence[Message]) -> Grounds:
-    """What the conversation says: every text the model reads, tool calls aside."""
-    return Grounds(tuple(messages))
 
 
 def _initial_runs(words: Sequence[str]) -> frozenset[str]:

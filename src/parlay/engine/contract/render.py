@@ -22,7 +22,7 @@ from parlay.context import (
     UserMessage,
 )
 from parlay.engine.contract import examples, pieces
-from parlay.engine.contract.grounding import Grounds, grounds_of
+from parlay.engine.contract.grounding import Grounds
 from parlay.engine.contract.pieces import ContractOptions
 from parlay.engine.contract.state import ToolState, has_tool_activity, tool_state
 from parlay.request import ChatRequest, ToolSpec
@@ -67,7 +67,8 @@ class _Shape:
         )
 
     def final(self, content: str) -> str:
-        return pieces.render_final(content, self.options, shape=self.shape)
+        name = f"contract/formats/{self.shape}/final.j2"
+        return pieces.render_template(self.options, name, content=content)
 
     def results(self, results: list[ToolResult], **how: Any) -> list[Message]:
         """The message wrapping `results` (none without results); ids where names repeat."""
@@ -214,7 +215,7 @@ def render_contract(
     )
     state = tool_state(messages)
     return Contract(
-        tuple(out), tools, state, history, from_history, values, answers, grounds_of(messages)
+        tuple(out), tools, state, history, from_history, values, answers, Grounds(messages)
     )
 
 
