@@ -19,7 +19,7 @@ def final(text: str) -> str:
 
 
 def grounded(value: str, said: str) -> bool:
-    return invented_value({"city": value}, WEATHER, Grounds([UserMessage(said)])) is None
+    return invented_value({"city": value}, WEATHER, Grounds((UserMessage(said),))) is None
 
 
 async def test_a_clarifying_question_is_not_retried_as_a_refusal() -> None:

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import Any
 
-from attrs import field, frozen
+from attrs import frozen
 
 from parlay.context import Message, ToolResult
 from parlay.request import ToolSpec
@@ -45,7 +45,7 @@ class Grounds:
     """The words a conversation gives the model (every text it reads, tool calls aside),
     read on first use (most replies carry no call to check)."""
 
-    messages: tuple[Message, ...] = field(converter=tuple)
+    messages: tuple[Message, ...]
 
     @cached_property
     def _text(self) -> str:
@@ -109,9 +109,9 @@ def invented_value(
             continue
         is_id = bool(_ID_NAME.search(str(key)))
         for value in leaves(arguments[key]):
-            if isinstance(value, str) and not grounds.grounds(value):
-                return str(key), value
-            if isinstance(value, str) and is_id and _is_phrase(value):
+            if isinstance(value, str) and (
+                not grounds.grounds(value) or (is_id and _is_phrase(value))
+            ):
                 return str(key), value
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
             if number and is_id and not grounds.shows_number(value):

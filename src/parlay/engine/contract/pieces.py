@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Literal, cast, get_args
+from typing import Any, Literal, get_args
 
 from attrs import field, frozen
 
@@ -42,7 +42,7 @@ def as_action_format(value: str) -> ActionFormat:
     """`value` as an action format, or a `ConfigurationError` naming the formats."""
     if value not in FORMATS:
         raise ConfigurationError(f"action_format {value!r} is not one of {', '.join(FORMATS)}")
-    return cast(ActionFormat, value)
+    return value
 
 
 @frozen

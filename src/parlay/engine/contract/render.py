@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import takewhile
 from typing import Any
 
 from attrs import frozen
@@ -196,10 +197,8 @@ def render_contract(
     from_history = not request.tools and history
     tools = _tools_from_history(messages) if from_history else request.tools
     shown = _shape(options, constrained, request.parallel_tool_calls)
-    start = next(
-        (i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)), len(messages)
-    )
-    out: list[Message] = [_system_message(request, tools, shown, messages[:start])]
+    system = tuple(takewhile(lambda m: isinstance(m, SystemMessage), messages))
+    out: list[Message] = [_system_message(request, tools, shown, system)]
     may_call = request.tool_choice.mode != "none"
     values: frozenset[str | int | float] = frozenset()
     answers: frozenset[str] = frozenset()
@@ -207,7 +206,7 @@ def render_contract(
         turns, values, answers = _examples(request, tools, shown)
         out += turns
     out += project_history(
-        messages[start:],
+        messages[len(system) :],
         options,
         constrained=constrained,
         parallel=request.parallel_tool_calls,

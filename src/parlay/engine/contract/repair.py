@@ -45,21 +45,10 @@ class Repaired:
 
 
 def _python_type(schema: Any) -> Any:
+    """The Python type of a JSON schema: the values it allows (`enum`, `const`, `anyOf`)
+    where it names them, else its `type`."""
     if not isinstance(schema, dict):
         return Any
-    choices = _choices_type(schema)
-    if choices is not None:
-        return choices
-    kind: Any = schema.get("type")
-    if isinstance(kind, list):
-        return Union[tuple(_python_type({**schema, "type": k}) for k in kind)]  # noqa: UP007
-    if kind == "array":
-        return list[_python_type(schema.get("items"))]  # type: ignore[misc]
-    return _KINDS.get(kind, Any)
-
-
-def _choices_type(schema: dict[str, Any]) -> Any:
-    """The type of a schema that lists its values (`enum`, `const`, `anyOf`), else None."""
     if schema.get("enum"):
         values = tuple(v for v in schema["enum"] if isinstance(v, (str, int, float, bool)))
         if values:
@@ -69,7 +58,12 @@ def _choices_type(schema: dict[str, Any]) -> Any:
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list) and schema[key]:
             return Union[tuple(_python_type(s) for s in schema[key])]  # noqa: UP007
-    return None
+    kind: Any = schema.get("type")
+    if isinstance(kind, list):
+        return Union[tuple(_python_type({**schema, "type": k}) for k in kind)]  # noqa: UP007
+    if kind == "array":
+        return list[_python_type(schema.get("items"))]  # type: ignore[misc]
+    return _KINDS.get(kind, Any)
 
 
 @lru_cache(maxsize=256)
