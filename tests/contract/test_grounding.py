@@ -10,9 +10,9 @@ from parlay.context import AssistantMessage, SystemMessage, ToolResult, UserMess
 from parlay.engine.backend import PromptedBackend
 from parlay.engine.contract.examples import EXAMPLE_RESULT
 from parlay.engine.contract.grounding import (
+    Grounds,
     copied_answer,
     echoes,
-    grounds_of,
     invented_value,
 )
 from parlay.request import ChatRequest, ToolSpec
@@ -39,7 +39,7 @@ SHOW = ToolSpec(
 
 def invented(arguments: dict, *said: str, spec: ToolSpec = SHOW) -> str:
     """The argument found invented, or ""."""
-    found = invented_value(arguments, spec, grounds_of([UserMessage(text) for text in said]))
+    found = invented_value(arguments, spec, Grounds(tuple(UserMessage(text) for text in said)))
     return found[0] if found else ""
 
 
@@ -79,14 +79,14 @@ def test_choices_defaults_and_optional_arguments_need_no_grounding() -> None:
 
 
 def test_results_system_text_and_earlier_answers_ground_values() -> None:
-    grounds = grounds_of(
-        [
+    grounds = Grounds(
+        (
             SystemMessage("The user lives in Lyon."),
             UserMessage("What is on near me?"),
             AssistantMessage("", (CALL,)),
             ToolResult("call_1", "get_weather", '{"show": "Cyrano"}'),
             AssistantMessage("Cyrano is on; shall I book it?"),
-        ]
+        )
     )
     assert invented_value({"city": "Lyon"}, WEATHER, grounds) is None
     assert invented_value({"title": "Cyrano"}, SHOW, grounds) is None

@@ -8,7 +8,7 @@ import json
 from parlay.context import UserMessage
 from parlay.engine.backend import PromptedBackend
 from parlay.engine.checks.refusal import asks_user, detect_refusal
-from parlay.engine.contract.grounding import grounds_of, invented_value
+from parlay.engine.contract.grounding import Grounds, invented_value
 
 from .conftest import WEATHER
 from .prompted_kit import PLAIN_SCHEMA, ask, block, calls_of, run, scripted, text_of
@@ -19,7 +19,7 @@ def final(text: str) -> str:
 
 
 def grounded(value: str, said: str) -> bool:
-    return invented_value({"city": value}, WEATHER, grounds_of([UserMessage(said)])) is None
+    return invented_value({"city": value}, WEATHER, Grounds((UserMessage(said),))) is None
 
 
 async def test_a_clarifying_question_is_not_retried_as_a_refusal() -> None:

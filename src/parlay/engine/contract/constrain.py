@@ -48,14 +48,6 @@ def _named_call(spec: ToolSpec, action_format: ActionFormat) -> dict[str, Any]:
     return _object(tool=name, **{"args" if action_format == "json" else "parameters": parameters})
 
 
-def _array(items: list[dict[str, Any]], min_items: int) -> dict[str, Any]:
-    return {
-        "type": "array",
-        "items": items[0] if len(items) == 1 else {"anyOf": items},
-        "minItems": min_items,
-    }
-
-
 def call_schema(spec: ToolSpec, action_format: ActionFormat) -> dict[str, Any]:
     """A reply making one call of `spec`."""
     call = _named_call(spec, action_format)
@@ -68,9 +60,10 @@ def calls_schema(tools: list[ToolSpec], action_format: ActionFormat) -> dict[str
     """A reply making one or more calls at once: `{"actions": [call, ...]}` (typed:
     `{"type": "tool_calls", "tools": [...]}`, two or more)."""
     calls = [_named_call(spec, action_format) for spec in tools]
+    array = {"type": "array", "items": calls[0] if len(calls) == 1 else {"anyOf": calls}}
     if action_format == "typed":
-        return _object(type={"const": "tool_calls"}, tools=_array(calls, TYPED_MIN_SEVERAL))
-    return _object(actions=_array(calls, 1))
+        return _object(type={"const": "tool_calls"}, tools={**array, "minItems": TYPED_MIN_SEVERAL})
+    return _object(actions={**array, "minItems": 1})
 
 
 def action_schema(
@@ -114,8 +107,7 @@ def _answer_first(schema: dict[str, Any]) -> dict[str, Any]:
     order = first + [k for k in properties if k not in first]
     reordered = {**schema, "properties": {k: properties[k] for k in order}}
     if isinstance(schema.get("required"), list):
-        required = schema["required"]
-        reordered["required"] = [k for k in order if k in required]
+        reordered["required"] = [k for k in order if k in schema["required"]]
     return reordered
 
 

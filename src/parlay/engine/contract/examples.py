@@ -276,10 +276,9 @@ def ask_example(tools: tuple[ToolSpec, ...]) -> Ask | None:
         required = [
             key
             for key in spec.parameters.get("required") or ()
-            if isinstance(properties.get(key), dict)
-            and properties[key].get("type") == "string"
-            and "enum" not in properties[key]
-            and "default" not in properties[key]
+            if isinstance(sub := properties.get(key), dict)
+            and sub.get("type") == "string"
+            and not sub.keys() & {"enum", "default"}
         ]
         if required:
             named = " and ".join(key.replace("_", " ") for key in required[:2])

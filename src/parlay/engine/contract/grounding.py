@@ -42,8 +42,8 @@ _PHRASE_WORDS = 3
 
 @frozen(slots=False)
 class Grounds:
-    """The words a conversation gives the model, read on first use (most replies carry
-    no call to check)."""
+    """The words a conversation gives the model (every text it reads, tool calls aside),
+    read on first use (most replies carry no call to check)."""
 
     messages: tuple[Message, ...]
 
@@ -89,11 +89,6 @@ class Grounds:
         return 2 * known >= len(tokens)
 
 
-def grounds_of(messages: Sequence[Message]) -> Grounds:
-    """What the conversation says: every text the model reads, tool calls aside."""
-    return Grounds(tuple(messages))
-
-
 def _initial_runs(words: Sequence[str]) -> frozenset[str]:
     low, high = _ACRONYM_RUN
     return frozenset(
@@ -114,9 +109,9 @@ def invented_value(
             continue
         is_id = bool(_ID_NAME.search(str(key)))
         for value in leaves(arguments[key]):
-            if isinstance(value, str) and not grounds.grounds(value):
-                return str(key), value
-            if isinstance(value, str) and is_id and _is_phrase(value):
+            if isinstance(value, str) and (
+                not grounds.grounds(value) or (is_id and _is_phrase(value))
+            ):
                 return str(key), value
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
             if number and is_id and not grounds.shows_number(value):

@@ -38,10 +38,9 @@ RESTATED_CHARS = 400
 
 def as_action_format(value: str) -> ActionFormat:
     """`value` as an action format, or a `ConfigurationError` naming the formats."""
-    for known in FORMATS:
-        if value == known:
-            return known
-    raise ConfigurationError(f"action_format {value!r} is not one of {', '.join(FORMATS)}")
+    if value not in FORMATS:
+        raise ConfigurationError(f"action_format {value!r} is not one of {', '.join(FORMATS)}")
+    return value
 
 
 @frozen
@@ -92,11 +91,6 @@ def render_calls(
     )
 
 
-def render_final(content: str, options: ContractOptions, *, shape: str) -> str:
-    """A plain answer in the reply shape (the json and bare shapes wrap it in `final`)."""
-    return render_template(options, f"contract/formats/{shape}/final.j2", content=content)
-
-
 def render_results(
     results: Sequence[ToolResult],
     options: ContractOptions,
@@ -123,8 +117,7 @@ def render_results(
         }
         for item in results
     ]
-    request = one_line(request, RESTATED_CHARS)
-    how = {"waiting": waiting, "request": request, "may_call": may_call}
+    how = {"waiting": waiting, "request": one_line(request, RESTATED_CHARS), "may_call": may_call}
     return render_template(options, "contract/continuation.j2", results=views, **how)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import takewhile
 from typing import Any
 
 from attrs import frozen
@@ -22,7 +23,7 @@ from parlay.context import (
     UserMessage,
 )
 from parlay.engine.contract import examples, pieces
-from parlay.engine.contract.grounding import Grounds, grounds_of
+from parlay.engine.contract.grounding import Grounds
 from parlay.engine.contract.pieces import ContractOptions
 from parlay.engine.contract.state import ToolState, has_tool_activity, tool_state
 from parlay.request import ChatRequest, ToolSpec
@@ -64,7 +65,8 @@ class _Shape:
         return pieces.render_calls(calls, self.options, thought, shape=self.shape)
 
     def final(self, content: str) -> str:
-        return pieces.render_final(content, self.options, shape=self.shape)
+        name = f"contract/formats/{self.shape}/final.j2"
+        return pieces.render_template(self.options, name, content=content)
 
     def results(self, results: list[ToolResult], **how: Any) -> list[Message]:
         """The message wrapping `results` (none without results); ids where names repeat."""
@@ -191,20 +193,20 @@ def render_contract(
     from_history = not request.tools and history
     tools = _tools_from_history(messages) if from_history else request.tools
     shown = _shape(options, constrained)
-    start = next(
-        (i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)), len(messages)
-    )
-    out: list[Message] = [_system_message(request, tools, shown, messages[:start])]
+    system = tuple(takewhile(lambda m: isinstance(m, SystemMessage), messages))
+    out: list[Message] = [_system_message(request, tools, shown, system)]
     may_call = request.tool_choice.mode != "none"
     values: frozenset[str | int | float] = frozenset()
     answers: frozenset[str] = frozenset()
     if options.few_shot and tools and not from_history and may_call:
         turns, values, answers = _examples(request, tools, shown)
         out += turns
-    out += project_history(messages[start:], options, constrained=constrained, may_call=may_call)
+    out += project_history(
+        messages[len(system) :], options, constrained=constrained, may_call=may_call
+    )
     state = tool_state(messages)
     return Contract(
-        tuple(out), tools, state, history, from_history, values, answers, grounds_of(messages)
+        tuple(out), tools, state, history, from_history, values, answers, Grounds(messages)
     )
 
 

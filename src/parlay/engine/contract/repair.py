@@ -45,21 +45,10 @@ class Repaired:
 
 
 def _python_type(schema: Any) -> Any:
+    """The Python type of a JSON schema: the values it allows (`enum`, `const`, `anyOf`)
+    where it names them, else its `type`."""
     if not isinstance(schema, dict):
         return Any
-    choices = _choices_type(schema)
-    if choices is not None:
-        return choices
-    kind: Any = schema.get("type")
-    if isinstance(kind, list):
-        return Union[tuple(_python_type({**schema, "type": k}) for k in kind)]  # noqa: UP007
-    if kind == "array":
-        return list[_python_type(schema.get("items"))]  # type: ignore[misc]
-    return _KINDS.get(kind, Any)
-
-
-def _choices_type(schema: dict[str, Any]) -> Any:
-    """The type of a schema that lists its values (`enum`, `const`, `anyOf`), else None."""
     if schema.get("enum"):
         values = tuple(v for v in schema["enum"] if isinstance(v, (str, int, float, bool)))
         if values:
@@ -69,7 +58,12 @@ def _choices_type(schema: dict[str, Any]) -> Any:
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list) and schema[key]:
             return Union[tuple(_python_type(s) for s in schema[key])]  # noqa: UP007
-    return None
+    kind: Any = schema.get("type")
+    if isinstance(kind, list):
+        return Union[tuple(_python_type({**schema, "type": k}) for k in kind)]  # noqa: UP007
+    if kind == "array":
+        return list[_python_type(schema.get("items"))]  # type: ignore[misc]
+    return _KINDS.get(kind, Any)
 
 
 @lru_cache(maxsize=256)
@@ -88,10 +82,8 @@ def _validator(name: str, schema_json: str) -> type[BaseModel] | None:
         key: (_python_type(sub), Field(...) if key in required else Field(None))
         for key, sub in properties.items()
     }
-    extra: Literal["forbid", "allow"] = (
-        "forbid" if schema.get("additionalProperties") is False else "allow"
-    )
-    config = ConfigDict(extra=extra, coerce_numbers_to_str=True)
+    closed = schema.get("additionalProperties") is False
+    config = ConfigDict(extra="forbid" if closed else "allow", coerce_numbers_to_str=True)
     try:
         return create_model(f"{name}_arguments", __config__=config, **fields)
     except Exception:
@@ -106,11 +98,8 @@ def _unwrap(arguments: dict[str, Any], spec: ToolSpec) -> tuple[dict[str, Any], 
     ((key, inner),) = arguments.items()
     if key in properties or not isinstance(inner, dict):
         return arguments, []
-    if (
-        key in ARGS_KEYS
-        or key in ("properties", spec.name)
-        or (inner and set(inner) <= set(properties))
-    ):
+    named = key in ARGS_KEYS or key in ("properties", spec.name)
+    if named or (inner and set(inner) <= set(properties)):
         return inner, [f"unwrapped arguments from {key!r}"]
     return arguments, []
 
@@ -121,11 +110,8 @@ def _decode_strings(arguments: dict[str, Any], properties: dict[str, Any]) -> di
     out = dict(arguments)
     for key, value in arguments.items():
         sub = properties.get(key)
-        if (
-            isinstance(value, str)
-            and isinstance(sub, dict)
-            and sub.get("type") in ("array", "object")
-        ):
+        kind = sub.get("type") if isinstance(sub, dict) else None
+        if isinstance(value, str) and kind in ("array", "object"):
             with contextlib.suppress(ValueError, RecursionError):
                 decoded = json.loads(value)
                 if isinstance(decoded, (list, dict)):
@@ -141,13 +127,13 @@ def repair_call(call: ToolCall, spec: ToolSpec) -> Repaired:
         model = _validator(spec.name, json.dumps(spec.parameters, sort_keys=True, default=str))
     except Exception:
         model = None
+    unwrapped = ToolCall(call.name, arguments, call.id)
     if model is None:
-        return Repaired(ToolCall(call.name, arguments, call.id), tuple(notes))
+        return Repaired(unwrapped, tuple(notes))
     try:
         dumped = model.model_validate(arguments).model_dump(exclude_unset=True)
     except ValidationError as exc:
-        error = describe_validation_error(exc)
-        return Repaired(ToolCall(call.name, arguments, call.id), tuple(notes), error)
+        return Repaired(unwrapped, tuple(notes), describe_validation_error(exc))
     # In the order the model wrote them (the model's fields are in the schema's order).
     coerced = {key: dumped[key] for key in arguments if key in dumped}
     coerced |= {key: value for key, value in dumped.items() if key not in coerced}
