@@ -157,15 +157,15 @@ class CallAssembler:
         self.held_key = None
 
     def value_ended(self) -> None:
-        """A value ended (the arguments, if it was them): its parent expects a comma."""
+        """A value ended (the arguments, if it was them): its parent expects a key next."""
         if self.args_depth is not None and len(self.stack) == self.args_depth:
             self.args_depth = None
         if self.stack:
-            self.stack[-1].expect = "comma"
+            self.stack[-1].awaits_value = False
 
     def key_read(self, key: str) -> None:
         top = self.stack[-1]  # a key is read inside an object
-        top.key, top.expect = key, "colon"
+        top.key, top.awaits_value = key, True
         if self.args_depth is not None and len(self.stack) > self.args_depth:
             self.held_key = json.dumps(key, ensure_ascii=False)
 

@@ -169,7 +169,7 @@ class JsonScanner:
             self._skipped(ch)
             return
         top = self.stack[-1]
-        wants_key = top.kind == "{" and top.expect in ("key", "comma")
+        wants_key = top.kind == "{" and not top.awaits_value
         if ch in _QUOTE_CHARS:
             self.begin_string(ch, wants_key)
         elif ch in "{[":
@@ -180,8 +180,6 @@ class JsonScanner:
             self.open_value(ch)
         elif ch in "}]":
             self.close_value()
-        elif ch in ":,":
-            _punctuate(top, ch)
         elif ch in _OPERATORS:
             self.calls.operator(ch)
         elif ATOM_CHARS.match(ch):
@@ -262,13 +260,13 @@ class JsonScanner:
             if record is not None and len(self.stack) == self.calls.args_depth:
                 record.args_object = bracket == "{"
             self.calls.norm_member(bracket)
-        self.stack.append(Frame(bracket, role, "key" if bracket == "{" else "value"))
+        self.stack.append(Frame(bracket, role))
 
     def close_value(self) -> None:
         frame = self.stack.pop()
         calls = self.calls
         if frame.role == "args" and calls.args_depth is not None:
-            if frame.kind == "{" and frame.expect in ("colon", "value"):
+            if frame.kind == "{" and frame.awaits_value:
                 # A last key without its value, the object closed (`{"a": 1, "b"}`): null
                 # keeps the key the model wrote. (Cut off instead, the key is dropped.)
                 self.stack.append(frame)
@@ -313,13 +311,3 @@ class JsonScanner:
             self.calls.set_name(atom)
         self.calls.value_ended()
 
-
-def _punctuate(top: Frame, ch: str) -> None:
-    """A colon or a comma: the open object or array expects what comes after it."""
-    if ch == ":":
-        if top.kind == "{" and top.expect == "colon":
-            top.expect = "value"
-    elif top.kind == "[":
-        top.expect = "value"
-    elif top.expect == "comma":
-        top.expect = "key"

@@ -51,12 +51,14 @@ FrameRole = Literal["root", "call", "final", "calls", "args", "skip"]
 
 @attrs.define
 class Frame:
-    """One open JSON object or array, and what it expects next."""
+    """One open JSON object or array."""
 
     kind: Literal["{", "["]
     role: FrameRole
-    expect: Literal["key", "colon", "value", "comma"]
     key: str | None = None
+    # An object's key was read and its value has not ended: what comes next is the value,
+    # not a key. Colons and commas are not needed to tell, so they are not read.
+    awaits_value: bool = False
     members: int = 0  # values written so far (argument frames: a comma before the next)
 
 
