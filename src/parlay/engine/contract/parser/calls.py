@@ -21,13 +21,7 @@ import attrs
 
 from parlay.context import ToolCall
 from parlay.engine.contract.parser.results import ParseProblem, ParseResult, ProblemKind
-from parlay.engine.contract.parser.state import (
-    MAX_UNDECIDED,
-    Frame,
-    ParserState,
-    Record,
-    args_delta,
-)
+from parlay.engine.contract.parser.state import MAX_UNDECIDED, Frame, ParserState, Record, args_delta
 from parlay.engine.contract.parser.vocabulary import LITERALS
 from parlay.events import ToolCallArgsDelta, ToolCallEnd, ToolCallStart
 
@@ -92,9 +86,8 @@ class CallAssembler:
         record.id = self.st.new_id()
         self.st.block_emitted = True
         self.st.emit(ToolCallStart(record.id, record.name, len(self.calls)))
-        if record.args_pending:
-            self.st.emit(ToolCallArgsDelta(record.id, "".join(record.args_pending)))
-            record.args_pending = []
+        if record.args_object and record.args_json:  # what streamed before the name
+            self.st.emit(ToolCallArgsDelta(record.id, "".join(record.args_json)))
 
     def end_record(self, cut: bool, why: str = "was cut off", dropped: str = "") -> None:
         """The record ends, as a call or a problem (`dropped`: what a cut value lost)."""
@@ -195,10 +188,8 @@ class CallAssembler:
         record.args_json.append(text)
         if not record.args_object:
             return  # arguments that are not an object never stream (see Record)
-        if record.id is not None and not self.st.block_as_text:
+        if record.id is not None:  # else it goes out when the call starts
             self.st.emit(args_delta(record.id, text))
-        else:
-            record.args_pending.append(text)
 
     def note(self, kind: ProblemKind, detail: str) -> None:
         if self.record is not None:

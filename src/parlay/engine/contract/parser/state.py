@@ -68,8 +68,7 @@ class Record:
 
     name: str | None = None
     id: str | None = None  # from the call's start on
-    args_json: list[str] = attrs.Factory(list)  # normalised argument JSON, all of it
-    args_pending: list[str] = attrs.Factory(list)  # of it, not yet emitted (before the start)
+    args_json: list[str] = attrs.Factory(list)  # normalised argument JSON
     args_seen: bool = False
     # The arguments are an object: only then do they stream (anything else is reported
     # as unreadable and the call gets `{}`, so the deltas always load to its arguments).

@@ -31,6 +31,7 @@ _STOPS = {
     for fenced in (False, True)
 }
 _BACKTICKS = re.compile("`+")
+_HEX4 = re.compile("[0-9a-fA-F]{4}")
 _JSON_CLOSERS = ("}", "]")
 _NEWLINE_RUN = re.compile(r"\n\s*").match
 # What the open string is: a key, a tool name, arguments (or their start as one string),
@@ -101,21 +102,13 @@ class StringReader:
         return j + 1
 
     def _escape(self, j: int) -> int:
-        buf = self.st.buf
-        n = len(buf)
-        if j + 1 >= n and not self.st.final:
+        nxt, hexa = self.st.buf[j + 1 : j + 2], self.st.buf[j + 2 : j + 6]
+        if not self.st.final and (not nxt or (nxt == "u" and len(hexa) < 4)):
             self.st.pos = j
             return WAIT
-        nxt = buf[j + 1] if j + 1 < n else "\\"
-        if nxt != "u":
-            self.add(_ESCAPES.get(nxt, nxt))
-            return j + 2
-        hexa = buf[j + 2 : j + 6]
-        if len(hexa) < 4 and not self.st.final:
-            self.st.pos = j
-            return WAIT
-        if len(hexa) < 4 or any(c not in "0123456789abcdefABCDEF" for c in hexa):
-            self.add("u")
+        if nxt != "u" or not _HEX4.fullmatch(hexa):
+            # An unknown escape gives its character, `\\u` without four hex digits a `u`.
+            self.add("u" if nxt == "u" else _ESCAPES.get(nxt, nxt or "\\"))
             return j + 2
         if self.role == "args":
             self.calls.norm("\\u" + hexa)
