@@ -21,7 +21,7 @@ import attrs
 
 from parlay.context import ToolCall
 from parlay.engine.contract.parser.results import ParseProblem, ParseResult, ProblemKind
-from parlay.engine.contract.parser.state import MAX_UNDECIDED, Frame, ParserState, Record, args_delta
+from parlay.engine.contract.parser.state import MAX_UNDECIDED, Frame, ParserState, args_delta
 from parlay.engine.contract.parser.vocabulary import LITERALS
 from parlay.events import ToolCallArgsDelta, ToolCallEnd, ToolCallStart
 
@@ -32,6 +32,24 @@ _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?\Z")
 # quadratic time).
 MAX_NUMBER_CHARS = 100
 _NUMERIC = re.compile(r"[-+]?\.?\d")
+
+
+@attrs.define
+class Record:
+    """One call object being read."""
+
+    name: str | None = None
+    id: str | None = None  # from the call's start on
+    args_json: list[str] = attrs.Factory(list)  # normalised argument JSON
+    args_seen: bool = False
+    # The arguments are an object: only then do they stream (anything else is reported
+    # as unreadable and the call gets `{}`, so the deltas always load to its arguments).
+    args_object: bool = False
+    args_string: str | None = None  # arguments given as a JSON string
+    notes: list[tuple[ProblemKind, str]] = attrs.Factory(list)  # problems in the arguments
+    # An operator met between argument values (`2 * Math.PI`): JSON has no arithmetic,
+    # and reading on would shift keys and values, so the call is reported unreadable.
+    expression: str | None = None
 
 
 @attrs.define

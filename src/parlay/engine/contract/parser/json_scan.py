@@ -103,19 +103,17 @@ class JsonScanner:
         return False
 
     def _structural(self, ch: str, i: int) -> bool:
-        """A character outside strings and atoms, not blank; True when the block ends: a
-        bare block with its value, or at anything outside one (a fence skips it)."""
-        if self.stack:
-            self.structural(ch)
-            if self.stack or self.st.block_fenced or self.atom:
-                return False
-            i += 1
-        elif ch in "{[":
-            self.open_value(ch)
+        """A character outside strings and atoms, not blank; True when a bare block ends
+        with its value. (A bare block opens at its `{`; a fenced one skips what is outside
+        its value.)"""
+        if not self.stack:
+            if ch in "{[":
+                self.open_value(ch)
             return False
-        elif self.st.block_fenced:
+        self.structural(ch)
+        if self.stack or self.st.block_fenced:
             return False
-        self.st.pos = i
+        self.st.pos = i + 1
         self.close_block(cut=False)
         return True
 
@@ -310,4 +308,3 @@ class JsonScanner:
         elif self.atom_role == "name" and atom not in LITERALS:
             self.calls.set_name(atom)
         self.calls.value_ended()
-

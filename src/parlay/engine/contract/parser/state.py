@@ -8,7 +8,6 @@ from typing import Literal
 
 import attrs
 
-from parlay.engine.contract.parser.results import ProblemKind
 from parlay.events import Event, TextDelta, ToolCallArgsDelta
 
 THOUGHT_LIMIT = 200
@@ -63,24 +62,6 @@ class Frame:
 
 
 @attrs.define
-class Record:
-    """One call object being read."""
-
-    name: str | None = None
-    id: str | None = None  # from the call's start on
-    args_json: list[str] = attrs.Factory(list)  # normalised argument JSON
-    args_seen: bool = False
-    # The arguments are an object: only then do they stream (anything else is reported
-    # as unreadable and the call gets `{}`, so the deltas always load to its arguments).
-    args_object: bool = False
-    args_string: str | None = None  # arguments given as a JSON string
-    notes: list[tuple[ProblemKind, str]] = attrs.Factory(list)  # problems in the arguments
-    # An operator met between argument values (`2 * Math.PI`): JSON has no arithmetic,
-    # and reading on would shift keys and values, so the call is reported unreadable.
-    expression: str | None = None
-
-
-@attrs.define
 class ParserState:
     """What the readers share: the text read and not yet consumed, the mode, the block
     being read, the events and visible text emitted (each reader keeps its own state)."""
@@ -111,8 +92,7 @@ class ParserState:
     typed_final: bool = False
 
     def take(self) -> list[Event]:
-        if self.pending:
-            self.flush_text()
+        self._flush_text()
         out, self.out = self.out, []
         return out
 
@@ -121,14 +101,13 @@ class ParserState:
             self.text.append(text)
             self.pending.append(text)
 
-    def flush_text(self) -> None:  # callers check there is text pending
-        # Text pieces join into one delta per run of text (joined once: linear).
-        self.out.append(text_delta("".join(self.pending)))
-        self.pending = []
+    def _flush_text(self) -> None:
+        if self.pending:  # one delta per run of text, its pieces joined once (linear)
+            self.out.append(text_delta("".join(self.pending)))
+            self.pending = []
 
     def emit(self, event: Event) -> None:
-        if self.pending:
-            self.flush_text()
+        self._flush_text()
         self.out.append(event)
 
     def compact(self) -> None:

@@ -107,7 +107,7 @@ class StringReader:
             self.st.pos = j
             return WAIT
         if nxt != "u" or not _HEX4.fullmatch(hexa):
-            # An unknown escape gives its character, `\\u` without four hex digits a `u`.
+            # An unknown escape gives its character, `\u` without four hex digits a `u`.
             self.add("u" if nxt == "u" else _ESCAPES.get(nxt, nxt or "\\"))
             return j + 2
         if self.role == "args":
