@@ -58,17 +58,16 @@ class JsonScanner:
     atom_role: ValueRole = "skip"
     skip_depth: int = 0  # > 0: inside a value nested too deep, skipped
 
-    def open_block(self, start: int, *, fenced: bool, labeled: bool, at: int | None = None) -> None:
+    def open_block(self, start: int, at: int, *, fenced: bool, labeled: bool) -> None:
+        """A block starting at `start` (its fence or its `{`), its JSON read from `at`."""
         # The readers' own state was reset when the last block closed.
         st = self.st
         st.blocks += 1
         st.mode = "block"
-        st.block_start = start
+        st.block_start, st.pos = start, at
         st.block_fenced = fenced
         st.block_labeled = labeled
         st.block_emitted = st.line_start_in_block = st.typed_final = False
-        if at is not None:
-            st.pos = at
 
     def run_block(self, final: bool) -> bool:
         st, strings = self.st, self.strings  # as locals: this loop runs per character

@@ -46,7 +46,7 @@ class ActionStreamParser:
         """Stringified arguments (`text` opens an object), read by a parser like this one
         as the arguments of a call named `SUB_NAME`, with ids of no use."""
         parser = ActionStreamParser(id_factory=lambda: "", thought_limit=self.st.thought_limit)
-        parser.scanner.open_block(0, fenced=False, labeled=True)
+        parser.scanner.open_block(0, 0, fenced=False, labeled=True)
         parser.calls.open_arguments(SUB_NAME)
         parser.feed(text)
         parser.finish()

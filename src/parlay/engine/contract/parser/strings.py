@@ -32,7 +32,6 @@ _STOPS = {
 }
 _BACKTICKS = re.compile("`+")
 _HEX4 = re.compile("[0-9a-fA-F]{4}")
-_JSON_CLOSERS = ("}", "]")
 _NEWLINE_RUN = re.compile(r"\n\s*").match
 # What the open string is: a key, a tool name, arguments (or their start as one string),
 # a thought, final content, the typed format's kind, or something skipped.
@@ -132,7 +131,7 @@ class StringReader:
         if head != "```":
             self.add("`")
             return j + 1
-        info = True if self.fence or self.tail not in _JSON_CLOSERS else self._fence_info(j + 3)
+        info = True if self.fence or self.tail not in ("}", "]") else self._fence_info(j + 3)
         if info is None:
             self.st.pos = j
             return WAIT
@@ -195,22 +194,18 @@ class StringReader:
 def quoted_json_closing(content: str) -> str:
     """What closes JSON quoted in `content` when it ends inside one of its strings
     (`returned {"status": "shipped` → `"}`), else "". Quotes outside braces are prose."""
-    open_brackets: list[str] = []
+    closers: list[str] = []
     in_string = escaped = False
     for ch in content:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
+        if escaped:
+            escaped = False
+        elif in_string:
+            escaped = ch == "\\"
+            in_string = ch != '"'
         elif ch == '"':
-            in_string = bool(open_brackets)
+            in_string = bool(closers)  # a string opens only inside brackets
         elif ch in "{[":
-            open_brackets.append("}" if ch == "{" else "]")
-        elif ch in "}]" and open_brackets:
-            open_brackets.pop()
-    if not (in_string and open_brackets):
-        return ""
-    return '"' + "".join(reversed(open_brackets))
+            closers.append("}" if ch == "{" else "]")
+        elif ch in "}]" and closers:
+            closers.pop()
+    return '"' + "".join(reversed(closers)) if in_string else ""
