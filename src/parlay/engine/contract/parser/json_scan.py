@@ -102,9 +102,8 @@ class JsonScanner:
         return False
 
     def _structural(self, ch: str, i: int) -> bool:
-        """A character outside strings and atoms, not blank; True when a bare block ends
-        with its value. (A bare block opens at its `{`; a fenced one skips what is outside
-        its value.)"""
+        """A character outside strings and atoms, not blank; True when a bare block ends with
+        its value (it opens at its `{`; a fenced block skips what is outside its value)."""
         if not self.stack:
             if ch in "{[":
                 self.open_value(ch)
@@ -198,7 +197,6 @@ class JsonScanner:
                 self.calls.value_ended()
 
     def value_role(self) -> ValueRole:
-        """What the value about to start means, from its parent and its key."""
         if self.calls.args_depth is not None:
             return "args"
         if not self.stack:
