@@ -54,8 +54,7 @@ class JsonScanner:
     strings: StringReader
     calls: CallAssembler
     atom: list[str] = attrs.Factory(list)  # a number, literal or unquoted word being read
-    atom_is_key: bool = False
-    atom_role: ValueRole = "skip"
+    atom_role: ValueRole | Literal["key"] = "skip"  # what the atom is: a key, or a value's role
     skip_depth: int = 0  # > 0: inside a value nested too deep, skipped
 
     def open_block(self, start: int, at: int, *, fenced: bool, labeled: bool) -> None:
@@ -135,7 +134,7 @@ class JsonScanner:
         strings, calls, st = self.strings, self.calls, self.st
         if strings.quote is not None and strings.role != "args":
             strings.finish()
-        if self.atom and (self.atom_is_key or self.atom_role != "args"):
+        if self.atom and self.atom_role != "args":
             self.end_atom()
         dropped, depth = "".join(self.atom), calls.args_depth  # a cut argument value, if any
         cut = cut and (bool(self.stack) or depth is not None)
@@ -180,10 +179,8 @@ class JsonScanner:
             self.calls.operator(ch)
         elif ATOM_CHARS.match(ch):
             self.atom = [ch]
-            self.atom_is_key = wants_key
-            if not wants_key:
-                role = self._start_value()
-                self.atom_role = "args" if role == "args_start" else role
+            role = "key" if wants_key else self._start_value()
+            self.atom_role = "args" if role == "args_start" else role
 
     def _skipped(self, ch: str) -> None:
         """A character of a value nested too deep: only strings and brackets count."""
@@ -297,7 +294,7 @@ class JsonScanner:
         self.atom = []
         if atom in ("+", "-"):
             self.calls.operator(atom)
-        if self.atom_is_key:
+        if self.atom_role == "key":
             self.calls.key_read(atom)
             return
         if self.atom_role == "args":
