@@ -66,7 +66,7 @@ class JsonScanner:
         st.block_start, st.pos = start, at
         st.block_fenced = fenced
         st.block_labeled = labeled
-        st.block_emitted = st.line_start_in_block = st.typed_final = False
+        st.block_emitted = st.typed_final = False
 
     def run_block(self, final: bool) -> bool:
         st, strings = self.st, self.strings  # as locals: this loop runs per character
@@ -90,10 +90,8 @@ class JsonScanner:
                 i += 1
                 continue
             if ch in " \t\r\n":
-                st.line_start_in_block = st.line_start_in_block or ch == "\n"
                 i += 1
                 continue
-            st.line_start_in_block = False
             if self._structural(ch, i):
                 return True
             i += 1
@@ -270,7 +268,6 @@ class JsonScanner:
             calls.end_record(cut=False)
 
     def begin_string(self, quote: str, is_key: bool) -> None:
-        self.st.line_start_in_block = True  # a string's text starts a line of its own
         if self.skip_depth or is_key:
             self.strings.begin(quote, "skip" if self.skip_depth else "key")
             return

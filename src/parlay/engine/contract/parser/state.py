@@ -87,7 +87,6 @@ class ParserState:
     block_labeled: bool = False
     block_as_text: bool = False
     block_emitted: bool = False
-    line_start_in_block: bool = True
     # The block's `"type"` said it is a final answer: its `"content"` is the answer.
     typed_final: bool = False
 

@@ -52,6 +52,7 @@ class StringReader:
     role: StringRole = "skip"
     chars: list[str] = attrs.Factory(list)
     fence: bool = False  # a code fence opened inside the current string
+    line_start: bool = True  # at the start of one of its raw lines (its text starts one)
     tail: str = ""  # the current string's last character other than a blank
 
     def begin(self, quote: str, role: StringRole) -> None:
@@ -60,6 +61,7 @@ class StringReader:
         self.role = role
         self.chars = []
         self.fence = False
+        self.line_start = True
         self.tail = ""
 
     def span(self, i: int) -> int:
@@ -83,7 +85,7 @@ class StringReader:
             run = _NEWLINE_RUN(buf, j)
             assert run is not None  # there is one at `j`
             self.add(run.group())
-            st.line_start_in_block = True
+            self.line_start = True
             return run.end()
         if self.role == "content" and not st.block_as_text:
             # JSON quoted in the answer whose closing quote, unescaped, ended the answer
@@ -112,7 +114,7 @@ class StringReader:
     def _backtick(self, j: int) -> int:
         """A backtick in a string of a fenced block: content, unless it is the block's own
         closing fence (the rule in the module docstring)."""
-        if not self.st.line_start_in_block:  # backticks inside a line are content
+        if not self.line_start:  # backticks inside a line are content
             end = _BACKTICKS.match(self.st.buf, j)
             assert end is not None  # there is one at `j`
             self.add(end.group())
@@ -152,7 +154,7 @@ class StringReader:
     def add(self, text: str) -> None:
         visible = text.rstrip()
         if visible:
-            self.st.line_start_in_block = False
+            self.line_start = False
             self.tail = visible[-1]
         role = self.role
         if role == "args":
