@@ -163,7 +163,6 @@ class TextReader:
         self.st.mode = "code"
         self.st.emit_text(self.st.buf[self.st.block_start : i])
         self.st.pos = i
-        self.st.line_blank = False
         return True
 
     def run_code(self, final: bool) -> bool:
