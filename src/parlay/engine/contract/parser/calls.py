@@ -21,13 +21,7 @@ import attrs
 
 from parlay.context import ToolCall
 from parlay.engine.contract.parser.results import ParseProblem, ParseResult, ProblemKind
-from parlay.engine.contract.parser.state import (
-    MAX_UNDECIDED,
-    Frame,
-    ParserState,
-    Record,
-    args_delta,
-)
+from parlay.engine.contract.parser.state import MAX_UNDECIDED, Frame, ParserState, args_delta
 from parlay.engine.contract.parser.vocabulary import LITERALS
 from parlay.events import ToolCallArgsDelta, ToolCallEnd, ToolCallStart
 
@@ -38,6 +32,24 @@ _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?\Z")
 # quadratic time).
 MAX_NUMBER_CHARS = 100
 _NUMERIC = re.compile(r"[-+]?\.?\d")
+
+
+@attrs.define
+class Record:
+    """One call object being read."""
+
+    name: str | None = None
+    id: str | None = None  # from the call's start on
+    args_json: list[str] = attrs.Factory(list)  # normalised argument JSON
+    args_seen: bool = False
+    # The arguments are an object: only then do they stream (anything else is reported
+    # as unreadable and the call gets `{}`, so the deltas always load to its arguments).
+    args_object: bool = False
+    args_string: str | None = None  # arguments given as a JSON string
+    notes: list[tuple[ProblemKind, str]] = attrs.Factory(list)  # problems in the arguments
+    # An operator met between argument values (`2 * Math.PI`): JSON has no arithmetic,
+    # and reading on would shift keys and values, so the call is reported unreadable.
+    expression: str | None = None
 
 
 @attrs.define
@@ -92,9 +104,8 @@ class CallAssembler:
         record.id = self.st.new_id()
         self.st.block_emitted = True
         self.st.emit(ToolCallStart(record.id, record.name, len(self.calls)))
-        if record.args_pending:
-            self.st.emit(ToolCallArgsDelta(record.id, "".join(record.args_pending)))
-            record.args_pending = []
+        if record.args_object and record.args_json:  # what streamed before the name
+            self.st.emit(ToolCallArgsDelta(record.id, "".join(record.args_json)))
 
     def end_record(self, cut: bool, why: str = "was cut off", dropped: str = "") -> None:
         """The record ends, as a call or a problem (`dropped`: what a cut value lost)."""
@@ -157,15 +168,15 @@ class CallAssembler:
         self.held_key = None
 
     def value_ended(self) -> None:
-        """A value ended (the arguments, if it was them): its parent expects a comma."""
+        """A value ended (the arguments, if it was them): its parent expects a key next."""
         if self.args_depth is not None and len(self.stack) == self.args_depth:
             self.args_depth = None
         if self.stack:
-            self.stack[-1].expect = "comma"
+            self.stack[-1].awaits_value = False
 
     def key_read(self, key: str) -> None:
         top = self.stack[-1]  # a key is read inside an object
-        top.key, top.expect = key, "colon"
+        top.key, top.awaits_value = key, True
         if self.args_depth is not None and len(self.stack) > self.args_depth:
             self.held_key = json.dumps(key, ensure_ascii=False)
 
@@ -195,10 +206,8 @@ class CallAssembler:
         record.args_json.append(text)
         if not record.args_object:
             return  # arguments that are not an object never stream (see Record)
-        if record.id is not None and not self.st.block_as_text:
+        if record.id is not None:  # else it goes out when the call starts
             self.st.emit(args_delta(record.id, text))
-        else:
-            record.args_pending.append(text)
 
     def note(self, kind: ProblemKind, detail: str) -> None:
         if self.record is not None:

@@ -54,21 +54,19 @@ class JsonScanner:
     strings: StringReader
     calls: CallAssembler
     atom: list[str] = attrs.Factory(list)  # a number, literal or unquoted word being read
-    atom_is_key: bool = False
-    atom_role: ValueRole = "skip"
+    atom_role: ValueRole | Literal["key"] = "skip"  # what the atom is: a key, or a value's role
     skip_depth: int = 0  # > 0: inside a value nested too deep, skipped
 
-    def open_block(self, start: int, *, fenced: bool, labeled: bool, at: int | None = None) -> None:
+    def open_block(self, start: int, at: int, *, fenced: bool, labeled: bool) -> None:
+        """A block starting at `start` (its fence or its `{`), its JSON read from `at`."""
         # The readers' own state was reset when the last block closed.
         st = self.st
         st.blocks += 1
         st.mode = "block"
-        st.block_start = start
+        st.block_start, st.pos = start, at
         st.block_fenced = fenced
         st.block_labeled = labeled
-        st.block_emitted = st.line_start_in_block = st.typed_final = False
-        if at is not None:
-            st.pos = at
+        st.block_emitted = st.typed_final = False
 
     def run_block(self, final: bool) -> bool:
         st, strings = self.st, self.strings  # as locals: this loop runs per character
@@ -92,10 +90,8 @@ class JsonScanner:
                 i += 1
                 continue
             if ch in " \t\r\n":
-                st.line_start_in_block = st.line_start_in_block or ch == "\n"
                 i += 1
                 continue
-            st.line_start_in_block = False
             if self._structural(ch, i):
                 return True
             i += 1
@@ -103,19 +99,16 @@ class JsonScanner:
         return False
 
     def _structural(self, ch: str, i: int) -> bool:
-        """A character outside strings and atoms, not blank; True when the block ends: a
-        bare block with its value, or at anything outside one (a fence skips it)."""
-        if self.stack:
-            self.structural(ch)
-            if self.stack or self.st.block_fenced or self.atom:
-                return False
-            i += 1
-        elif ch in "{[":
-            self.open_value(ch)
+        """A character outside strings and atoms, not blank; True when a bare block ends with
+        its value (it opens at its `{`; a fenced block skips what is outside its value)."""
+        if not self.stack:
+            if ch in "{[":
+                self.open_value(ch)
             return False
-        elif self.st.block_fenced:
+        self.structural(ch)
+        if self.stack or self.st.block_fenced:
             return False
-        self.st.pos = i
+        self.st.pos = i + 1
         self.close_block(cut=False)
         return True
 
@@ -139,7 +132,7 @@ class JsonScanner:
         strings, calls, st = self.strings, self.calls, self.st
         if strings.quote is not None and strings.role != "args":
             strings.finish()
-        if self.atom and (self.atom_is_key or self.atom_role != "args"):
+        if self.atom and self.atom_role != "args":
             self.end_atom()
         dropped, depth = "".join(self.atom), calls.args_depth  # a cut argument value, if any
         cut = cut and (bool(self.stack) or depth is not None)
@@ -169,7 +162,7 @@ class JsonScanner:
             self._skipped(ch)
             return
         top = self.stack[-1]
-        wants_key = top.kind == "{" and top.expect in ("key", "comma")
+        wants_key = top.kind == "{" and not top.awaits_value
         if ch in _QUOTE_CHARS:
             self.begin_string(ch, wants_key)
         elif ch in "{[":
@@ -180,16 +173,12 @@ class JsonScanner:
             self.open_value(ch)
         elif ch in "}]":
             self.close_value()
-        elif ch in ":,":
-            _punctuate(top, ch)
         elif ch in _OPERATORS:
             self.calls.operator(ch)
         elif ATOM_CHARS.match(ch):
             self.atom = [ch]
-            self.atom_is_key = wants_key
-            if not wants_key:
-                role = self._start_value()
-                self.atom_role = "args" if role == "args_start" else role
+            role = "key" if wants_key else self._start_value()
+            self.atom_role = "args" if role == "args_start" else role
 
     def _skipped(self, ch: str) -> None:
         """A character of a value nested too deep: only strings and brackets count."""
@@ -203,7 +192,6 @@ class JsonScanner:
                 self.calls.value_ended()
 
     def value_role(self) -> ValueRole:
-        """What the value about to start means, from its parent and its key."""
         if self.calls.args_depth is not None:
             return "args"
         if not self.stack:
@@ -262,13 +250,13 @@ class JsonScanner:
             if record is not None and len(self.stack) == self.calls.args_depth:
                 record.args_object = bracket == "{"
             self.calls.norm_member(bracket)
-        self.stack.append(Frame(bracket, role, "key" if bracket == "{" else "value"))
+        self.stack.append(Frame(bracket, role))
 
     def close_value(self) -> None:
         frame = self.stack.pop()
         calls = self.calls
         if frame.role == "args" and calls.args_depth is not None:
-            if frame.kind == "{" and frame.expect in ("colon", "value"):
+            if frame.kind == "{" and frame.awaits_value:
                 # A last key without its value, the object closed (`{"a": 1, "b"}`): null
                 # keeps the key the model wrote. (Cut off instead, the key is dropped.)
                 self.stack.append(frame)
@@ -280,7 +268,6 @@ class JsonScanner:
             calls.end_record(cut=False)
 
     def begin_string(self, quote: str, is_key: bool) -> None:
-        self.st.line_start_in_block = True  # a string's text starts a line of its own
         if self.skip_depth or is_key:
             self.strings.begin(quote, "skip" if self.skip_depth else "key")
             return
@@ -304,7 +291,7 @@ class JsonScanner:
         self.atom = []
         if atom in ("+", "-"):
             self.calls.operator(atom)
-        if self.atom_is_key:
+        if self.atom_role == "key":
             self.calls.key_read(atom)
             return
         if self.atom_role == "args":
@@ -312,14 +299,3 @@ class JsonScanner:
         elif self.atom_role == "name" and atom not in LITERALS:
             self.calls.set_name(atom)
         self.calls.value_ended()
-
-
-def _punctuate(top: Frame, ch: str) -> None:
-    """A colon or a comma: the open object or array expects what comes after it."""
-    if ch == ":":
-        if top.kind == "{" and top.expect == "colon":
-            top.expect = "value"
-    elif top.kind == "[":
-        top.expect = "value"
-    elif top.expect == "comma":
-        top.expect = "key"

@@ -96,8 +96,7 @@ class TextReader:
             verdict = self.peek_first_key(at, final)  # an action if its first key says so
             if verdict:
                 st.emit_text(segment)
-                st.pos = at
-                self.scanner.open_block(at, fenced=False, labeled=False)
+                self.scanner.open_block(at, at, fenced=False, labeled=False)
                 return True
             undecided = verdict is None
         else:
@@ -138,7 +137,7 @@ class TextReader:
         i = stop.start()
         info = buf[start:i].strip().lower()
         if info in vocab.ACTION_FENCES:
-            self.scanner.open_block(st.block_start, fenced=True, labeled=True, at=i)
+            self.scanner.open_block(st.block_start, i, fenced=True, labeled=True)
             return True
         if info not in vocab.JSON_FENCES or buf[i] == "`":
             return self._fence_as_code(i)
@@ -156,7 +155,7 @@ class TextReader:
         if verdict is None:
             return False
         if verdict:
-            self.scanner.open_block(self.st.block_start, fenced=True, labeled=False, at=i)
+            self.scanner.open_block(self.st.block_start, i, fenced=True, labeled=False)
             return True
         return self._fence_as_code(i)
 
@@ -164,7 +163,6 @@ class TextReader:
         self.st.mode = "code"
         self.st.emit_text(self.st.buf[self.st.block_start : i])
         self.st.pos = i
-        self.st.line_blank = False
         return True
 
     def run_code(self, final: bool) -> bool:

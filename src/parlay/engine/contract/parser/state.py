@@ -8,7 +8,6 @@ from typing import Literal
 
 import attrs
 
-from parlay.engine.contract.parser.results import ProblemKind
 from parlay.events import Event, TextDelta, ToolCallArgsDelta
 
 THOUGHT_LIMIT = 200
@@ -51,32 +50,15 @@ FrameRole = Literal["root", "call", "final", "calls", "args", "skip"]
 
 @attrs.define
 class Frame:
-    """One open JSON object or array, and what it expects next."""
+    """One open JSON object or array."""
 
     kind: Literal["{", "["]
     role: FrameRole
-    expect: Literal["key", "colon", "value", "comma"]
     key: str | None = None
+    # An object's key was read and its value has not ended: what comes next is the value,
+    # not a key. Colons and commas are not needed to tell, so they are not read.
+    awaits_value: bool = False
     members: int = 0  # values written so far (argument frames: a comma before the next)
-
-
-@attrs.define
-class Record:
-    """One call object being read."""
-
-    name: str | None = None
-    id: str | None = None  # from the call's start on
-    args_json: list[str] = attrs.Factory(list)  # normalised argument JSON, all of it
-    args_pending: list[str] = attrs.Factory(list)  # of it, not yet emitted (before the start)
-    args_seen: bool = False
-    # The arguments are an object: only then do they stream (anything else is reported
-    # as unreadable and the call gets `{}`, so the deltas always load to its arguments).
-    args_object: bool = False
-    args_string: str | None = None  # arguments given as a JSON string
-    notes: list[tuple[ProblemKind, str]] = attrs.Factory(list)  # problems in the arguments
-    # An operator met between argument values (`2 * Math.PI`): JSON has no arithmetic,
-    # and reading on would shift keys and values, so the call is reported unreadable.
-    expression: str | None = None
 
 
 @attrs.define
@@ -105,13 +87,11 @@ class ParserState:
     block_labeled: bool = False
     block_as_text: bool = False
     block_emitted: bool = False
-    line_start_in_block: bool = True
     # The block's `"type"` said it is a final answer: its `"content"` is the answer.
     typed_final: bool = False
 
     def take(self) -> list[Event]:
-        if self.pending:
-            self.flush_text()
+        self._flush_text()
         out, self.out = self.out, []
         return out
 
@@ -120,14 +100,13 @@ class ParserState:
             self.text.append(text)
             self.pending.append(text)
 
-    def flush_text(self) -> None:  # callers check there is text pending
-        # Text pieces join into one delta per run of text (joined once: linear).
-        self.out.append(text_delta("".join(self.pending)))
-        self.pending = []
+    def _flush_text(self) -> None:
+        if self.pending:  # one delta per run of text, its pieces joined once (linear)
+            self.out.append(text_delta("".join(self.pending)))
+            self.pending = []
 
     def emit(self, event: Event) -> None:
-        if self.pending:
-            self.flush_text()
+        self._flush_text()
         self.out.append(event)
 
     def compact(self) -> None:

@@ -31,7 +31,7 @@ _STOPS = {
     for fenced in (False, True)
 }
 _BACKTICKS = re.compile("`+")
-_JSON_CLOSERS = ("}", "]")
+_HEX4 = re.compile("[0-9a-fA-F]{4}")
 _NEWLINE_RUN = re.compile(r"\n\s*").match
 # What the open string is: a key, a tool name, arguments (or their start as one string),
 # a thought, final content, the typed format's kind, or something skipped.
@@ -52,6 +52,7 @@ class StringReader:
     role: StringRole = "skip"
     chars: list[str] = attrs.Factory(list)
     fence: bool = False  # a code fence opened inside the current string
+    line_start: bool = True  # at the start of one of its raw lines (its text starts one)
     tail: str = ""  # the current string's last character other than a blank
 
     def begin(self, quote: str, role: StringRole) -> None:
@@ -60,14 +61,8 @@ class StringReader:
         self.role = role
         self.chars = []
         self.fence = False
+        self.line_start = True
         self.tail = ""
-
-    def takes_whole(self, text: str) -> bool:
-        """Whether nothing in `text` may end, escape or fence the open string."""
-        # As `_STOPS` reads it; `in` tests cost less than a search on a chunk's few characters.
-        if self.close in text or "\\" in text or "\n" in text:
-            return False
-        return not self.st.block_fenced or "`" not in text
 
     def span(self, i: int) -> int:
         """Consume string characters from `i`: the index after them, WAIT or FENCE_END."""
@@ -90,7 +85,7 @@ class StringReader:
             run = _NEWLINE_RUN(buf, j)
             assert run is not None  # there is one at `j`
             self.add(run.group())
-            st.line_start_in_block = True
+            self.line_start = True
             return run.end()
         if self.role == "content" and not st.block_as_text:
             # JSON quoted in the answer whose closing quote, unescaped, ended the answer
@@ -101,21 +96,13 @@ class StringReader:
         return j + 1
 
     def _escape(self, j: int) -> int:
-        buf = self.st.buf
-        n = len(buf)
-        if j + 1 >= n and not self.st.final:
+        nxt, hexa = self.st.buf[j + 1 : j + 2], self.st.buf[j + 2 : j + 6]
+        if not self.st.final and (not nxt or (nxt == "u" and len(hexa) < 4)):
             self.st.pos = j
             return WAIT
-        nxt = buf[j + 1] if j + 1 < n else "\\"
-        if nxt != "u":
-            self.add(_ESCAPES.get(nxt, nxt))
-            return j + 2
-        hexa = buf[j + 2 : j + 6]
-        if len(hexa) < 4 and not self.st.final:
-            self.st.pos = j
-            return WAIT
-        if len(hexa) < 4 or any(c not in "0123456789abcdefABCDEF" for c in hexa):
-            self.add("u")
+        if nxt != "u" or not _HEX4.fullmatch(hexa):
+            # An unknown escape gives its character, `\u` without four hex digits a `u`.
+            self.add("u" if nxt == "u" else _ESCAPES.get(nxt, nxt or "\\"))
             return j + 2
         if self.role == "args":
             self.calls.norm("\\u" + hexa)
@@ -127,7 +114,7 @@ class StringReader:
     def _backtick(self, j: int) -> int:
         """A backtick in a string of a fenced block: content, unless it is the block's own
         closing fence (the rule in the module docstring)."""
-        if not self.st.line_start_in_block:  # backticks inside a line are content
+        if not self.line_start:  # backticks inside a line are content
             end = _BACKTICKS.match(self.st.buf, j)
             assert end is not None  # there is one at `j`
             self.add(end.group())
@@ -139,7 +126,7 @@ class StringReader:
         if head != "```":
             self.add("`")
             return j + 1
-        info = True if self.fence or self.tail not in _JSON_CLOSERS else self._fence_info(j + 3)
+        info = True if self.fence or self.tail not in ("}", "]") else self._fence_info(j + 3)
         if info is None:
             self.st.pos = j
             return WAIT
@@ -167,7 +154,7 @@ class StringReader:
     def add(self, text: str) -> None:
         visible = text.rstrip()
         if visible:
-            self.st.line_start_in_block = False
+            self.line_start = False
             self.tail = visible[-1]
         role = self.role
         if role == "args":
@@ -202,22 +189,18 @@ class StringReader:
 def quoted_json_closing(content: str) -> str:
     """What closes JSON quoted in `content` when it ends inside one of its strings
     (`returned {"status": "shipped` → `"}`), else "". Quotes outside braces are prose."""
-    open_brackets: list[str] = []
+    closers: list[str] = []
     in_string = escaped = False
     for ch in content:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
+        if escaped:
+            escaped = False
+        elif in_string:
+            escaped = ch == "\\"
+            in_string = ch != '"'
         elif ch == '"':
-            in_string = bool(open_brackets)
+            in_string = bool(closers)  # a string opens only inside brackets
         elif ch in "{[":
-            open_brackets.append("}" if ch == "{" else "]")
-        elif ch in "}]" and open_brackets:
-            open_brackets.pop()
-    if not (in_string and open_brackets):
-        return ""
-    return '"' + "".join(reversed(open_brackets))
+            closers.append("}" if ch == "{" else "]")
+        elif ch in "}]" and closers:
+            closers.pop()
+    return '"' + "".join(reversed(closers)) if in_string else ""
