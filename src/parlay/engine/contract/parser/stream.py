@@ -20,7 +20,7 @@ class ActionStreamParser:
     """Feed text deltas, get events; `finish()` flushes, `result()` summarises. `tool_names`
     tells `{"name": "Ada", ...}` in an answer (text) from a call (`Ada` is a tool)."""
 
-    __slots__ = ("calls", "scanner", "st", "steps")
+    __slots__ = ("calls", "scanner", "st", "steps", "strings")
 
     def __init__(
         self,
@@ -31,7 +31,7 @@ class ActionStreamParser:
     ) -> None:
         st = self.st = ParserState(frozenset(tool_names), id_factory, thought_limit)
         calls = self.calls = CallAssembler(st, self._read_arguments)
-        strings = StringReader(st, calls)
+        strings = self.strings = StringReader(st, calls)
         scanner = self.scanner = JsonScanner(st, calls.stack, strings, calls)
         reader = TextReader(st, scanner)
         # Each mode's step: True while it made progress the next step may build on.
@@ -68,6 +68,15 @@ class ActionStreamParser:
             return [delta]
         if st.ended or not text:
             return []
+        strings = self.strings
+        if strings.quote is not None and st.pos == len(st.buf) and strings.takes_whole(text):
+            # The other hot path: content of a string in a block, nothing pending.
+            strings.add(text)
+            if st.buf or st.block_as_text:  # its raw text is kept (or shown)
+                st.buf += text
+                st.pos = len(st.buf)
+                st.compact()
+            return st.take()
         st.buf += text
         self._run(final=False)
         st.plain = not st.buf and st.mode == "text" and not st.line_blank

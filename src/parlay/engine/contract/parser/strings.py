@@ -64,6 +64,13 @@ class StringReader:
         self.line_start = True
         self.tail = ""
 
+    def takes_whole(self, text: str) -> bool:
+        """Whether nothing in `text` may end, escape or fence the open string."""
+        # As `_STOPS` reads it; `in` tests cost less than a search on a chunk's few characters.
+        if self.close in text or "\\" in text or "\n" in text:
+            return False
+        return not self.st.block_fenced or "`" not in text
+
     def span(self, i: int) -> int:
         """Consume string characters from `i`: the index after them, WAIT or FENCE_END."""
         st = self.st
