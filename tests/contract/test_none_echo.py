@@ -88,3 +88,28 @@ async def test_with_the_echo_filter_off_the_instruction_is_handed_on() -> None:
     backend = PromptedBackend(inner, rules_off={"echo_filter"})
     text, _ = await run(backend, ChatRequest(FRESH, TOOLS, NONE))
     assert text == ECHOES[0] and len(inner.requests) == 1
+
+
+# The user's words given back are the answer when no words of parlay's come with them.
+REPEATS = [
+    (
+        "Please repeat exactly: the quick brown fox jumps over the lazy dog by the river.",
+        "The quick brown fox jumps over the lazy dog by the river.",
+    ),
+    (
+        "Quote this back: We shall fight on the beaches, we shall fight on the landing grounds.",
+        "Sure: We shall fight on the beaches, we shall fight on the landing grounds.",
+    ),
+]
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 100])
+@pytest.mark.parametrize(("asked", "reply"), REPEATS)
+async def test_a_reply_repeating_the_users_words_is_the_answer_under_tool_choice_none(
+    asked: str, reply: str, chunk: int
+) -> None:
+    inner = ScriptedBackend([reply, "unwanted"], capabilities=PLAIN, chunk_size=chunk)
+    request = ChatRequest((UserMessage(asked),), TOOLS, NONE)
+    text, finish = await run(PromptedBackend(inner), request)
+    assert text == reply and len(inner.requests) == 1
+    assert finish.diagnostics is not None and finish.diagnostics.rules == ()

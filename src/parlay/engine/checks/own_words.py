@@ -37,6 +37,10 @@ class OwnWords:
     # (the restated request, "The request: ...", included), its tool results cut out,
     # and the instructions added to the passages.
     said: str = ""
+    # The user's words a reply may copy beside parlay's, squeezed: held while a reply may
+    # be copying them, dropped only with a clause of parlay's, never a repeat on their
+    # own ("Repeat after me: ..." is answered by repeating it).
+    quoted: str = ""
 
     def repeated_by(self, text: str) -> bool:
         """Whether a plain reply only repeats parlay's words, or copies a long part of
@@ -51,18 +55,20 @@ class OwnWords:
         """Whether `start`, the beginning of a reply, could still turn out to repeat it."""
         if not self.passages or len(start) > self.longest:
             return False
-        return squeezed(start).strip(".") in self.said
+        folded = squeezed(start).strip(".")
+        return folded in self.said or folded in self.quoted
 
     def with_instructions(self, texts: Iterable[str], asked: Iterable[str]) -> OwnWords:
         """These words and those of parlay's `texts` (instructions that quote nothing);
-        the user's messages (`asked`) are among what a reply may copy around them."""
+        the user's messages (`asked`) are quoted: a reply may copy them around these."""
         added = tuple(text.strip() for text in texts if text.strip())
         if not added:
             return self
         longest = self.longest + 2 * sum(len(text) for text in added)
-        quoted = (text[:RESTATED_CHARS] for text in asked)  # as long as a restated request
-        said = "\x00".join([self.said, *map(squeezed, (*added, *quoted))])
-        return OwnWords((*self.passages, *added), longest, said)
+        said = "\x00".join([self.said, *map(squeezed, added)])
+        # Each as long as a restated request, so what a reply is compared with stays short.
+        quoted = "\x00".join([self.quoted, *(squeezed(t[:RESTATED_CHARS]) for t in asked)])
+        return OwnWords((*self.passages, *added), longest, said, quoted)
 
 
 def _any_of(parts: Iterable[str]) -> str:
