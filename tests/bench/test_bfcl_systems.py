@@ -59,7 +59,9 @@ def test_smollm2_runs_the_embedded_stack_of_start_session(monkeypatch: pytest.Mo
     assert isinstance(shipped, PromptedBackend)
     assert [getattr(ours, s) for s in SETTINGS] == [getattr(shipped, s) for s in SETTINGS]
     assert ours.min_offered_share == EMBEDDED_MIN_OFFERED_SHARE
-    assert isinstance(ours.inner.inner, LocalBackend) and ours.inner.inner.model_path == SMOLLM2.path
+    assert (
+        isinstance(ours.inner.inner, LocalBackend) and ours.inner.inner.model_path == SMOLLM2.path
+    )
 
 
 def test_qwen_runs_what_parlay_serve_builds_in_front_of_an_upstream() -> None:

@@ -135,9 +135,7 @@ async def test_soft_refusal_under_auto_is_retried() -> None:
         "I'm sorry, I don't have access to real-time weather data.",
         block("get_weather", city="Paris"),
     )
-    events, finish = await run(
-        PromptedBackend(inner), ask("Weather in Paris?")
-    )
+    events, finish = await run(PromptedBackend(inner), ask("Weather in Paris?"))
     assert calls_of(events) == [("get_weather", {"city": "Paris"})]
     assert "sorry" not in text_of(events)
     assert [r.reason for r in finish.diagnostics.retries] == ["refusal"]
@@ -200,9 +198,7 @@ async def test_text_is_held_for_the_refusal_check_only_while_it_is_on(
 
 async def test_chinese_refusal_is_detected_and_retried_when_forced() -> None:
     inner = scripted("抱歉，我无法查询天气。", block("get_weather", city="北京"))
-    events, finish = await run(
-        PromptedBackend(inner), ask("北京天气?", "required")
-    )
+    events, finish = await run(PromptedBackend(inner), ask("北京天气?", "required"))
     assert calls_of(events) == [("get_weather", {"city": "北京"})]
     assert [r.reason for r in finish.diagnostics.retries] == ["refusal"]
 
@@ -211,9 +207,7 @@ async def test_user_refusal_phrases_extend_the_set() -> None:
     phrases = DEFAULT_REFUSALS.extend(soft=["my crystal ball is cloudy"])
     inner = scripted("My crystal ball is cloudy today.", block("get_weather", city="Paris"))
     request = ask("Weather in Paris?")
-    _, finish = await run(
-        PromptedBackend(inner, refusal_phrases=phrases), request
-    )
+    _, finish = await run(PromptedBackend(inner, refusal_phrases=phrases), request)
     assert [r.reason for r in finish.diagnostics.retries] == ["refusal"]
 
 

@@ -34,9 +34,7 @@ async def test_a_clarifying_question_is_not_retried_as_a_refusal() -> None:
 
 async def test_a_soft_refusal_that_asks_nothing_is_still_retried() -> None:
     inner = scripted(final("I can't check the weather."), block("get_weather", city="Rome"))
-    events, finish = await run(
-        PromptedBackend(inner), ask("Weather in Rome?")
-    )
+    events, finish = await run(PromptedBackend(inner), ask("Weather in Rome?"))
     assert calls_of(events) == [("get_weather", {"city": "Rome"})]
     assert finish.diagnostics.rules == ("refusal",)
 
@@ -48,5 +46,3 @@ def test_an_abbreviation_grounds_the_words_it_stands_for_and_back() -> None:
     assert not grounded("Los Angeles", "Weather in NYC?")
     # Any two words make a two-letter "abbreviation": too loose to count.
     assert not grounded("LA", "a large apple")
-
-

@@ -74,9 +74,7 @@ async def test_words_fallback_off_asks_again_with_the_instruction_and_the_action
 
 
 def test_check_values_false_is_the_value_rules_switched_off() -> None:
-    backend = PromptedBackend(
-        scripted(caps=PLAIN_SCHEMA), check_values=False
-    )
+    backend = PromptedBackend(scripted(caps=PLAIN_SCHEMA), check_values=False)
     assert backend.rules.off >= VALUE_RULES
     assert backend.configure(max_retries=1).rules.off == backend.rules.off
 

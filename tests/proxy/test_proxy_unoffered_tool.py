@@ -113,9 +113,7 @@ def test_a_backend_of_the_users_own_cannot_hand_a_client_an_unoffered_call() -> 
 
     own = ScriptedBackend([calls(("add", {"a": 2, "b": 3}))])
     with running(create_app(own, client_keys=["sk-test"])) as server:
-        reply = _openai(server).chat.completions.create(
-            model="m", messages=ASK, tools=OPENAI_TOOLS
-        )
+        reply = _openai(server).chat.completions.create(model="m", messages=ASK, tools=OPENAI_TOOLS)
     message = reply.choices[0].message
     assert not message.tool_calls
     assert "add" in (message.content or "")
