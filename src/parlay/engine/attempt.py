@@ -74,6 +74,7 @@ class Attempt:
         self.issues: list[CallIssue] = []
         self.notes: list[str] = []
         self.finish: Finish | None = None
+        self.parsed = ParseResult("", ())  # the whole reply, parsed once it has ended
 
     def take(self, event: Event) -> list[Event]:
         """One event of the inner model's stream; returns the events to show now."""
@@ -90,6 +91,7 @@ class Attempt:
     def end(self) -> list[Event]:
         """The reply has ended: the last events to show."""
         now = self.route(self.parser.finish())
+        self.parsed = self.parser.result()
         rest = self.trim.flush()  # the clause the echo trim holds
         if self.trim.dropped:
             self.notes.append(
@@ -99,10 +101,6 @@ class Attempt:
         if rest:
             self._route(TextDelta(rest), now)
         return now
-
-    @property
-    def parsed(self) -> ParseResult:
-        return self.parser.result()
 
     def route(self, events: list[Event]) -> list[Event]:
         """Each event past the echo trim, checked, then shown (returned), held or dropped."""

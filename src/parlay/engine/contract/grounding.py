@@ -153,12 +153,6 @@ def echoes(text: str, source: str) -> bool:
     return len(folded) >= _MIN_ECHO and folded in squeezed(source)
 
 
-def may_echo(text: str, sources: Sequence[str]) -> bool:
-    """Whether `text`, a reply's start, may still turn out to echo one of `sources`."""
-    folded = squeezed(text).strip(".")
-    return any(folded in squeezed(source) for source in sources)
-
-
 def squeezed(text: str) -> str:
     """`text` without white space, case-folded: how a copy is told from its source."""
     return "".join(text.split()).casefold()
