@@ -199,10 +199,11 @@ class RepetitionGuard:
             if len(units) < period * limit.repeats:
                 break
             cycle = units[-period:]
-            # A cycle that is a shorter one repeated (equal to a rotation of itself) was
-            # judged as that one, its length included.
-            shorter = any(cycle[d:] + cycle[:d] == cycle for d in range(1, period))
-            if sum(map(len, cycle)) < limit.min_chars or shorter:
+            # A cycle that is a shorter one repeated (equal to a rotation of itself by a
+            # divisor of its length) was judged as that one, its length included.
+            if sum(map(len, cycle)) < limit.min_chars or any(
+                period % d == 0 and cycle[d:] + cycle[:d] == cycle for d in range(1, period)
+            ):
                 continue
             if units[-period * limit.repeats :] == cycle * limit.repeats:
                 return " ".join(cycle)
