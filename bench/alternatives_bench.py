@@ -2,7 +2,7 @@
 `top_logprobs`, on the real llama.cpp server, under the json action grammar.
 
 The prompted engine asks for 5 alternatives per token whenever a reply under `auto` is
-held to a grammar (`parlay.engine.checks.forced`). llama.cpp then sorts the vocabulary for
+held to a grammar (`parlay.engine.checks.confidence`). llama.cpp then sorts the vocabulary for
 every token, so this measures the price, side by side in one run: each round sends the
 same request twice, once plain and once with alternatives, in alternating order, and
 reads the server's own timings (tokens per second of generation).

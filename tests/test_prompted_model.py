@@ -16,11 +16,7 @@ from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
 from parlay.engine.backend import PromptedBackend
 from parlay.events import Finish, ScoredTextDelta, TextDelta, ToolCallEnd
 from parlay.request import ChatRequest, ToolChoice, ToolSpec
-from parlay.start import (
-    EMBEDDED_ACTION_FORMAT,
-    EMBEDDED_MIN_CALL_CONFIDENCE,
-    EMBEDDED_MIN_OFFERED_SHARE,
-)
+from parlay.start import EMBEDDED_ACTION_FORMAT, EMBEDDED_MIN_CALL_CONFIDENCE
 
 pytestmark = pytest.mark.model
 
@@ -56,16 +52,11 @@ def get_weather(city: str) -> str:
 
 
 def embedded(backend: Backend, **settings: Any) -> PromptedBackend:
-    """The engine as the embedded session runs SmolLM2 (at its own forced-call floor, in
+    """The engine as the embedded session runs SmolLM2 (at its own call confidence, in
     its own format where a grammar holds it)."""
     if settings.get("constrained") is not False:
         settings.setdefault("action_format", EMBEDDED_ACTION_FORMAT)
-    return PromptedBackend(
-        backend,
-        min_offered_share=EMBEDDED_MIN_OFFERED_SHARE,
-        min_call_confidence=EMBEDDED_MIN_CALL_CONFIDENCE,
-        **settings,
-    )
+    return PromptedBackend(backend, min_call_confidence=EMBEDDED_MIN_CALL_CONFIDENCE, **settings)
 
 
 async def collect(backend: PromptedBackend, request: ChatRequest) -> tuple[list[ToolCall], Finish]:

@@ -1,111 +1,221 @@
-"""The knob that trades calls for abstentions, over thresholds: `python -m bench.bfcl.knob`.
+"""The one knob, `min_call_confidence`, by value, from first replies:
+`python -m bench.bfcl.knob`.
 
-`PromptedBackend(min_call_confidence=c)` asks a first reply that calls, under `auto`, for
-an answer in words when the model put more than `1 - c` of its weight on answering
-(`Diagnostics.answer_share`, stored with every outcome of the development benchmark).
-Such a reply then comes under the answer-only grammar and makes no call, so its outcome
-under any threshold follows from the stored one, without asking the model again: a
-question whose first reply called with an answer share at or above the threshold
-becomes an abstention (right on live_irrelevance, wrong elsewhere); every other question
-keeps its outcome. The page shows, for the engine as stored with the knob off, each
-threshold's balanced score on both halves of both models, and the rule that picks the
-default from the tune halves alone.
+Under `auto` and a grammar, a first reply that calls is asked again for an answer in
+words, under the answer-only grammar, when the model was less sure than the knob of
+calling (its weight on the kind token, `checks.leaning`) or of every tool it named (the
+share of its alternatives at the name's tokens that go on to an offered tool,
+`checks.forced`): it then makes no call. So a question's outcome under any value follows
+from its first reply without asking the model again: an abstention where the knob asks
+for words (right on live_irrelevance, wrong elsewhere), else its outcome in a full run
+of the engine as shipped (`FULL_RUNS`), whose other checks act after the first reply.
+
+`--run` asks each question of a half once, through the engine as shipped for the model
+with no retry, and stores the first reply's verdict, name shares and lean (resumable,
+one JSON line a question). Without `--run` the page is rendered from the store, with the
+value the rule picks from the tune half alone (`best`).
+
+    flock /tmp/parlay-model.lock python -m bench.bfcl.knob --run --half tune
+    python -m bench.bfcl.knob
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import argparse
+import asyncio
+import json
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from bench._table import markdown_table
-from bench.bfcl.pages import balanced, cell, page_main, run_of
+from bench.bfcl.data import DEV_CATEGORIES, Question
+from bench.bfcl.dev import N_CTX
+from bench.bfcl.models import models
+from bench.bfcl.outcome import Reply, judge
+from bench.bfcl.pages import balanced, cell
+from bench.bfcl.split import Half, interleave, select
 from bench.bfcl.stats import Share
+from bench.bfcl.systems import Setup, parlay_system
+from parlay.backends.base import Backend, Capabilities
+from parlay.backends.local import shared_server
+from parlay.engine.checks.confidence import name_choices
+from parlay.engine.contract.parser import parse
+from parlay.events import Event, ScoredTextDelta, TextDelta, TokenChoice
+from parlay.request import ChatRequest
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-STORE = RESULTS / "bfcl-dev.jsonl"
+STORE = RESULTS / "bfcl-knob.jsonl"
 PAGE = RESULTS / "bfcl-knob.md"
-# The stored runs with the knob off: the engine each model ships with (SmolLM2 embedded,
-# json format; Qwen behind `parlay serve`, typed format), before the knob existed.
-RUNS = {"smollm2": ("parlay", "stop16"), "qwen": ("parlay:typed", "stop23")}
-THRESHOLDS = (0.01, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4)
-Outcome = dict[str, Any]
+KNOB = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+DEV_STORE = RESULTS / "bfcl-dev.jsonl"
+# The full runs of the engine as shipped that the derived scores start from, per model and
+# half: (system, tag, the lowest value they can be derived for: the knob's reading at the
+# time, below which a question the run asked for words would have called).
+FULL_RUNS = {
+    ("smollm2", "tune"): ("parlay", "stop16", 0.1),
+    ("smollm2", "validate"): ("parlay", "issue38", 0.1),
+    ("qwen", "tune"): ("parlay:typed", "stop23", 0.5),
+    ("qwen", "validate"): ("parlay", "issue38", 0.75),
+}
+Row = dict[str, Any]
 
 
-def stored(rows: Sequence[Outcome], model: str, half: str) -> list[Outcome]:
-    return list(run_of(rows, model, half, *RUNS[model]).values())
+class FirstReply:
+    """The engine's inner backend, keeping the text and token alternatives it streams."""
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+        self.text: list[str] = []
+        self.tokens: list[TokenChoice] = []
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.inner.capabilities
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        async for event in self.inner.stream(request):
+            if isinstance(event, TextDelta):
+                self.text.append(event.text)
+            if isinstance(event, ScoredTextDelta):
+                self.tokens.extend(event.tokens)
+            yield event
 
 
-def right_under(outcome: Outcome, threshold: float | None) -> bool:
-    """The outcome's rightness with the knob at `threshold` (answer share; None: off)."""
-    share = outcome.get("answer_share")
-    asked_for_words = (
-        threshold is not None
-        and share is not None
-        and share >= threshold
-        and not outcome["abstained"]
-    )
-    if asked_for_words:
-        return outcome["category"] == "live_irrelevance"
-    return bool(outcome["right"])
+async def ask(setup: Setup, question: Question) -> Row:
+    """One first reply: its verdict as BFCL judges it, and the share of each call's name."""
+    system = parlay_system(setup, kwargs={"max_retries": 0, "min_call_confidence": 1e-9})
+    tap = FirstReply(system.backend.inner)  # type: ignore[attr-defined]
+    system.backend.inner = tap  # type: ignore[attr-defined]
+    reply = await system.answer(question)
+    names = [spec.name for spec in question.offered_tools]
+    parsed = parse("".join(tap.text), names)
+    calls = tuple((call.name, call.arguments) for call in parsed.calls)
+    choices = name_choices(tap.tokens, parsed.calls, names)
+    return {
+        "model": setup.model.key,
+        "question": question.id,
+        "category": question.category,
+        **judge(question, Reply(calls, "".join(tap.text))),
+        "calls": len(calls),
+        "shares": [round(choice.share, 4) for choice in choices],
+        "answer_share": reply.answer_share,
+    }
 
 
-def scores(outcomes: Sequence[Outcome], threshold: float | None) -> tuple[Share, Share, Share]:
-    """Calls pooled, live_irrelevance, and their mean (balanced), with intervals."""
-    return balanced(outcomes, lambda outcome: right_under(outcome, threshold))
+async def run(key: str, half: Half, per_category: int, store: Path) -> None:
+    [model] = models((key,))
+    server = shared_server(model.path, N_CTX[key])
+    base_url = await asyncio.to_thread(server.start)
+    setup = Setup(model, base_url, N_CTX[key], 512, "share-knob")
+    done = {(r["model"], r["question"]) for r in load(store)}
+    questions = interleave([select(c, half, per_category) for c in DEV_CATEGORIES])
+    for number, question in enumerate(questions, 1):
+        if (key, question.id) in done:
+            continue
+        row = {**await ask(setup, question), "half": half}
+        with store.open("a") as out:
+            out.write(json.dumps(row) + "\n")
+        print(f"  {number}/{len(questions)} {question.id} {row['right']} {row['shares']}")
 
 
-def best(outcomes: Sequence[Outcome]) -> float:
-    """The rule: the threshold with the best balanced score (ties: the lower threshold,
-    which takes fewer calls)."""
-    return max(THRESHOLDS, key=lambda t: (scores(outcomes, t)[2].value, -t))
+def load(store: Path) -> list[Row]:
+    if not store.exists():
+        return []
+    return [json.loads(line) for line in store.read_text().splitlines() if line.strip()]
 
 
-def section(model: str, halves: dict[str, list[Outcome]]) -> list[str]:
-    rows = []
-    for threshold in (None, *THRESHOLDS):
-        row = ["off" if threshold is None else f"{1 - threshold:.2f}"]
-        for half in ("tune", "validate"):
-            calls, irrelevance, score = scores(halves[half], threshold)
-            row += [cell(score), f"{100 * calls.value:.1f}", f"{100 * irrelevance.value:.1f}"]
-        rows.append(row)
+def asked_for_words(row: Row, confidence: float) -> bool:
+    """Whether `min_call_confidence` at `confidence` asks this first reply for words: it
+    calls, and the model was less sure of calling (kind token) or of every tool it named."""
+    if not row["calls"] or not confidence:
+        return False
+    shares, answering = row["shares"], row["answer_share"]
+    forced = len(shares) == row["calls"] and max(shares) < confidence
+    return forced or (answering is not None and answering >= 1 - confidence)
+
+
+def right_under(row: Row, confidence: float, stored: Row) -> bool:
+    """The question's rightness with the knob at `confidence`: an abstention where it
+    asks the first reply for words, else the full run's outcome (`stored`)."""
+    if asked_for_words(row, confidence):
+        return row["category"] == "live_irrelevance"
+    return bool(stored["right"])
+
+
+def full_run(model: str, half: str) -> tuple[dict[str, Row], float]:
+    """The full run's outcomes by question, and the lowest value derived from it."""
+    system, tag, lowest = FULL_RUNS[(model, half)]
+    rows = [json.loads(line) for line in DEV_STORE.read_text().splitlines() if line.strip()]
+    key = (model, system, tag, half)
+    found = (r for r in rows if (r["model"], r["system"], r.get("tag"), r["half"]) == key)
+    return {r["question"]: r for r in found}, lowest
+
+
+def scores(rows: Sequence[Row], full: dict[str, Row], value: float) -> tuple[Share, ...]:
+    """Calls right, live_irrelevance right and balanced, on the questions of both."""
+    asked = [r for r in rows if r["question"] in full]
+    return balanced(asked, lambda r: right_under(r, value, full[r["question"]]))
+
+
+def best(rows: Sequence[Row], full: dict[str, Row], lowest: float) -> float:
+    """The rule: the value with the best balanced score on the tune half (ties: the lower
+    value, which keeps more calls)."""
+    values = [v for v in KNOB if v >= lowest]
+    return max(values, key=lambda v: (scores(rows, full, v)[2].value, -v))
+
+
+def section(model: str, rows: Sequence[Row]) -> list[str]:
+    table: list[list[str]] = [[f"{v:.1f}"] for v in KNOB]
+    counts = []
+    for half in ("tune", "validate"):
+        asked = [r for r in rows if r["half"] == half]
+        full, lowest = full_run(model, half)
+        counts.append(f"{half} n={sum(r['question'] in full for r in asked)}")
+        for line, value in zip(table, KNOB, strict=True):
+            if value < lowest or not asked:
+                line += ["—"] * 3
+                continue
+            calls, irrelevance, score = scores(asked, full, value)
+            line += [cell(score), f"{100 * calls.value:.1f}", f"{100 * irrelevance.value:.1f}"]
     header = ["min_call_confidence"] + [
         f"{half} {what}" for half in ("tune", "validate")
         for what in ("balanced (95 %)", "calls right", "irrelevance right")
     ]  # fmt: skip
-    chosen = best(halves["tune"])
-    n = {half: len(found) for half, found in halves.items()}
-    return [
-        f"## {model} ({RUNS[model][0]}, {RUNS[model][1]}; tune n={n['tune']}, "
-        f"validate n={n['validate']})",
-        "",
-        markdown_table(header, rows),
-        "",
-        f"Best on the tune half: min_call_confidence {1 - chosen:.2f}; on the validate half "
-        f"it scores {cell(scores(halves['validate'], chosen)[2])}.",
-        "",
-    ]
+    lines = [f"## {model} ({', '.join(counts)})", "", markdown_table(header, table), ""]
+    tune = [r for r in rows if r["half"] == "tune"]
+    if tune:
+        choice = best(tune, *full_run(model, "tune"))
+        lines.append(f"The rule's choice, from the tune half alone: {choice:.1f}.")
+    return [*lines, ""]
 
 
-def render(rows: Sequence[Outcome]) -> str:
-    lines = [
-        "# The knob: calls against abstentions, by threshold",
-        "",
-        "Made by `python -m bench.bfcl.knob` from `bench/results/bfcl-dev.jsonl` (see its",
-        "docstring: derived from the stored first replies, not asked again). Balanced: the",
-        "mean of right calls pooled over the call categories and right abstentions on",
-        "live_irrelevance; a system that never calls scores 50.",
-        "",
-    ]
-    for model in RUNS:
-        halves = {half: stored(rows, model, half) for half in ("tune", "validate")}
-        if all(halves.values()):
-            lines += section(model, halves)
+def render(rows: Sequence[Row]) -> str:
+    lines = ["# The knob: how sure a model must be to call, by value", ""]
+    lines += [" ".join((__doc__ or "").split("\n\n")[1].split()), ""]
+    for model in sorted({r["model"] for r in rows}):
+        lines += section(model, [r for r in rows if r["model"] == model])
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    page_main(render, (__doc__ or "").splitlines()[0], STORE, PAGE, argv)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--run", action="store_true")
+    parser.add_argument("--models", default="smollm2")
+    parser.add_argument("--half", default="tune")
+    parser.add_argument("--per-category", type=int, default=40)
+    parser.add_argument("--store", type=Path, default=STORE)
+    args = parser.parse_args(argv)
+    if args.run:
+        for key in args.models.split(","):
+            asyncio.run(run(key, args.half, args.per_category, args.store))
+    text = render(load(args.store))
+    PAGE.write_text(text + "\n")
+    print(text)
 
 
 if __name__ == "__main__":

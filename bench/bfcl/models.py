@@ -14,7 +14,7 @@ from pathlib import Path
 from attrs import frozen
 
 from parlay.backends.catalogue import QWEN, qwen_path, smollm2_path
-from parlay.start import EMBEDDED_MIN_OFFERED_SHARE
+from parlay.start import EMBEDDED_MIN_CALL_CONFIDENCE
 
 QWEN_INSTALL = QWEN.install
 
@@ -24,8 +24,8 @@ class Model:
     key: str
     label: str
     path: Path
-    # The forced-call floor parlay ships for this model (None: the engine's default).
-    min_offered_share: float | None = None
+    # The call confidence parlay ships for this model (None: the engine's default).
+    min_call_confidence: float | None = None
     # The embedded model of `parlay.start.default_backend()` (else served by `parlay serve`).
     embedded: bool = False
 
@@ -37,7 +37,9 @@ def models(keys: tuple[str, ...]) -> tuple[Model, ...]:
         if key == "smollm2":
             # As the embedded session runs it (`parlay.start.default_backend`).
             label = "SmolLM2-135M-Instruct Q4_1"
-            out.append(Model(key, label, smollm2_path(), EMBEDDED_MIN_OFFERED_SHARE, embedded=True))
+            out.append(
+                Model(key, label, smollm2_path(), EMBEDDED_MIN_CALL_CONFIDENCE, embedded=True)
+            )
         elif key == "qwen":
             out.append(Model(key, "Qwen2.5-Coder-0.5B-Instruct Q4_K_M", qwen_path()))
         else:

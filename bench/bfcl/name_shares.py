@@ -4,7 +4,7 @@ For every question of the BFCL samples, the engine's first request (contract, ex
 and json action grammar, as `PromptedBackend` renders it under `auto`) is sent once to
 the real llama.cpp server with 5 alternatives per token. For a reply that calls, the
 share of the alternatives that go on to an offered tool is read at each token of the
-tool's name with `parlay.engine.checks.forced.name_choices` (the least sure token counts),
+tool's name with `parlay.engine.checks.confidence.name_choices` (the least sure token counts),
 and the call is judged by the BFCL checker. The table shows how the shares of right
 calls, wrong calls and calls where no tool fit spread out, and what each floor would
 catch.
@@ -33,7 +33,7 @@ from parlay.backends.local import LlamaServer
 from parlay.backends.openai import OpenAIBackend
 from parlay.backends.scripted import reply_events
 from parlay.engine.backend import NAME_ALTERNATIVES, PromptedBackend
-from parlay.engine.checks.forced import name_choices
+from parlay.engine.checks.confidence import name_choices
 from parlay.engine.contract.parser import parse
 from parlay.events import Event, ScoredTextDelta, TextDelta, TokenChoice
 from parlay.request import ChatRequest

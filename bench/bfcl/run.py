@@ -165,7 +165,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--configs",
         default="all",
         help="comma-separated: native, or FORMAT:free / FORMAT:constrained, with @SHARE for "
-        "another min_offered_share (json:constrained@0.9); 'all' for every engine format "
+        "another min_call_confidence (json:constrained@0.9); 'all' for every engine format "
         "both ways plus native; 'engine' for the engine ones only",
     )
     parser.add_argument("--categories", default=",".join(CATEGORIES))

@@ -24,8 +24,8 @@ class Config:
     key: str
     action_format: str | None = None
     constrained: bool | None = None
-    # PromptedBackend's floor for forced calls; None: what parlay ships for the model.
-    min_offered_share: float | None = None
+    # PromptedBackend's call confidence; None: what parlay ships for the model.
+    min_call_confidence: float | None = None
 
     @property
     def native(self) -> bool:
@@ -43,13 +43,13 @@ def engine_formats() -> tuple[str, ...]:
 
 
 def engine_config(
-    action_format: str, constrained: bool, min_offered_share: float | None = None
+    action_format: str, constrained: bool, min_call_confidence: float | None = None
 ) -> Config:
     mode = "constrained" if constrained else "free"
     key = f"parlay {action_format} {mode}"
-    if min_offered_share is not None:
-        key += f", min_offered_share {min_offered_share:g}"
-    return Config(key, action_format, constrained, min_offered_share)
+    if min_call_confidence is not None:
+        key += f", min_call_confidence {min_call_confidence:g}"
+    return Config(key, action_format, constrained, min_call_confidence)
 
 
 def make_backend(config: Config, server: LlamaServer, model: Model) -> Backend:
@@ -59,11 +59,11 @@ def make_backend(config: Config, server: LlamaServer, model: Model) -> Backend:
     backend = PromptedBackend(
         inner, action_format=config.action_format, constrained=config.constrained
     )
-    share = config.min_offered_share
+    share = config.min_call_confidence
     if share is None:
-        share = model.min_offered_share
+        share = model.min_call_confidence
     if share is not None:
-        backend = backend.configure(min_offered_share=share)
+        backend = backend.configure(min_call_confidence=share)
     return backend
 
 

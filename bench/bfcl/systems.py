@@ -41,9 +41,9 @@ DEFAULT_SYSTEMS = ("parlay", *BASELINES)
 # Ablations of the engine: name -> PromptedBackend.configure(**kwargs).
 VARIANTS: dict[str, dict[str, Any]] = {
     "no-check-values": {"check_values": False},
-    "no-forced-share": {"min_offered_share": 0.0},
     "no-retries": {"max_retries": 0},
-    # The one knob off: every call the model writes goes on (`min_call_confidence`).
+    # The one knob off: every call the model writes goes on (`min_call_confidence`), the
+    # calls a grammar forced too.
     "no-knob": {"min_call_confidence": 0.0},
     "no-refusal": {"rules_off": ["refusal"]},
     # The engine before issue 38 on the behaviour it changed: the knob off, the refusal

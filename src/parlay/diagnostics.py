@@ -35,7 +35,7 @@ class Diagnostics:
     # The engine's rules that acted on this reply, in order (`parlay.engine.checks.rules`).
     rules: tuple[str, ...] = ()
     # Where the first reply wrote its kind under a grammar, the share of the model's weight
-    # on answering in words rather than calling (`parlay.engine.checks.leaning`); None when the
+    # on answering in words rather than calling (`parlay.engine.checks.confidence`); None when the
     # backend reported no alternatives there.
     answer_share: float | None = None
     # Tools the model called that were not offered: their calls were dropped

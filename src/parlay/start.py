@@ -21,8 +21,6 @@ from parlay.tools import Tool
 if TYPE_CHECKING:
     from parlay.engine.backend import PromptedBackend
 
-# `PromptedBackend.min_offered_share` for the embedded SmolLM2-135M (see `embedded_engine`).
-EMBEDDED_MIN_OFFERED_SHARE = 0.1
 # After a tool result, the restated request garbled SmolLM2's answer in the quick start
 # ("Dec 2020-01-20 22:22:52..." for an order's status), and on the turn-after-a-result
 # benchmark it cost SmolLM2 -9.2 points (-16.7 to -2.7; bench/bfcl/notes.md, stop 25).
@@ -34,11 +32,10 @@ EMBEDDED_RESTATE_REQUEST = False
 # balance for it, +0.4 (-8.6 to +9.7), with more calls well-formed (bench/bfcl/notes.md,
 # stop 24).
 EMBEDDED_ACTION_FORMAT = "json"
-# `PromptedBackend.min_call_confidence` for it: off. Its confidence in calling does not
-# tell its right calls from its wrong ones (bench/results/bfcl-knob.md): every threshold
-# that moves its benchmark score also takes the calls of clear requests ("What is the
-# weather in Paris?" with get_weather: 70 % of its weight on calling).
-EMBEDDED_MIN_CALL_CONFIDENCE = 0.0
+# `PromptedBackend.min_call_confidence` for it, set by the rule every model's is: the
+# floor with the best balanced score on the tune half of the development benchmark,
+# read from the model's own first replies (bench/results/bfcl-knob.md).
+EMBEDDED_MIN_CALL_CONFIDENCE = 0.5
 
 
 def default_backend(*, threads: int | None = None) -> Backend:
@@ -86,18 +83,14 @@ def embedded_engine(model: Backend) -> PromptedBackend:
     """The engine as the embedded SmolLM2-135M ships with it, in front of `model`.
 
     SmolLM2 has no tool support of its own: the prompt-contract engine gives it some. It
-    is unsure even of the tool names it gets right (down to 0.13 of its alternatives on
-    BFCL), so a call is taken for the grammar's only below 0.1, not the engine's 0.5; it
-    writes the json format (see `EMBEDDED_ACTION_FORMAT`); the knob trading calls for
-    abstentions is off (`EMBEDDED_MIN_CALL_CONFIDENCE`); each attempt gets the embedded
-    model's own budget.
+    writes the json format (see `EMBEDDED_ACTION_FORMAT`), calls when it is as sure as
+    `EMBEDDED_MIN_CALL_CONFIDENCE`, and each attempt gets the embedded model's own budget.
     """
     from parlay.engine.backend import PromptedBackend
 
     return PromptedBackend(
         model,
         action_format=EMBEDDED_ACTION_FORMAT,
-        min_offered_share=EMBEDDED_MIN_OFFERED_SHARE,
         min_call_confidence=EMBEDDED_MIN_CALL_CONFIDENCE,
         max_tokens=EMBEDDED_MAX_TOKENS,
         restate_request=EMBEDDED_RESTATE_REQUEST,

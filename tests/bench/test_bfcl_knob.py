@@ -1,42 +1,55 @@
-"""The knob's page derives each threshold's outcome from the stored first replies."""
+"""The knob's page derives each value's outcome from the first replies and a full run."""
 
 from __future__ import annotations
 
 from bench.bfcl import before_after, knob
 
 
-def outcome(category: str, right: bool, share: float | None, abstained: bool = False) -> dict:
-    return {
-        "question": f"{category}_{share}_{right}",
-        "category": category,
-        "right": right,
-        "abstained": abstained,
-        "answer_share": share,
-    }
+def first_reply(
+    category: str, shares: list[float], answering: float | None, calls: int = 1
+) -> dict:
+    question = f"{category}_{shares}_{answering}"
+    return {"question": question, "category": category, "calls": calls, "shares": shares,
+            "answer_share": answering}  # fmt: skip
 
 
-def test_a_call_at_or_over_the_threshold_becomes_an_abstention() -> None:
-    wrong_call = outcome("live_irrelevance", False, 0.3)
-    assert knob.right_under(wrong_call, 0.25) is True  # asked for words: it abstains
-    assert knob.right_under(wrong_call, 0.35) is False  # sure enough: the call stands
-    right_call = outcome("simple_python", True, 0.3)
-    assert knob.right_under(right_call, 0.25) is False  # the knob's cost: a right call lost
-    assert knob.right_under(right_call, None) is True
-    answered = outcome("simple_python", False, 0.9, abstained=True)
-    assert knob.right_under(answered, 0.1) is False  # a reply in words is left as it was
+def test_a_call_less_sure_than_the_knob_on_either_count_is_asked_for_words() -> None:
+    unsure_tool = first_reply("simple_python", [0.4], 0.1)
+    assert knob.asked_for_words(unsure_tool, 0.5)
+    assert not knob.asked_for_words(unsure_tool, 0.3)
+    unsure_to_call = first_reply("simple_python", [0.95], 0.6)
+    assert knob.asked_for_words(unsure_to_call, 0.5)  # 40 % on calling
+    assert not knob.asked_for_words(unsure_to_call, 0.3)
+    # Two calls, one of them sure: the reply made a call of its own choosing.
+    assert not knob.asked_for_words(first_reply("parallel", [0.2, 0.9], 0.1, calls=2), 0.5)
+    # A name not found in the tokens is not judged; an answer in words never is.
+    assert not knob.asked_for_words(first_reply("parallel", [0.2], 0.1, calls=2), 0.5)
+    assert not knob.asked_for_words(first_reply("simple_python", [], 0.9, calls=0), 0.5)
 
 
-def test_the_rule_picks_the_best_balanced_score_on_the_half_it_is_given() -> None:
-    found = [
-        outcome("simple_python", True, 0.05),
-        outcome("simple_python", True, 0.12),
-        outcome("live_irrelevance", False, 0.2),
-        outcome("live_irrelevance", True, None, abstained=True),
+def test_the_outcome_is_the_full_runs_unless_the_knob_asks_for_words() -> None:
+    called = first_reply("live_irrelevance", [0.3], 0.2)
+    assert knob.right_under(called, 0.5, {"right": False}) is True  # asked: it abstains
+    assert knob.right_under(called, 0.2, {"right": False}) is False  # the full run's
+    right = first_reply("simple_python", [0.3], 0.2)
+    assert knob.right_under(right, 0.5, {"right": True}) is False  # the knob's cost
+
+
+def test_the_rule_picks_the_best_balanced_score_at_values_the_run_can_show() -> None:
+    rows = [
+        first_reply("simple_python", [0.55], 0.1),
+        first_reply("simple_python", [0.75], 0.1),
+        first_reply("live_irrelevance", [0.45], 0.1),
+        first_reply("live_irrelevance", [], None, calls=0),
     ]
-    # At 0.15 the irrelevant call becomes an abstention and both right calls stay.
-    assert knob.best(found) == 0.15
-    calls, irrelevance, balanced = knob.scores(found, 0.15)
-    assert (calls.value, irrelevance.value, balanced.value) == (1.0, 1.0, 1.0)
+    full = {
+        r["question"]: {"right": r["category"] == "simple_python" or not r["calls"]} for r in rows
+    }
+    # At 0.5 the call where no tool fits goes, and both right calls stay.
+    assert knob.best(rows, full, 0.1) == 0.5
+    assert [s.value for s in knob.scores(rows, full, 0.5)] == [1.0, 1.0, 1.0]
+    # A run made at 0.6 cannot show what 0.5 would have kept: the rule looks from 0.6 on.
+    assert knob.best(rows, full, 0.6) == 0.6
 
 
 def test_before_and_after_are_compared_on_the_questions_both_answered() -> None:

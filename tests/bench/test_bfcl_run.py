@@ -79,16 +79,19 @@ def test_each_model_runs_at_the_floor_parlay_ships_for_it_unless_a_config_says()
     from bench.bfcl.run_configs import engine_config, make_backend
 
     from parlay.backends.local import LlamaServer
-    from parlay.start import EMBEDDED_MIN_OFFERED_SHARE
+    from parlay.engine.checks.confidence import DEFAULT_CALL_CONFIDENCE
+    from parlay.start import EMBEDDED_MIN_CALL_CONFIDENCE
 
     server = LlamaServer(Path("unused.gguf"))  # never started: only its URL is read
-    smollm2 = Model("smollm2", "SmolLM2", Path("s.gguf"), EMBEDDED_MIN_OFFERED_SHARE)
+    smollm2 = Model("smollm2", "SmolLM2", Path("s.gguf"), EMBEDDED_MIN_CALL_CONFIDENCE)
     qwen = Model("qwen", "Qwen", Path("q.gguf"))
     shipped = engine_config("json", True)
-    assert make_backend(shipped, server, smollm2).min_offered_share == EMBEDDED_MIN_OFFERED_SHARE
-    assert make_backend(shipped, server, qwen).min_offered_share == 0.5
+    assert (
+        make_backend(shipped, server, smollm2).min_call_confidence == EMBEDDED_MIN_CALL_CONFIDENCE
+    )
+    assert make_backend(shipped, server, qwen).min_call_confidence == DEFAULT_CALL_CONFIDENCE
     other = engine_config("json", True, 0.9)
-    assert make_backend(other, server, smollm2).min_offered_share == 0.9
+    assert make_backend(other, server, smollm2).min_call_confidence == 0.9
 
 
 def test_without_the_prompt_cache_llama_cpp_is_told_to_read_each_prompt_afresh() -> None:

@@ -17,13 +17,15 @@ from parlay.backends.local import LocalBackend
 from parlay.backends.openai import OpenAIBackend
 from parlay.context import SystemMessage, UserMessage
 from parlay.engine.backend import PromptedBackend
-from parlay.start import EMBEDDED_MIN_OFFERED_SHARE, default_backend
+from parlay.start import EMBEDDED_MIN_CALL_CONFIDENCE, default_backend
 from parlay.wire.openai_client import encode_request
 
-SMOLLM2 = Model("smollm2", "SmolLM2", Path("smol.gguf"), EMBEDDED_MIN_OFFERED_SHARE, embedded=True)
+SMOLLM2 = Model(
+    "smollm2", "SmolLM2", Path("smol.gguf"), EMBEDDED_MIN_CALL_CONFIDENCE, embedded=True
+)
 QWEN = Model("qwen", "Qwen", Path("qwen.gguf"))
 URL = "http://127.0.0.1:9/v1"
-SETTINGS = ("action_format", "min_offered_share", "max_tokens", "max_retries", "check_values")
+SETTINGS = ("action_format", "min_call_confidence", "max_tokens", "max_retries", "check_values")
 FUNCTION = {
     "name": "math.area",
     "description": "Area of a circle.",
@@ -58,7 +60,7 @@ def test_smollm2_runs_the_embedded_stack_of_start_session(monkeypatch: pytest.Mo
     shipped, ours = default_backend(), engine(SMOLLM2)
     assert isinstance(shipped, PromptedBackend)
     assert [getattr(ours, s) for s in SETTINGS] == [getattr(shipped, s) for s in SETTINGS]
-    assert ours.min_offered_share == EMBEDDED_MIN_OFFERED_SHARE
+    assert ours.min_call_confidence == EMBEDDED_MIN_CALL_CONFIDENCE
     assert (
         isinstance(ours.inner.inner, LocalBackend) and ours.inner.inner.model_path == SMOLLM2.path
     )
@@ -66,8 +68,8 @@ def test_smollm2_runs_the_embedded_stack_of_start_session(monkeypatch: pytest.Mo
 
 def test_qwen_runs_what_parlay_serve_builds_in_front_of_an_upstream() -> None:
     ours = engine(QWEN)
-    assert (ours.min_offered_share, ours.max_tokens) == (
-        PromptedBackend(ours.inner.inner).min_offered_share,
+    assert (ours.min_call_confidence, ours.max_tokens) == (
+        PromptedBackend(ours.inner.inner).min_call_confidence,
         2048,
     )
     assert isinstance(ours.inner.inner, OpenAIBackend) and ours.inner.inner.base_url == URL
@@ -76,7 +78,7 @@ def test_qwen_runs_what_parlay_serve_builds_in_front_of_an_upstream() -> None:
 def test_a_variant_changes_only_its_settings_and_its_config_key() -> None:
     shipped, ablated = engine(QWEN), engine(QWEN, "parlay:no-check-values")
     assert (shipped.check_values, ablated.check_values) == (True, False)
-    assert ablated.min_offered_share == shipped.min_offered_share
+    assert ablated.min_call_confidence == shipped.min_call_confidence
     [a, b] = build(["parlay", "parlay:no-check-values"], Setup(QWEN, URL, 4096, 512))
     assert config_key(a.config) != config_key(b.config)
     assert VARIANTS["no-check-values"] == {"check_values": False}
@@ -128,8 +130,8 @@ def test_toolproxy_sees_each_parameter_with_its_name_type_and_description() -> N
 def test_a_variant_from_the_command_line_is_configure_keyword_arguments() -> None:
     from bench.bfcl.dev import variants
 
-    assert variants(['loose={"min_offered_share": 0.2, "max_retries": 1}']) == {
-        "loose": {"min_offered_share": 0.2, "max_retries": 1}
+    assert variants(['loose={"min_call_confidence": 0.2, "max_retries": 1}']) == {
+        "loose": {"min_call_confidence": 0.2, "max_retries": 1}
     }
     [system] = build(
         ["parlay:loose"], Setup(QWEN, URL, 4096, 512), variants(['loose={"max_retries": 1}'])

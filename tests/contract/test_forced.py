@@ -10,7 +10,7 @@ import pytest
 from parlay.backends.base import Capabilities
 from parlay.context import ToolCall, UserMessage
 from parlay.engine.backend import NAME_ALTERNATIVES, PromptedBackend
-from parlay.engine.checks.forced import name_choices
+from parlay.engine.checks.confidence import DEFAULT_CALL_CONFIDENCE, name_choices
 from parlay.engine.contract.constrain import final_schema
 from parlay.errors import ConfigurationError
 from parlay.events import (
@@ -23,7 +23,7 @@ from parlay.events import (
     Usage,
 )
 from parlay.request import ChatRequest, GenerationOptions, ToolChoice
-from parlay.start import EMBEDDED_ACTION_FORMAT, EMBEDDED_MIN_OFFERED_SHARE, default_backend
+from parlay.start import EMBEDDED_ACTION_FORMAT, EMBEDDED_MIN_CALL_CONFIDENCE, default_backend
 
 from .conftest import TOOLS
 
@@ -260,29 +260,32 @@ async def test_a_forced_choice_is_never_second_guessed(choice: str) -> None:
 UNSURE = call_reply("get", [("who", 0.6), ("get", 0.3)], "_weather", '{"city": "Paris"}')
 
 
-async def test_the_default_floor_asks_an_unsure_call_again_and_the_embedded_one_keeps_it() -> None:
+async def test_a_call_named_less_surely_than_the_knob_is_asked_again_and_one_above_it_goes_out() -> (
+    None
+):
     model = ScoredModel(UNSURE, FINAL)
     _, finish = await run(PromptedBackend(model), ask("Weather in Paris?"))
     assert [r.reason for r in finish.diagnostics.retries] == ["forced_call"]
     model = ScoredModel(UNSURE)
-    backend = PromptedBackend(model, min_offered_share=EMBEDDED_MIN_OFFERED_SHARE)
+    backend = PromptedBackend(model, min_call_confidence=0.25)
     events, finish = await run(backend, ask("Weather in Paris?"))
     assert [e.call.name for e in events if isinstance(e, ToolCallEnd)] == ["get_weather"]
     assert finish.diagnostics.retries == ()
 
 
-def test_the_embedded_model_runs_at_its_own_floor(monkeypatch, tmp_path) -> None:
+def test_the_embedded_model_runs_at_its_own_call_confidence(monkeypatch, tmp_path) -> None:
     monkeypatch.delenv("PARLAY_OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("PARLAY_LOCAL_MODEL", raising=False)
     backend = default_backend()
     assert isinstance(backend, PromptedBackend)
-    assert backend.min_offered_share == EMBEDDED_MIN_OFFERED_SHARE < 0.5
-    assert PromptedBackend(ScoredModel()).min_offered_share == 0.5
-    # A local model of the user's own is not SmolLM2: the engine's floor.
+    assert backend.min_call_confidence == EMBEDDED_MIN_CALL_CONFIDENCE != DEFAULT_CALL_CONFIDENCE
+    assert PromptedBackend(ScoredModel()).min_call_confidence == DEFAULT_CALL_CONFIDENCE
+    # A local model of the user's own is not SmolLM2: the engine's default.
     (tmp_path / "mine.gguf").write_bytes(b"GGUF")
     monkeypatch.setenv("PARLAY_LOCAL_MODEL", str(tmp_path / "mine.gguf"))
     theirs = default_backend()
-    assert isinstance(theirs, PromptedBackend) and theirs.min_offered_share == 0.5
+    assert isinstance(theirs, PromptedBackend)
+    assert theirs.min_call_confidence == DEFAULT_CALL_CONFIDENCE
 
 
 def test_the_embedded_smollm2_writes_json_where_the_engine_defaults_to_typed(
@@ -304,7 +307,7 @@ def test_the_embedded_smollm2_writes_json_where_the_engine_defaults_to_typed(
 
 async def test_zero_turns_the_check_off() -> None:
     model = ScoredModel(WHOIS)
-    backend = PromptedBackend(model, min_offered_share=0, min_call_confidence=0)
+    backend = PromptedBackend(model, min_call_confidence=0)
     events, _ = await run(backend, ask("WHOIS data for 1.2.3.4?"))
     assert [e.call.name for e in events if isinstance(e, ToolCallEnd)] == ["get_weather"]
     assert model.requests[0].options.top_logprobs is None
@@ -348,9 +351,9 @@ async def test_a_callers_logprobs_are_not_asked_of_the_server(
 
 
 @pytest.mark.parametrize("share", [-0.1, 1.5])
-def test_a_share_outside_zero_to_one_is_a_clear_error(share: float) -> None:
-    with pytest.raises(ConfigurationError, match="min_offered_share must be between 0 and 1"):
-        PromptedBackend(ScoredModel(), min_offered_share=share)
+def test_a_confidence_outside_zero_to_one_is_a_clear_error(share: float) -> None:
+    with pytest.raises(ConfigurationError, match="min_call_confidence must be between 0 and 1"):
+        PromptedBackend(ScoredModel(), min_call_confidence=share)
 
 
 TYPED_FINAL = '{"type": "final", "content": "I have no tool for WHOIS lookups."}'

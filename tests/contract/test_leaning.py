@@ -7,7 +7,7 @@ import pytest
 
 from parlay.context import AssistantMessage, ToolCall, ToolResult
 from parlay.engine.backend import PromptedBackend
-from parlay.engine.checks.leaning import DEFAULT_CALL_CONFIDENCE, answer_share
+from parlay.engine.checks.confidence import DEFAULT_CALL_CONFIDENCE, answer_share
 from parlay.events import TextDelta, TokenChoice, ToolCallEnd
 from parlay.request import ChatRequest, ToolChoice
 
@@ -119,3 +119,25 @@ async def test_after_a_tool_result_the_lean_is_not_judged() -> None:
     )
     events, finish = await run(PromptedBackend(model, action_format="typed"), request)
     assert calls(events) == ["add"] and "unsure_call" not in finish.diagnostics.rules
+
+
+@pytest.mark.parametrize(
+    ("answering", "named", "reason"),
+    [
+        (0.4, 0.99, "unsure_call"),  # unsure of calling, sure of the tool
+        (0.01, 0.6, "forced_call"),  # sure of calling, unsure of the tool
+        (0.1, 0.9, None),  # sure enough of both
+    ],
+)
+async def test_one_knob_holds_both_how_sure_of_calling_and_how_sure_of_the_tool(
+    answering: float, named: float, reason: str | None
+) -> None:
+    kind = ("tool", [("tool", 1 - answering), ("final", answering)])
+    name = ("get", [("get", named), ("who", 1 - named)])
+    rest = ('_weather", "arguments": {"city": "Paris"}}}',)
+    reply = tokens('{"type": "', kind, '_call", "tool": {"tool_name": "', name, *rest)
+    model = ScoredModel(reply, TYPED_FINAL)
+    backend = PromptedBackend(model, action_format="typed", min_call_confidence=0.8)
+    events, finish = await run(backend, ask("Weather in Paris?"))
+    assert [r.reason for r in finish.diagnostics.retries] == ([reason] if reason else [])
+    assert calls(events) == ([] if reason else ["get_weather"])

@@ -10,13 +10,13 @@ from parlay import GenerationOptions, Session, ToolLoopError, ToolResult
 from parlay.backends.openai import OpenAIBackend
 from parlay.engine.backend import PromptedBackend
 from parlay.mcp import MCPTools
-from parlay.start import EMBEDDED_MIN_OFFERED_SHARE
+from parlay.start import EMBEDDED_MIN_CALL_CONFIDENCE
 
 pytestmark = pytest.mark.model
 
 
 def test_the_model_calls_an_mcp_tool_through_the_loop(llama_backend: OpenAIBackend):
-    backend = PromptedBackend(llama_backend, min_offered_share=EMBEDDED_MIN_OFFERED_SHARE)
+    backend = PromptedBackend(llama_backend, min_call_confidence=EMBEDDED_MIN_CALL_CONFIDENCE)
     with MCPTools.stdio(SERVER, include=["add", "forecast"]) as tools:
         session = Session(
             backend, tools=tools, options=GenerationOptions(temperature=0, max_tokens=60)

@@ -20,6 +20,7 @@ from parlay import (
     ToolChoice,
     ToolResult,
 )
+from parlay.engine.checks.confidence import DEFAULT_CALL_CONFIDENCE
 from parlay.errors import ConfigurationError
 from parlay.events import Event, ScoredTextDelta, TextDelta, TokenChoice
 from parlay.server import ServerConfig, create_app
@@ -275,23 +276,23 @@ def test_config_from_env_and_flags() -> None:
         ServerConfig.from_env({**env, "PARLAY_SERVE_PORT": "x"})
 
 
-def test_the_forced_call_floor_is_set_by_env_or_flag_and_checked() -> None:
+def test_the_call_confidence_is_set_by_env_or_flag_and_checked() -> None:
     from parlay import PromptedBackend
     from parlay.server import build_backend
 
-    def floor(config: ServerConfig) -> float:
+    def confidence(config: ServerConfig) -> float:
         backend = build_backend(config)
         assert isinstance(backend, PromptedBackend)
-        return backend.min_offered_share
+        return backend.min_call_confidence
 
-    env = {"PARLAY_SERVE_UPSTREAM_URL": "http://env/v1", "PARLAY_SERVE_MIN_OFFERED_SHARE": "0.1"}
-    assert floor(ServerConfig.from_env(env)) == 0.1
-    assert floor(ServerConfig.from_env(env, min_offered_share=0.3)) == 0.3
-    assert floor(ServerConfig("http://up/v1")) == 0.5
+    env = {"PARLAY_SERVE_UPSTREAM_URL": "http://env/v1", "PARLAY_SERVE_MIN_CALL_CONFIDENCE": "0.1"}
+    assert confidence(ServerConfig.from_env(env)) == 0.1
+    assert confidence(ServerConfig.from_env(env, min_call_confidence=0.3)) == 0.3
+    assert confidence(ServerConfig("http://up/v1")) == DEFAULT_CALL_CONFIDENCE
     with pytest.raises(ConfigurationError, match="between 0 and 1"):
-        ServerConfig.from_env(env, min_offered_share=25.0)
+        ServerConfig.from_env(env, min_call_confidence=25.0)
     with pytest.raises(ConfigurationError, match="not a number"):
-        ServerConfig.from_env({**env, "PARLAY_SERVE_MIN_OFFERED_SHARE": "half"})
+        ServerConfig.from_env({**env, "PARLAY_SERVE_MIN_CALL_CONFIDENCE": "half"})
 
 
 def test_build_backend_follows_the_tool_mode() -> None:

@@ -23,7 +23,7 @@ from parlay.backends.local import LlamaServer
 from parlay.engine.backend import PromptedBackend
 from parlay.engine.checks.placeholders import is_placeholder
 from parlay.server import create_app
-from parlay.start import EMBEDDED_MIN_OFFERED_SHARE
+from parlay.start import EMBEDDED_MIN_CALL_CONFIDENCE
 
 pytestmark = pytest.mark.model
 
@@ -94,7 +94,8 @@ def proxy(llama_server: LlamaServer) -> Iterator[RunningServer]:
     )
     with running(
         create_app(
-            PromptedBackend(inner, min_offered_share=EMBEDDED_MIN_OFFERED_SHARE), models=["smollm2"]
+            PromptedBackend(inner, min_call_confidence=EMBEDDED_MIN_CALL_CONFIDENCE),
+            models=["smollm2"],
         )
     ) as server:
         yield server

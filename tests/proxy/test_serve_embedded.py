@@ -62,13 +62,13 @@ def test_serve_loads_the_embedded_model_at_start_and_says_when_it_is_ready() -> 
 
 def test_embedded_backend_is_default_backend_greedy() -> None:
     from parlay.engine.backend import PromptedBackend
-    from parlay.start import EMBEDDED_MIN_OFFERED_SHARE
+    from parlay.start import EMBEDDED_MIN_CALL_CONFIDENCE
 
     backend = build_backend(ServerConfig(threads=1))
     assert isinstance(backend, Greedy)
     engine = backend.inner
     assert isinstance(engine, PromptedBackend)
-    assert engine.min_offered_share == EMBEDDED_MIN_OFFERED_SHARE
+    assert engine.min_call_confidence == EMBEDDED_MIN_CALL_CONFIDENCE
     assert engine.inner._threads == 1  # type: ignore[attr-defined]
 
 

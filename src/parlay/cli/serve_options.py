@@ -81,25 +81,15 @@ MaxRetriesOpt = Annotated[
     typer.Option(help="Engine: retries when a call was expected (env PARLAY_SERVE_MAX_RETRIES)"),
 ]
 
-MinOfferedShareOpt = Annotated[
-    float | None,
-    typer.Option(
-        help="Engine: under tool_choice auto, a call is asked again as an answer when "
-        "less than this share of the model's choices at a token of the tool's name go on "
-        "to an offered tool (default 0.5; 0.1 suits a model as small as SmolLM2; 0: off) "
-        "(env PARLAY_SERVE_MIN_OFFERED_SHARE)"
-    ),
-]
-
 MinCallConfidenceOpt = Annotated[
     float | None,
     typer.Option(
         "--min-call-confidence",
         min=0.0,
         max=1.0,
-        help="Engine: under tool_choice auto, a first call goes out only when the model "
-        "put at least this share of its weight on calling (0 switches it off; env "
-        "PARLAY_SERVE_MIN_CALL_CONFIDENCE)",
+        help="Engine: under tool_choice auto, a call goes out only when the model was at "
+        "least this sure of calling and of the tool it names; else it is asked for words "
+        "(default 0.75; 0 switches it off; env PARLAY_SERVE_MIN_CALL_CONFIDENCE)",
     ),
 ]
 

@@ -19,7 +19,7 @@ from parlay.backends.base import Backend, Capabilities
 from parlay.backends.bounds import ATTEMPT_MAX_TOKENS, RepetitionLimit, guarded
 from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.backends.tokens import TokenCount, count_tokens
-from parlay.engine.checks.leaning import DEFAULT_CALL_CONFIDENCE
+from parlay.engine.checks.confidence import DEFAULT_CALL_CONFIDENCE
 from parlay.engine.checks.refusal import DEFAULT_REFUSALS, RefusalPhrases
 from parlay.engine.checks.results_answer import results_answer
 from parlay.engine.checks.retry import DEFAULT_CHECKS, Check
@@ -65,10 +65,11 @@ class PromptedBackend:
     - `max_result_chars`, `thought_limit`: where tool outputs and thoughts are cut.
     - `restate_request`: see `ContractOptions`.
     - `check_values`: switch the value rules (`contract.grounding`) on or off; None: as shipped.
-    - `min_offered_share`: under a grammar, a call whose tool name the model was less sure
-      of than this is taken as forced (`checks.forced`; 0: off).
-    - `min_call_confidence`: under `auto`, calls go out only when the model leaned to
-      calling at least this much (`checks.leaning`; 0: off); higher abstains more.
+    - `min_call_confidence`: the one knob trading calls for abstentions. Under `auto`
+      and a grammar, a call goes out only when the model was at least this sure of it:
+      of calling rather than answering, where the format writes a reply's kind
+      (`checks.confidence`, first replies), and of the tool it names, at each token of the
+      name (`checks.confidence`). Below it the model is asked for words. 0: off.
     - `max_tokens`: each attempt's budget when the request sets none.
     - `checks`, `rules_off`: the checks a reply passes, in order, and rules switched off.
     - `repetition`: stop an attempt caught in a loop (`RepetitionLimit`; None: off).
@@ -92,7 +93,6 @@ class PromptedBackend:
         max_examples: int = 4,
         restate_request: bool = True,
         check_values: bool | None = None,
-        min_offered_share: float = 0.5,
         min_call_confidence: float = DEFAULT_CALL_CONFIDENCE,
         max_tokens: int | None = ATTEMPT_MAX_TOKENS,
         repetition: RepetitionLimit | None = RepetitionLimit(),  # noqa: B008 (frozen)
@@ -113,7 +113,6 @@ class PromptedBackend:
     rules = _setting(lambda s: s.policy.rules)
     action_format = _setting(lambda s: s.options.action_format)
     max_retries = _setting(lambda s: s.policy.max_retries)
-    min_offered_share = _setting(lambda s: s.min_offered_share)
     min_call_confidence = _setting(lambda s: s.min_call_confidence)
     check_values = _setting(lambda s: s.check_values)
     grammar_available = _setting(lambda s: s.grammar_available)

@@ -19,8 +19,7 @@ from attrs import evolve
 from parlay.context import AssistantMessage, Message, UserMessage
 from parlay.diagnostics import RetryRecord
 from parlay.engine.attempt import Attempt
-from parlay.engine.checks.forced import NameChoice, name_choices
-from parlay.engine.checks.leaning import leans_to_words
+from parlay.engine.checks.confidence import NameChoice, leans_to_words, name_choices
 from parlay.engine.checks.placeholders import is_debris, is_placeholder
 from parlay.engine.checks.refusal import RefusalSignal, asks_user, detect_refusal
 from parlay.engine.checks.retry import Reply, Verdict, only_repeats
@@ -110,7 +109,7 @@ def _reply(turn: Turn, attempt: Attempt, signal: RefusalSignal | None) -> Reply:
         refusal=signal,
         copied_answer=copied,
         pretended_tool=named_tool(text, contract.tools) if copied else None,
-        forced=forced_choice(turn, attempt) if turn.read_names else None,
+        forced=forced_choice(turn, attempt) if turn.read_confidence else None,
         placeholder=is_placeholder(text) or is_debris(text),
         unsure=_unsure_share(turn),
         earlier=tuple(record.reason for record in turn.retries),
@@ -216,7 +215,7 @@ def to_release(turn: Turn, attempt: Attempt, can_retry: bool) -> Attempt | None:
         # No grammar kept the last try to words: a repeat handed on loops a tool runner.
         _drop(turn, "repeat_to_words", "dropped a last reply that only repeated answered calls")
         return None
-    last_call = not can_retry and turn.read_names and calls
+    last_call = not can_retry and turn.read_confidence and calls
     if last_call and (forced := forced_choice(turn, attempt)):
         turn.notes.append(f"kept a call the grammar forced (no retry left): {forced.describe()}")
     if attempt.duplicates:
@@ -256,7 +255,7 @@ def _unsure_share(turn: Turn) -> float | None:
 def forced_choice(turn: Turn, attempt: Attempt) -> NameChoice | None:
     """The first call, when every call of the reply was forced on the model by the
     grammar (see `forced`); a reply that also makes a call of its own choosing stands."""
-    calls, least = attempt.parsed.calls, turn.settings.min_offered_share
+    calls, least = attempt.parsed.calls, turn.settings.min_call_confidence
     choices = name_choices(attempt.tokens, calls, [spec.name for spec in turn.contract.tools])
     forced = calls and len(choices) == len(calls) and all(c.share < least for c in choices)
     return choices[0] if forced else None

@@ -28,7 +28,6 @@ class EngineSettings:
     policy: RetryPolicy
     refusal_phrases: RefusalPhrases
     refusal_window: int
-    min_offered_share: float
     min_call_confidence: float
     grammar_available: bool  # the inner backend takes JSON schemas, `constrained` allows it
     max_tokens: int | None
@@ -64,7 +63,6 @@ def engine_settings(
     refusal_window: int,
     template_dir: str | None,
     check_values: bool | None,
-    min_offered_share: float,
     min_call_confidence: float,
     max_tokens: int | None,
     repetition: RepetitionLimit | None,
@@ -74,7 +72,7 @@ def engine_settings(
 ) -> EngineSettings:
     """The settings of `PromptedBackend(inner, ...)`, each checked (`contract`: the rest
     of its arguments, which go to `ContractOptions` as they are)."""
-    _check_knobs(inner, constrained, min_offered_share, min_call_confidence, max_tokens)
+    _check_knobs(inner, constrained, min_call_confidence, max_tokens)
     grammar = constrained is not False and inner.capabilities.json_schema
     if action_format is None:
         action_format = "typed" if grammar else DEFAULT_FORMAT
@@ -85,7 +83,6 @@ def engine_settings(
         policy=RetryPolicy(max_retries, rules, tuple(checks)),
         refusal_phrases=refusal_phrases,
         refusal_window=refusal_window,
-        min_offered_share=min_offered_share,
         min_call_confidence=min_call_confidence,
         grammar_available=grammar,
         max_tokens=max_tokens,
@@ -96,7 +93,6 @@ def engine_settings(
 def _check_knobs(
     inner: Backend,
     constrained: bool | None,
-    min_offered_share: float,
     min_call_confidence: float,
     max_tokens: int | None,
 ) -> None:
@@ -105,11 +101,9 @@ def _check_knobs(
             f"constrained=True needs a backend with JSON-schema output; {inner.name} has "
             "none: pass constrained=None (use it when available) or False"
         )
-    for knob, value in (
-        ("min_offered_share", min_offered_share),
-        ("min_call_confidence", min_call_confidence),
-    ):
-        if not 0 <= value <= 1:
-            raise ConfigurationError(f"{knob} must be between 0 and 1, got {value}")
+    if not 0 <= min_call_confidence <= 1:
+        raise ConfigurationError(
+            f"min_call_confidence must be between 0 and 1, got {min_call_confidence}"
+        )
     if max_tokens is not None and max_tokens < 1:
         raise ConfigurationError(f"max_tokens must be 1 or more, got {max_tokens}")

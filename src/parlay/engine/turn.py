@@ -13,7 +13,7 @@ from parlay.context import Message, UserMessage
 from parlay.diagnostics import Diagnostics, RetryRecord
 from parlay.engine.attempt import Attempt, AttemptSetup
 from parlay.engine.checks.calls import answered_calls, check_call
-from parlay.engine.checks.leaning import answer_share
+from parlay.engine.checks.confidence import answer_share
 from parlay.engine.checks.own_words import OwnWords, continuation_words
 from parlay.engine.checks.refusal import RefusalSignal
 from parlay.engine.checks.retry_message import retry_instruction
@@ -60,18 +60,16 @@ class Turn:
     cut_call: bool = False  # the last attempt stopped at its limit inside a call
 
     @property
-    def read_names(self) -> bool:
-        """Whether the model's choice of tool names is read (`checks.forced`): it is only
-        hidden when a grammar picks them."""
+    def read_confidence(self) -> bool:
+        """Whether how sure the model was of calling is read (`checks.confidence`): where
+        it decides, and a grammar would hide its choice."""
         decides = self.constrained and self.policy.model_decides
-        return decides and self.settings.min_offered_share > 0
+        return decides and self.settings.min_call_confidence > 0
 
     def inner_request(self) -> ChatRequest:
         """What the next attempt sends. Alternatives per token only for the engine's own
         reading: the text it hands on is parsed out of actions, a caller's would not fit."""
-        decides = self.constrained and self.policy.model_decides
-        reads = self.settings.min_offered_share > 0 or self.settings.min_call_confidence
-        alternatives = NAME_ALTERNATIVES if decides and reads else None
+        alternatives = NAME_ALTERNATIVES if self.read_confidence else None
         request = self.request.replace(
             messages=self.messages,
             tools=(),

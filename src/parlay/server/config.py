@@ -60,7 +60,6 @@ class ServerConfig:
     # Prompt-contract engine settings (None: the engine's own defaults).
     action_format: str | None = None
     max_retries: int | None = None
-    min_offered_share: float | None = None
     min_call_confidence: float | None = None
     # Engine rules to switch off, by name.
     rules_off: tuple[str, ...] = field(default=(), converter=_names)
@@ -85,11 +84,6 @@ class ServerConfig:
             )
         if self.tools not in ("prompted", "native"):
             raise ConfigurationError(f"tool mode {self.tools!r} is not prompted or native")
-        if self.min_offered_share is not None and not 0 <= self.min_offered_share <= 1:
-            raise ConfigurationError(
-                f"min offered share {self.min_offered_share} is not between 0 and 1 "
-                "(0 turns the forced-call check off)"
-            )
         if self.threads is not None and self.threads < 1:
             raise ConfigurationError(f"--threads must be at least 1, got {self.threads}")
         if self.upstream_url is None and (self.upstream_model or self.upstream_key):
@@ -106,7 +100,9 @@ class ServerConfig:
     def _check_engine_and_limits(self) -> None:
         share = self.min_call_confidence
         if share is not None and not 0 <= share <= 1:
-            raise ConfigurationError(f"min call confidence {share} is not between 0 and 1")
+            raise ConfigurationError(
+                f"min call confidence {share} is not between 0 and 1 (0 switches it off)"
+            )
         unknown = unknown_rules(self.rules_off)
         if unknown:
             raise ConfigurationError(
@@ -176,7 +172,6 @@ class ServerConfig:
             ("port", "PORT", int),
             ("timeout", "TIMEOUT", float),
             ("max_retries", "MAX_RETRIES", int),
-            ("min_offered_share", "MIN_OFFERED_SHARE", float),
             ("min_call_confidence", "MIN_CALL_CONFIDENCE", float),
             ("workers", "WORKERS", int),
             ("max_body_bytes", "MAX_BODY_BYTES", int),
@@ -208,7 +203,6 @@ def build_backend(config: ServerConfig) -> Backend:
     options = {  # None: the engine's own (`behind_engine`)
         "action_format": config.action_format,
         "max_retries": config.max_retries,
-        "min_offered_share": config.min_offered_share,
         "min_call_confidence": config.min_call_confidence,
         "rules_off": config.rules_off or None,
     }

@@ -4,9 +4,9 @@
   `RetryPolicy` that applies them, and `CallRule`, the short form of a check of each call;
 - `rules`: every rule by name (`RULES`), and which are switched off;
 - `calls`: what is wrong with one call (unknown tool, arguments, made-up values, a repeat);
-- one module per kind of evidence a check reads: `forced` and `leaning` (the model's own
-  probabilities), `refusal`, `placeholders` and `own_words` (parlay's own text coming
-  back), `echo_trim`, `results_answer`.
+- one module per kind of evidence a check reads: `confidence` (the model's own
+  probabilities, held against `min_call_confidence`), `refusal`, `placeholders` and
+  `own_words` (parlay's own text coming back), `echo_trim`, `results_answer`.
 
 Write your own check against `Check`, `Reply` and `Verdict`, imported from here.
 """

@@ -14,7 +14,7 @@ from typing import Literal, Protocol
 from attrs import field, frozen
 
 from parlay.context import ToolCall
-from parlay.engine.checks.forced import NameChoice
+from parlay.engine.checks.confidence import NameChoice
 from parlay.engine.checks.refusal import RefusalSignal
 from parlay.engine.checks.rules import RULES, OwnRuleName, Rules, VerdictReason, unknown_rules
 from parlay.engine.contract.parser import ParseProblem

@@ -18,7 +18,7 @@ from parlay.request import ToolSpec
 from parlay.templating import environment
 
 # What the format instructions write where a call's tool name goes. Models copy it when
-# unsure which tool to name (`parlay.engine.checks.forced` reads that as no choice at all).
+# unsure which tool to name (`parlay.engine.checks.confidence` reads that as no choice at all).
 NAME_PLACEHOLDER = "TOOL_NAME"
 
 # The shapes a reply takes (see `PromptedBackend`): one folder each in

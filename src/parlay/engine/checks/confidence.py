@@ -1,11 +1,17 @@
-"""Calls the grammar made: the model's own choice of tool, read from its log-probabilities.
+"""How sure the model was of a call: the evidence `min_call_confidence` is held against.
 
-Under a grammar a call can only name an offered tool, whatever the model would have
-written there. Where the backend reports the alternatives it weighed per token (before
-the grammar filters them), each token of a call's name is read: the share of the
-alternatives that go on to an offered tool's name. A call is judged by its least sure
-token against `min_offered_share`; a backend that reports nothing is not judged. How
-the shares of right and wrong calls differ: bench/results/bfcl-name-shares.md.
+Where the backend reports the alternatives it weighed per token (before a grammar filters
+them), two points of a reply are read:
+
+- its kind, in the json and typed formats, which write it first (`final`, or a call):
+  the share of the weight on answering (`answer_share`, `Diagnostics.answer_share`);
+- each token of a call's name: the share of the alternatives that go on to an offered
+  tool's name (`name_choices`). Under a grammar a call can only name an offered tool,
+  whatever the model would have written there; a call is judged by its least sure token.
+
+A backend that reports nothing is not judged. How the name shares of right and wrong
+calls differ: bench/results/bfcl-name-shares.md; the knob's values and their cost:
+bench/results/bfcl-knob.md.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from itertools import accumulate
 from attrs import frozen
 
 from parlay.context import ToolCall
-from parlay.engine.contract.pieces import NAME_PLACEHOLDER
+from parlay.engine.contract.pieces import NAME_PLACEHOLDER, ActionFormat
 from parlay.events import TokenChoice
 
 # A character that can go on a tool's name (`weathers` is another name than `weather`).
@@ -104,3 +110,56 @@ def _continues(alternative: str, continuation: str) -> bool:
         return True
     end = len(continuation)
     return alternative.startswith(continuation) and not _NAME_CHAR.match(alternative, end)
+
+
+# Per format: where the reply's kind is written, and the words for calling (`final`
+# answers). The fenced format writes no kind.
+_KIND = {
+    "json": (re.compile(r'^\s*\{\s*"'), ("tool", "actions")),
+    "typed": (re.compile(r'^\s*\{\s*"type"\s*:\s*"'), ("tool_call", "tool_calls")),
+}
+# The knob's default, chosen by the rule on the development benchmark's tune half.
+DEFAULT_CALL_CONFIDENCE = 0.75
+# The kind word is written within the reply's first characters, or not at all.
+_LOOK = 64
+
+
+def answer_share(tokens: Sequence[TokenChoice], action_format: ActionFormat) -> float | None:
+    """The share of the model's weight on answering at the token that wrote the reply's
+    kind; None when the format writes no kind, the reply does not start with one, or that
+    token carries no alternatives."""
+    found = _KIND.get(action_format)
+    if found is None or not tokens:
+        return None
+    opening, calls = found
+    starts: list[int] = []
+    text = ""
+    for token in tokens:
+        if len(text) > _LOOK:
+            break
+        starts.append(len(text))
+        text += token.token
+    if (match := opening.match(text)) is None:
+        return None
+    index = bisect.bisect_right(starts, match.end()) - 1
+    written = text[starts[index] : match.end()]  # what the token writes before the word
+    answering = calling = 0.0
+    for alternative, logprob in tokens[index].top:
+        to_answer = _may_write(alternative, written + "final")
+        to_call = any(_may_write(alternative, written + word) for word in calls)
+        if to_answer and not to_call:
+            answering += math.exp(logprob)
+        elif to_call and not to_answer:
+            calling += math.exp(logprob)
+    total = answering + calling
+    return answering / total if total > 0 else None
+
+
+def _may_write(alternative: str, word: str) -> bool:
+    """Whether writing `alternative` here can go on to `word` (or writes it whole)."""
+    return word.startswith(alternative) or alternative.startswith(word)
+
+
+def leans_to_words(share: float | None, threshold: float) -> bool:
+    """Whether a reply with this share of weight on answering reaches `threshold`."""
+    return share is not None and share >= threshold
