@@ -36,8 +36,8 @@ from bench.bfcl.outcome import Reply, judge
 from bench.bfcl.pages import balanced, cell
 from bench.bfcl.split import Half, interleave, select
 from bench.bfcl.stats import Share
-from bench.bfcl.systems import Setup, parlay_system
-from parlay.backends.base import Backend, Capabilities
+from bench.bfcl.systems import Counted, Setup, parlay_system
+from parlay.backends.base import Backend
 from parlay.backends.local import shared_server
 from parlay.engine.checks.confidence import name_choices
 from parlay.engine.contract.parser import parse
@@ -61,23 +61,16 @@ FULL_RUNS = {
 Row = dict[str, Any]
 
 
-class FirstReply:
+class FirstReply(Counted):
     """The engine's inner backend, keeping the text and token alternatives it streams."""
 
     def __init__(self, inner: Backend) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.text: list[str] = []
         self.tokens: list[TokenChoice] = []
 
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return self.inner.capabilities
-
     async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        self.requests += 1
         async for event in self.inner.stream(request):
             if isinstance(event, TextDelta):
                 self.text.append(event.text)
@@ -143,7 +136,7 @@ def right_under(row: Row, confidence: float, stored: Row) -> bool:
     """The question's rightness with the knob at `confidence`: an abstention where it
     asks the first reply for words, else the full run's outcome (`stored`)."""
     if asked_for_words(row, confidence):
-        return row["category"] == "live_irrelevance"
+        return bool(row["category"] == "live_irrelevance")
     return bool(stored["right"])
 
 
@@ -170,7 +163,7 @@ def best(rows: Sequence[Row], full: dict[str, Row], lowest: float) -> float:
 
 
 def section(model: str, rows: Sequence[Row]) -> list[str]:
-    table: list[list[str]] = [[f"{v:.1f}"] for v in KNOB]
+    table: list[list[object]] = [[f"{v:.1f}"] for v in KNOB]
     counts = []
     for half in ("tune", "validate"):
         asked = [r for r in rows if r["half"] == half]
