@@ -3,9 +3,9 @@
 
 Under `auto` and a grammar, a first reply that calls is asked again for an answer in
 words, under the answer-only grammar, when the model was less sure than the knob of
-calling (its weight on the kind token, `checks.leaning`) or of every tool it named (the
+calling (its weight on the kind token, `checks.confidence`) or of every tool it named (the
 share of its alternatives at the name's tokens that go on to an offered tool,
-`checks.forced`): it then makes no call. So a question's outcome under any value follows
+`checks.confidence`): it then makes no call. So a question's outcome under any value follows
 from its first reply without asking the model again: an abstention where the knob asks
 for words (right on live_irrelevance, wrong elsewhere), else its outcome in a full run
 of the engine as shipped (`FULL_RUNS`), whose other checks act after the first reply.
@@ -47,7 +47,7 @@ from parlay.request import ChatRequest
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 STORE = RESULTS / "bfcl-knob.jsonl"
 PAGE = RESULTS / "bfcl-knob.md"
-KNOB = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+KNOB = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9)
 DEV_STORE = RESULTS / "bfcl-dev.jsonl"
 # The full runs of the engine as shipped that the derived scores start from, per model and
 # half: (system, tag, the lowest value they can be derived for: the knob's reading at the
@@ -163,17 +163,22 @@ def best(rows: Sequence[Row], full: dict[str, Row], lowest: float) -> float:
 
 
 def section(model: str, rows: Sequence[Row]) -> list[str]:
-    table: list[list[object]] = [[f"{v:.1f}"] for v in KNOB]
+    table: list[list[object]] = [[f"{v:g}"] for v in KNOB]
+    table.append(["as the full run ran"])
     counts = []
     for half in ("tune", "validate"):
         asked = [r for r in rows if r["half"] == half]
         full, lowest = full_run(model, half)
         counts.append(f"{half} n={sum(r['question'] in full for r in asked)}")
-        for line, value in zip(table, KNOB, strict=True):
-            if value < lowest or not asked:
+        for line, value in zip(table, (*KNOB, None), strict=True):
+            if not asked or (value is not None and value < lowest):
                 line += ["—"] * 3
                 continue
-            calls, irrelevance, score = scores(asked, full, value)
+            if value is None:  # the stored outcomes themselves, on the same questions
+                same = [full[r["question"]] for r in asked if r["question"] in full]
+                calls, irrelevance, score = balanced(same)
+            else:
+                calls, irrelevance, score = scores(asked, full, value)
             line += [cell(score), f"{100 * calls.value:.1f}", f"{100 * irrelevance.value:.1f}"]
     header = ["min_call_confidence"] + [
         f"{half} {what}" for half in ("tune", "validate")
@@ -183,7 +188,7 @@ def section(model: str, rows: Sequence[Row]) -> list[str]:
     tune = [r for r in rows if r["half"] == "tune"]
     if tune:
         choice = best(tune, *full_run(model, "tune"))
-        lines.append(f"The rule's choice, from the tune half alone: {choice:.1f}.")
+        lines.append(f"The rule's choice, from the tune half alone: {choice:g}.")
     return [*lines, ""]
 
 
