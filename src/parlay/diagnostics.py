@@ -35,8 +35,8 @@ class Diagnostics:
     # The engine's rules that acted on this reply, in order (`parlay.engine.checks.rules`).
     rules: tuple[str, ...] = ()
     # Where the first reply wrote its kind under a grammar, the share of the model's weight
-    # on answering in words rather than calling (`parlay.engine.checks.confidence`); None when the
-    # backend reported no alternatives there.
+    # on answering in words rather than calling (`parlay.engine.checks.confidence`); None
+    # when the backend reported no alternatives there.
     answer_share: float | None = None
     # Tools the model called that were not offered: their calls were dropped
     # (`parlay.backends.offered`), and a reply left with none became a plain answer.
