@@ -186,9 +186,10 @@ def section(model: str, rows: Sequence[Row]) -> list[str]:
     ]  # fmt: skip
     lines = [f"## {model} ({', '.join(counts)})", "", markdown_table(header, table), ""]
     tune = [r for r in rows if r["half"] == "tune"]
-    if tune:
-        choice = best(tune, *full_run(model, "tune"))
-        lines.append(f"The rule's choice, from the tune half alone: {choice:g}.")
+    full, lowest = full_run(model, "tune")
+    if tune := [r for r in tune if r["question"] in full]:
+        choice = best(tune, full, lowest)
+        lines.append(f"The rule's choice, from {len(tune)} tune questions alone: {choice:g}.")
     return [*lines, ""]
 
 
