@@ -33,7 +33,7 @@ from bench.bfcl.data import DEV_CATEGORIES, Question
 from bench.bfcl.dev import N_CTX
 from bench.bfcl.models import models
 from bench.bfcl.outcome import Reply, judge
-from bench.bfcl.pages import balanced, cell
+from bench.bfcl.pages import balanced, cell, run_of
 from bench.bfcl.split import Half, interleave, select
 from bench.bfcl.stats import Share
 from bench.bfcl.systems import Counted, Setup, parlay_system
@@ -140,13 +140,11 @@ def right_under(row: Row, confidence: float, stored: Row) -> bool:
     return bool(stored["right"])
 
 
-def full_run(model: str, half: str) -> tuple[dict[str, Row], float]:
-    """The full run's outcomes by question, and the lowest value derived from it."""
+def full_run(dev: Sequence[Row], model: str, half: str) -> tuple[dict[str, Row], float]:
+    """The full run's outcomes by question (from the dev store's rows), and the lowest
+    value derived from it."""
     system, tag, lowest = FULL_RUNS[(model, half)]
-    rows = [json.loads(line) for line in DEV_STORE.read_text().splitlines() if line.strip()]
-    key = (model, system, tag, half)
-    found = (r for r in rows if (r["model"], r["system"], r.get("tag"), r["half"]) == key)
-    return {r["question"]: r for r in found}, lowest
+    return run_of(dev, model, half, system, tag), lowest
 
 
 def scores(rows: Sequence[Row], full: dict[str, Row], value: float) -> tuple[Share, ...]:
@@ -162,13 +160,13 @@ def best(rows: Sequence[Row], full: dict[str, Row], lowest: float) -> float:
     return max(values, key=lambda v: (scores(rows, full, v)[2].value, -v))
 
 
-def section(model: str, rows: Sequence[Row]) -> list[str]:
+def section(model: str, rows: Sequence[Row], dev: Sequence[Row]) -> list[str]:
     table: list[list[object]] = [[f"{v:g}"] for v in KNOB]
     table.append(["as the full run ran"])
     counts = []
-    for half in ("tune", "validate"):
+    runs = {half: full_run(dev, model, half) for half in ("tune", "validate")}
+    for half, (full, lowest) in runs.items():
         asked = [r for r in rows if r["half"] == half]
-        full, lowest = full_run(model, half)
         counts.append(f"{half} n={sum(r['question'] in full for r in asked)}")
         for line, value in zip(table, (*KNOB, None), strict=True):
             if not asked or (value is not None and value < lowest):
@@ -185,9 +183,8 @@ def section(model: str, rows: Sequence[Row]) -> list[str]:
         for what in ("balanced (95 %)", "calls right", "irrelevance right")
     ]  # fmt: skip
     lines = [f"## {model} ({', '.join(counts)})", "", markdown_table(header, table), ""]
-    tune = [r for r in rows if r["half"] == "tune"]
-    full, lowest = full_run(model, "tune")
-    if tune := [r for r in tune if r["question"] in full]:
+    full, lowest = runs["tune"]
+    if tune := [r for r in rows if r["half"] == "tune" and r["question"] in full]:
         choice = best(tune, full, lowest)
         lines.append(f"The rule's choice, from {len(tune)} tune questions alone: {choice:g}.")
     return [*lines, ""]
@@ -196,8 +193,9 @@ def section(model: str, rows: Sequence[Row]) -> list[str]:
 def render(rows: Sequence[Row]) -> str:
     lines = ["# The knob: how sure a model must be to call, by value", ""]
     lines += [" ".join((__doc__ or "").split("\n\n")[1].split()), ""]
+    dev = load(DEV_STORE)
     for model in sorted({r["model"] for r in rows}):
-        lines += section(model, [r for r in rows if r["model"] == model])
+        lines += section(model, [r for r in rows if r["model"] == model], dev)
     return "\n".join(lines)
 
 

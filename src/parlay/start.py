@@ -33,8 +33,8 @@ EMBEDDED_RESTATE_REQUEST = False
 # stop 24).
 EMBEDDED_ACTION_FORMAT = "json"
 # `PromptedBackend.min_call_confidence` for it, set by the rule every model's is: the
-# floor with the best balanced score on the tune half of the development benchmark,
-# read from the model's own first replies (bench/results/bfcl-knob.md).
+# value with the best balanced score on the tune half of the development benchmark,
+# derived from the model's first replies and a full run (bench/results/bfcl-knob.md).
 EMBEDDED_MIN_CALL_CONFIDENCE = 0.5
 
 

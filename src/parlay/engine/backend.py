@@ -66,10 +66,10 @@ class PromptedBackend:
     - `restate_request`: see `ContractOptions`.
     - `check_values`: switch the value rules (`contract.grounding`) on or off; None: as shipped.
     - `min_call_confidence`: the one knob trading calls for abstentions. Under `auto`
-      and a grammar, a call goes out only when the model was at least this sure of it:
-      of calling rather than answering, where the format writes a reply's kind
-      (`checks.confidence`, first replies), and of the tool it names, at each token of the
-      name (`checks.confidence`). Below it the model is asked for words. 0: off.
+      and a grammar, a call goes out only when the model was at least this sure of it
+      (`checks.confidence`): of calling rather than answering, where the format writes
+      a reply's kind (first replies), and of the tool it names, at each token of the
+      name. Below it the model is asked for words. 0: off.
     - `max_tokens`: each attempt's budget when the request sets none.
     - `checks`, `rules_off`: the checks a reply passes, in order, and rules switched off.
     - `repetition`: stop an attempt caught in a loop (`RepetitionLimit`; None: off).

@@ -254,7 +254,8 @@ def _unsure_share(turn: Turn) -> float | None:
 
 def forced_choice(turn: Turn, attempt: Attempt) -> NameChoice | None:
     """The first call, when every call of the reply was forced on the model by the
-    grammar (see `forced`); a reply that also makes a call of its own choosing stands."""
+    grammar (`checks.confidence.name_choices` below `min_call_confidence`); a reply that
+    also makes a call of its own choosing stands."""
     calls, least = attempt.parsed.calls, turn.settings.min_call_confidence
     choices = name_choices(attempt.tokens, calls, [spec.name for spec in turn.contract.tools])
     forced = calls and len(choices) == len(calls) and all(c.share < least for c in choices)

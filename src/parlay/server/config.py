@@ -98,10 +98,10 @@ class ServerConfig:
             )
 
     def _check_engine_and_limits(self) -> None:
-        share = self.min_call_confidence
-        if share is not None and not 0 <= share <= 1:
+        confidence = self.min_call_confidence
+        if confidence is not None and not 0 <= confidence <= 1:
             raise ConfigurationError(
-                f"min call confidence {share} is not between 0 and 1 (0 switches it off)"
+                f"min call confidence {confidence} is not between 0 and 1 (0 switches it off)"
             )
         unknown = unknown_rules(self.rules_off)
         if unknown:
