@@ -26,7 +26,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from bench._table import markdown_table
 from bench.bfcl.data import DEV_CATEGORIES, Question
@@ -57,6 +57,11 @@ FULL_RUNS = {
     ("smollm2", "validate"): ("parlay", "issue38", 0.1),
     ("qwen", "tune"): ("parlay:typed", "stop23", 0.5),
     ("qwen", "validate"): ("parlay", "issue38", 0.75),
+}
+# Real runs of the engine with the knob at the rule's value, which the derived figures are
+# checked against: (system, tag, the value it ran at).
+CHECK_RUNS = {
+    ("smollm2", "validate"): ("parlay", "issue38knob", 0.5),
 }
 Row = dict[str, Any]
 
@@ -147,6 +152,50 @@ def full_run(dev: Sequence[Row], model: str, half: str) -> tuple[dict[str, Row],
     return run_of(dev, model, half, system, tag), lowest
 
 
+class CheckRun(NamedTuple):
+    """A real run at the rule's value (`CHECK_RUNS`): its outcomes by question."""
+
+    outcomes: dict[str, Row]
+    tag: str
+    value: float
+
+    @property
+    def label(self) -> str:
+        return f"run at {self.value:g} ({self.tag})"
+
+    def cells(self, asked: Sequence[Row], full: dict[str, Row]) -> list[object]:
+        """Its own outcomes, on the questions the derived rows score."""
+        same = [self.outcomes[q] for q in _questions(asked, full) if q in self.outcomes]
+        return _cells(*balanced(same)) if same else ["—"] * 3
+
+    def agreement(self, half: str, asked: Sequence[Row], full: dict[str, Row]) -> str:
+        """How often the outcome derived at its value is the run's own."""
+        both = [r for r in asked if r["question"] in full and r["question"] in self.outcomes]
+        same = sum(
+            right_under(r, self.value, full[r["question"]]) == self.outcomes[r["question"]]["right"]
+            for r in both
+        )
+        return (
+            f"Derived against the {self.label}, {half} half: the same outcome for {same} of "
+            f"{len(both)} questions."
+        )
+
+
+def check_run(dev: Sequence[Row], model: str, half: str) -> CheckRun | None:
+    if (found := CHECK_RUNS.get((model, half))) is None:
+        return None
+    system, tag, value = found
+    return CheckRun(run_of(dev, model, half, system, tag), tag, value)
+
+
+def _questions(asked: Sequence[Row], full: dict[str, Row]) -> list[str]:
+    return [r["question"] for r in asked if r["question"] in full]
+
+
+def _cells(calls: Share, irrelevance: Share, score: Share) -> list[object]:
+    return [cell(score), f"{100 * calls.value:.1f}", f"{100 * irrelevance.value:.1f}"]
+
+
 def scores(rows: Sequence[Row], full: dict[str, Row], value: float) -> tuple[Share, ...]:
     """Calls right, live_irrelevance right and balanced, on the questions of both."""
     asked = [r for r in rows if r["question"] in full]
@@ -161,28 +210,31 @@ def best(rows: Sequence[Row], full: dict[str, Row], lowest: float) -> float:
 
 
 def section(model: str, rows: Sequence[Row], dev: Sequence[Row]) -> list[str]:
+    halves = ("tune", "validate")
+    checks = {h: c for h in halves if (c := check_run(dev, model, h)) is not None}
     table: list[list[object]] = [[f"{v:g}"] for v in KNOB]
-    table.append(["as the full run ran"])
-    counts = []
-    runs = {half: full_run(dev, model, half) for half in ("tune", "validate")}
+    table += [["as the full run ran"], *([c.label] for c in checks.values())]
+    counts, agreement = [], []
+    runs = {half: full_run(dev, model, half) for half in halves}
     for half, (full, lowest) in runs.items():
         asked = [r for r in rows if r["half"] == half]
-        counts.append(f"{half} n={sum(r['question'] in full for r in asked)}")
-        for line, value in zip(table, (*KNOB, None), strict=True):
-            if not asked or (value is not None and value < lowest):
-                line += ["—"] * 3
-                continue
-            if value is None:  # the stored outcomes themselves, on the same questions
-                same = [full[r["question"]] for r in asked if r["question"] in full]
-                calls, irrelevance, score = balanced(same)
-            else:
-                calls, irrelevance, score = scores(asked, full, value)
-            line += [cell(score), f"{100 * calls.value:.1f}", f"{100 * irrelevance.value:.1f}"]
+        counts.append(f"{half} n={len(_questions(asked, full))}")
+        for line, value in zip(table, KNOB, strict=False):
+            derived = bool(asked) and value >= lowest
+            line += _cells(*scores(asked, full, value)) if derived else ["—"] * 3
+        # The stored outcomes themselves, on the same questions.
+        same = [full[q] for q in _questions(asked, full)]
+        table[len(KNOB)] += _cells(*balanced(same)) if same else ["—"] * 3
+        for line, (checked, run) in zip(table[len(KNOB) + 1 :], checks.items(), strict=True):
+            line += run.cells(asked, full) if checked == half else ["—"] * 3
+        if half in checks:
+            agreement += [checks[half].agreement(half, asked, full), ""]
     header = ["min_call_confidence"] + [
         f"{half} {what}" for half in ("tune", "validate")
         for what in ("balanced (95 %)", "calls right", "irrelevance right")
     ]  # fmt: skip
     lines = [f"## {model} ({', '.join(counts)})", "", markdown_table(header, table), ""]
+    lines += agreement
     full, lowest = runs["tune"]
     if tune := [r for r in rows if r["half"] == "tune" and r["question"] in full]:
         choice = best(tune, full, lowest)

@@ -67,3 +67,24 @@ def test_before_and_after_are_compared_on_the_questions_both_answered() -> None:
     assert "(22 questions)" in page
     assert "| after (issue 38) | 100.0" in page and "| 1.00 |" in page
     assert "| before (stop 23, typed) | 0.0" in page
+
+
+def test_a_real_run_at_the_knobs_value_is_shown_with_how_often_the_derivation_agreed() -> None:
+    rows = [
+        {**first_reply("live_irrelevance", [0.3], 0.2), "half": "validate"},
+        {**first_reply("simple_python", [0.9], 0.1), "half": "validate"},
+    ]
+    full = {r["question"]: {"right": False} for r in rows}
+    # Derived at 0.5: the unsure call abstains (right), the sure one keeps the full run's
+    # wrong outcome. The real run called where no tool fits and got the other right.
+    real = {
+        rows[0]["question"]: {"category": "live_irrelevance", "right": False},
+        rows[1]["question"]: {"category": "simple_python", "right": True},
+    }
+    run = knob.CheckRun(real, "t", 0.5)
+    assert run.label == "run at 0.5 (t)"
+    assert run.agreement("validate", rows, full).endswith("the same outcome for 0 of 2 questions.")
+    cells = run.cells(rows, full)
+    assert cells[1:] == ["100.0", "0.0"]  # calls right, irrelevance right: the run's own
+    real[rows[0]["question"]] = {"category": "live_irrelevance", "right": True}
+    assert "for 1 of 2" in run.agreement("validate", rows, full)
