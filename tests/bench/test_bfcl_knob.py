@@ -88,3 +88,18 @@ def test_a_real_run_at_the_knobs_value_is_shown_with_how_often_the_derivation_ag
     assert cells[1:] == ["100.0", "0.0"]  # calls right, irrelevance right: the run's own
     real[rows[0]["question"]] = {"category": "live_irrelevance", "right": True}
     assert "for 1 of 2" in run.agreement("validate", rows, full)
+
+
+def test_a_lower_value_is_derived_only_from_the_questions_asked_again_at_it(monkeypatch) -> None:
+    def outcome(system: str, tag: str, question: str, right: bool) -> dict:
+        return {"model": "m", "half": "validate", "system": system, "tag": tag,
+                "question": question, "category": "simple_python", "right": right}  # fmt: skip
+
+    dev = [outcome("parlay", "full", "q1", False), outcome("parlay", "full", "q2", True)]
+    dev.append(outcome("parlay:lower", "patch", "q1", True))
+    monkeypatch.setitem(knob.FULL_RUNS, ("m", "validate"), ("parlay", "full", 0.75))
+    monkeypatch.setitem(knob.PATCH_RUNS, ("m", "validate"), ("parlay:lower", "patch", 0.7))
+    full, lowest = knob.full_run(dev, "m", "validate")
+    assert lowest == 0.7 and {q: o["right"] for q, o in full.items()} == {"q1": True, "q2": True}
+    ran, lowest = knob.full_run(dev, "m", "validate", patched=False)
+    assert lowest == 0.75 and ran["q1"]["right"] is False

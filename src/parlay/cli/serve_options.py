@@ -89,7 +89,7 @@ MinCallConfidenceOpt = Annotated[
         max=1.0,
         help="Engine: under tool_choice auto, a call goes out only when the model was at "
         "least this sure of calling and of the tool it names; else it is asked for words "
-        "(default 0.75; 0 switches it off; env PARLAY_SERVE_MIN_CALL_CONFIDENCE)",
+        "(default 0.7; 0 switches it off; env PARLAY_SERVE_MIN_CALL_CONFIDENCE)",
     ),
 ]
 
