@@ -154,17 +154,23 @@ def right_under(row: Row, confidence: float, stored: Row) -> bool:
     return bool(stored["right"])
 
 
-def full_run(
-    dev: Sequence[Row], model: str, half: str, *, patched: bool = True
-) -> tuple[dict[str, Row], float]:
-    """The full run's outcomes by question (from the dev store's rows), and the lowest
-    value derived from them; `patched`: with the outcomes of its `PATCH_RUNS`."""
+class FullRun(NamedTuple):
+    """A full run's outcomes by question as it ran, the outcomes values are derived from
+    (its `PATCH_RUNS` in), and the lowest value they can be derived for."""
+
+    ran: dict[str, Row]
+    outcomes: dict[str, Row]
+    lowest: float
+
+
+def full_run(dev: Sequence[Row], model: str, half: str) -> FullRun:
+    """The full run of `FULL_RUNS` and its patch, from the dev store's rows."""
     system, tag, lowest = FULL_RUNS[(model, half)]
-    full = run_of(dev, model, half, system, tag)
-    if patched and (patch := PATCH_RUNS.get((model, half))) is not None:
-        system, tag, lowest = patch
-        full |= run_of(dev, model, half, system, tag)
-    return full, lowest
+    ran = run_of(dev, model, half, system, tag)
+    if (patch := PATCH_RUNS.get((model, half))) is None:
+        return FullRun(ran, ran, lowest)
+    system, tag, lowest = patch
+    return FullRun(ran, ran | run_of(dev, model, half, system, tag), lowest)
 
 
 class CheckRun(NamedTuple):
@@ -185,7 +191,7 @@ class CheckRun(NamedTuple):
 
     def agreement(self, half: str, asked: Sequence[Row], full: dict[str, Row]) -> str:
         """How often the outcome derived at its value is the run's own."""
-        both = [r for r in asked if r["question"] in full and r["question"] in self.outcomes]
+        both = [r for r in asked if r["question"] in full.keys() & self.outcomes.keys()]
         same = sum(
             right_under(r, self.value, full[r["question"]]) == self.outcomes[r["question"]]["right"]
             for r in both
@@ -231,15 +237,14 @@ def section(model: str, rows: Sequence[Row], dev: Sequence[Row]) -> list[str]:
     table += [["as the full run ran"], *([c.label] for c in checks.values())]
     counts, agreement = [], []
     runs = {half: full_run(dev, model, half) for half in halves}
-    for half, (full, lowest) in runs.items():
+    for half, (ran, full, lowest) in runs.items():
         asked = [r for r in rows if r["half"] == half]
         counts.append(f"{half} n={len(_questions(asked, full))}")
         for line, value in zip(table, KNOB, strict=False):
             derived = bool(asked) and value >= lowest
             line += _cells(*scores(asked, full, value)) if derived else ["—"] * 3
         # The full run's outcomes as it ran, on the same questions.
-        ran = full_run(dev, model, half, patched=False)[0]
-        same = [ran[q] for q in _questions(asked, full)]
+        same = [ran[q] for q in _questions(asked, full) if q in ran]
         table[len(KNOB)] += _cells(*balanced(same)) if same else ["—"] * 3
         for line, (checked, run) in zip(table[len(KNOB) + 1 :], checks.items(), strict=True):
             line += run.cells(asked, full) if checked == half else ["—"] * 3
@@ -251,7 +256,7 @@ def section(model: str, rows: Sequence[Row], dev: Sequence[Row]) -> list[str]:
     ]  # fmt: skip
     lines = [f"## {model} ({', '.join(counts)})", "", markdown_table(header, table), ""]
     lines += agreement
-    full, lowest = runs["tune"]
+    _, full, lowest = runs["tune"]
     if tune := [r for r in rows if r["half"] == "tune" and r["question"] in full]:
         choice = best(tune, full, lowest)
         lines.append(f"The rule's choice, from {len(tune)} tune questions alone: {choice:g}.")
