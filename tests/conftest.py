@@ -4,6 +4,7 @@ plain chat model that stops where it is told."""
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import AsyncIterator, Sequence
 
 import pytest
@@ -13,6 +14,16 @@ from parlay.backends.local import LlamaServer, smollm2_path
 from parlay.backends.openai import OpenAIBackend
 from parlay.events import Event, Finish, FinishReason, TextDelta
 from parlay.request import ChatRequest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The run sees only what the README installs, never what this machine kept from
+    earlier work: a model parlay once assembled in the user's cache (Qwen's file, built
+    from its packages) would make a test pass here and fail on a fresh machine. The
+    variables reach every subprocess the tests start (the CLI, `parlay serve`)."""
+    isolated = tempfile.mkdtemp(prefix="parlay-test-home-")
+    os.environ["PARLAY_CACHE_DIR"] = os.path.join(isolated, "cache")
+    os.environ["PARLAY_LOG_DB"] = os.path.join(isolated, "logs.db")
 
 
 @pytest.fixture(scope="session")
