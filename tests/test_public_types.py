@@ -19,6 +19,7 @@ PUBLIC = {
     "start_session", "Session", "SessionToolCallingProtocol", "ModelOutputThunk",
     "Context", "ContextDiff", "Turn", "Component", "Instruction",
     "Message", "SystemMessage", "UserMessage", "AssistantMessage", "ToolCall", "ToolResult",
+    "Image",
     "tool", "Tool", "Toolbox", "MCPTools",
     "Store", "TurnRecorder", "TurnObserver", "CompletedTurn",
     "BranchTree", "compare", "Comparison", "replay_all", "areplay_all",

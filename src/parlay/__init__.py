@@ -65,6 +65,7 @@ from parlay.events import (
     ToolCallStart,
     Usage,
 )
+from parlay.image import Image
 from parlay.observers import CompletedTurn, TurnObserver
 from parlay.replay import areplay_all, replay_all
 from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice, ToolSpec
@@ -115,6 +116,7 @@ __all__ = [
     "Event",
     "Finish",
     "GenerationOptions",
+    "Image",
     "Instruction",
     "InvalidRequestError",
     "LocalBackend",

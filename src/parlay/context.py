@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from attrs import field, frozen
+
+from parlay.image import Image
 
 if TYPE_CHECKING:
     from parlay.turns import ContextDiff, Turn
@@ -23,6 +25,10 @@ def new_call_id() -> str:
 
 
 def _calls_tuple(value: Any) -> tuple[ToolCall, ...]:
+    return tuple(value)
+
+
+def _images_tuple(value: Any) -> tuple[Image, ...]:
     return tuple(value)
 
 
@@ -38,8 +44,23 @@ class SystemMessage:
 
 @frozen
 class UserMessage:
+    """What the user said: text, and any images after it."""
+
     content: str
+    images: tuple[Image, ...] = field(default=(), converter=_images_tuple)
     role = "user"
+
+    @classmethod
+    def of(cls, parts: str | Iterable[str | Image]) -> UserMessage:
+        """A message from a str, or from texts and `Image`s (texts joined by newlines)."""
+        if isinstance(parts, str):
+            return cls(parts)
+        items = list(parts)
+        texts = [p for p in items if isinstance(p, str)]
+        images = [p for p in items if isinstance(p, Image)]
+        if len(texts) + len(images) != len(items):
+            raise TypeError("a user message is made of str and parlay.Image parts only")
+        return cls("\n".join(texts), tuple(images))
 
 
 @frozen
@@ -75,6 +96,8 @@ class ToolResult:
     output: str = ""
     error: str | None = None
     value: Any = field(default=None, eq=False, repr=False)
+    # Images the tool gave beside its text (a screenshot, a file it read).
+    images: tuple[Image, ...] = field(default=(), converter=_images_tuple)
     role = "tool"
 
     @property

@@ -345,7 +345,7 @@ MALFORMED: list[tuple[str, Any]] = [
     ("an unknown item", {"model": "m", "input": [{"type": "hologram"}]}),
     ("a tool role", {"model": "m", "input": [{"role": "tool", "content": "x"}]}),
     (
-        "an image part",
+        "an image part whose URL is neither http(s) nor data:",
         {
             "model": "m",
             "input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}],

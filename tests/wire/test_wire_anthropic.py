@@ -164,7 +164,7 @@ def test_decode_tool_choice(raw: Any, expected: ToolChoice) -> None:
                 "max_tokens": 1,
                 "messages": [{"role": "user", "content": [{"type": "image"}]}],
             },
-            "text and tool_result",
+            "content[0].source` is required",
         ),
         (
             {"model": "m", "max_tokens": 1, "messages": [{"role": "tool", "content": "x"}]},

@@ -146,7 +146,7 @@ def test_decode_tool_choice(raw: Any, expected: ToolChoice) -> None:
         ),
         (
             {"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
-            "text parts only",
+            "content[0].image_url` is required",
         ),
         ({"model": "m", "messages": [{"role": "wizard", "content": "x"}]}, "`messages[0].role`"),
         (body(temperature="hot"), "`temperature` must be"),

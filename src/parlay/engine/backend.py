@@ -24,6 +24,7 @@ from parlay.engine.checks.refusal import DEFAULT_REFUSALS, RefusalPhrases
 from parlay.engine.checks.results_answer import results_answer
 from parlay.engine.checks.retry import DEFAULT_CHECKS, Check
 from parlay.engine.checks.rules import unknown_rules
+from parlay.engine.contract.images import text_only
 from parlay.engine.contract.pieces import DEFAULT_MAX_RESULT_CHARS
 from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import has_tool_activity
@@ -73,6 +74,8 @@ class PromptedBackend:
     - `max_tokens`: each attempt's budget when the request sets none.
     - `checks`, `rules_off`: the checks a reply passes, in order, and rules switched off.
     - `repetition`: stop an attempt caught in a loop (`RepetitionLimit`; None: off).
+    - `images`: "placeholder" (each image becomes a line saying an image was there and
+      that this model reads text only) or "refuse" (an `InvalidRequestError`).
 
     The defaults and what they cost: bench/results/bfcl-dev.md.
     """
@@ -98,6 +101,7 @@ class PromptedBackend:
         repetition: RepetitionLimit | None = RepetitionLimit(),  # noqa: B008 (frozen)
         rules_off: Iterable[str] = (),
         checks: Iterable[Check] = DEFAULT_CHECKS,
+        images: str = "placeholder",
     ) -> None:
         # The arguments as given, so `configure` changes some and keeps the rest.
         self._arguments: dict[str, Any] = {
@@ -144,6 +148,7 @@ class PromptedBackend:
 
     async def count_tokens(self, request: ChatRequest) -> TokenCount:
         """The tokens of the rendered contract the inner model is sent for `request`."""
+        request = text_only(request, self.options)
         if not request.tools and not has_tool_activity(request.messages):
             return await count_tokens(self.inner, request)
         constrained = self.settings.uses_constraint(request)
@@ -155,6 +160,7 @@ class PromptedBackend:
         return offered_calls_only(self._stream(request), offered_names(request))
 
     async def _stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        request = text_only(request, self.options)  # the inner model reads text only
         if not request.tools and not has_tool_activity(request.messages):
             async for event in self.inner.stream(request):
                 yield event

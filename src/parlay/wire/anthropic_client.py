@@ -20,6 +20,7 @@ from parlay.events import (
 )
 from parlay.request import ChatRequest, ToolChoice, ToolSpec
 from parlay.wire.arguments import parse_arguments
+from parlay.wire.images import anthropic_block
 
 DEFAULT_MAX_TOKENS = 1024
 
@@ -72,7 +73,9 @@ def encode_messages(request: ChatRequest) -> tuple[str, list[dict[str, Any]]]:
         if isinstance(message, SystemMessage):
             system.append(message.content)
         elif isinstance(message, UserMessage):
-            add("user", [{"type": "text", "text": message.content}])
+            shown = message.content or not message.images  # no empty text beside an image
+            text = [{"type": "text", "text": message.content}] if shown else []
+            add("user", text + [anthropic_block(i) for i in message.images])
         elif isinstance(message, AssistantMessage):
             add("assistant", _assistant_blocks(message))
         elif isinstance(message, ToolResult):
@@ -92,10 +95,15 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
 
 
 def _result_block(message: ToolResult) -> dict[str, Any]:
+    text = message.error if message.is_error else message.output
+    content: str | list[dict[str, Any]] = text or ""
+    if message.images:  # Anthropic takes images inside a tool_result
+        blocks = [{"type": "text", "text": text}] if text else []
+        content = blocks + [anthropic_block(i) for i in message.images]
     block: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": message.call_id,
-        "content": message.error if message.is_error else message.output,
+        "content": content,
     }
     if message.is_error:
         block["is_error"] = True

@@ -17,6 +17,7 @@ from parlay.context import (
     UserMessage,
 )
 from parlay.errors import InvalidRequestError
+from parlay.image import Image
 from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice, ToolSpec
 from parlay.wire._check import (
     bounded_int,
@@ -26,6 +27,7 @@ from parlay.wire._check import (
     flag,
     stop_list,
 )
+from parlay.wire.images import from_anthropic
 from parlay.wire.validate import DEFAULT_LIMITS, Limits, check_count, check_schema, check_tools
 
 
@@ -43,22 +45,28 @@ def _block_text(block: Mapping[str, Any], where: str) -> str:
     return str(field(block, "text", str, where=where, required=True))
 
 
-def _result_text(content: Any, where: str) -> str:
-    """A tool_result's content: a string or an array of text blocks."""
+def _result_content(content: Any, where: str) -> tuple[str, tuple[Image, ...]]:
+    """A tool_result's content: a string, or an array of text and image blocks."""
     if content is None:
-        return ""
+        return "", ()
     if isinstance(content, str):
-        return content
+        return content, ()
     if isinstance(content, list):
         parts: list[str] = []
+        images: list[Image] = []
         for i, block in enumerate(content):
-            if not isinstance(block, Mapping) or block.get("type") != "text":
+            kind = block.get("type") if isinstance(block, Mapping) else None
+            if kind == "image":
+                images.append(from_anthropic(block, f"{where}[{i}]"))
+                continue
+            if kind != "text":
                 raise InvalidRequestError(
-                    f"`{where}[{i}]` must be a text block: this server reads text results only"
+                    f"`{where}[{i}]` must be a text or image block: this server reads "
+                    "text and image results"
                 )
             parts.append(_block_text(block, f"{where}[{i}]"))
-        return "\n".join(parts)
-    raise InvalidRequestError(f"`{where}` must be a string or an array of text blocks")
+        return "\n".join(parts), tuple(images)
+    raise InvalidRequestError(f"`{where}` must be a string or an array of content blocks")
 
 
 def _blocks(content: Any, where: str) -> list[Mapping[str, Any]]:
@@ -155,23 +163,26 @@ def _user_turn(blocks: list[Mapping[str, Any]], where: str, names: dict[str, str
     """A user turn: its tool results, then its text as one message."""
     out: list[Message] = []
     texts: list[str] = []
+    images: list[Image] = []
     for bw, kind, block in _each_block(blocks, where):
         if kind == "text":
             texts.append(_block_text(block, bw))
         elif kind == "tool_result":
             call_id = field(block, "tool_use_id", str, where=bw, required=True)
             name = called_tool(names, call_id, f"{bw}.tool_use_id", "tool_use block")
-            text = _result_text(block.get("content"), f"{bw}.content")
+            text, shown = _result_content(block.get("content"), f"{bw}.content")
             if field(block, "is_error", bool, where=bw):
-                out.append(ToolResult(call_id, name, error=text or "the tool failed"))
+                out.append(ToolResult(call_id, name, error=text or "the tool failed", images=shown))
             else:
-                out.append(ToolResult(call_id, name, text))
+                out.append(ToolResult(call_id, name, text, images=shown))
+        elif kind == "image":
+            images.append(from_anthropic(block, bw))
         else:
             raise InvalidRequestError(
-                f"`{bw}.type` is {kind!r}: this server reads text and tool_result blocks"
+                f"`{bw}.type` is {kind!r}: this server reads text, image and tool_result blocks"
             )
-    if texts:
-        out.append(UserMessage("\n".join(texts)))
+    if texts or images:
+        out.append(UserMessage("\n".join(texts), tuple(images)))
     return out
 
 

@@ -29,6 +29,7 @@ from parlay.events import (
 )
 from parlay.request import ChatRequest, GenerationOptions, ToolChoice, ToolSpec
 from parlay.wire.arguments import parse_arguments
+from parlay.wire.images import chat_part
 
 FINISH_REASONS: dict[str, FinishReason] = {
     "stop": "stop",
@@ -39,16 +40,46 @@ FINISH_REASONS: dict[str, FinishReason] = {
 }
 
 
+# What stands before the images of tool results, in the user message that carries them.
+RESULT_IMAGES_NOTE = "The images the tool results above returned:"
+
+
 def encode_message(message: Message) -> dict[str, Any]:
     if isinstance(message, SystemMessage):
         return {"role": "system", "content": message.content}
     if isinstance(message, UserMessage):
+        if message.images:
+            parts = [{"type": "text", "text": message.content}] if message.content else []
+            return {"role": "user", "content": parts + [chat_part(i) for i in message.images]}
         return {"role": "user", "content": message.content}
     if isinstance(message, AssistantMessage):
         return assistant_json(message.content, message.tool_calls)
     if isinstance(message, ToolResult):
         return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
     raise TypeError(f"not a message: {message!r}")
+
+
+def encode_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The messages in chat-completions form. A `tool` message holds text only (OpenAI
+    refuses an image there), so the images of a run of tool results go in one user
+    message right after the run, as other gateways do: a user message between two tool
+    messages would part results from the calls they answer."""
+    out: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for message in messages:
+        if not isinstance(message, ToolResult) and pending:
+            out.append(_result_images(pending))
+            pending = []
+        out.append(encode_message(message))
+        if isinstance(message, ToolResult):
+            pending += [chat_part(i) for i in message.images]
+    if pending:
+        out.append(_result_images(pending))
+    return out
+
+
+def _result_images(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": RESULT_IMAGES_NOTE}, *parts]}
 
 
 def encode_tool(spec: ToolSpec) -> dict[str, Any]:
@@ -65,7 +96,7 @@ def encode_tool_choice(choice: ToolChoice) -> str | dict[str, Any]:
 
 
 def encode_request(request: ChatRequest, *, model: str | None, stream: bool) -> dict[str, Any]:
-    body: dict[str, Any] = {"messages": [encode_message(m) for m in request.messages]}
+    body: dict[str, Any] = {"messages": encode_messages(request.messages)}
     chosen = request.model or model
     if chosen:
         body["model"] = chosen

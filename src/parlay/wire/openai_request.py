@@ -18,6 +18,7 @@ from parlay.context import (
     UserMessage,
 )
 from parlay.errors import InvalidRequestError
+from parlay.image import Image
 from parlay.request import (
     MAX_TOP_LOGPROBS,
     ChatRequest,
@@ -35,6 +36,7 @@ from parlay.wire._check import (
     stop_list,
 )
 from parlay.wire.arguments import parse_arguments
+from parlay.wire.images import from_chat, from_responses
 from parlay.wire.validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -58,27 +60,42 @@ class OpenAIRequest:
 
 
 def _content_text(content: Any, where: str) -> str:
-    """Message content: a string, or an array of parts of which only text is understood."""
+    """Message content that holds text only (system and assistant turns)."""
+    text, images = content_parts(content, where)
+    if images:
+        raise InvalidRequestError(f"`{where}` holds an image: images go in user messages")
+    return text
+
+
+def content_parts(content: Any, where: str) -> tuple[str, tuple[Image, ...]]:
+    """Message content: a string, or an array of text and image parts (chat completions'
+    `image_url`, Responses' `input_image`), the text joined and the images after it."""
     if content is None:
-        return ""
+        return "", ()
     if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts: list[str] = []
-        for i, part in enumerate(content):
-            if not isinstance(part, Mapping):
-                raise InvalidRequestError(f"`{where}[{i}]` must be a content part object")
-            kind = part.get("type")
-            if kind in ("text", "input_text", "output_text"):
-                texts.append(field(part, "text", str, where=f"{where}[{i}]", required=True))
-            elif kind == "refusal":
-                texts.append(str(part.get("refusal") or ""))
-            else:
-                raise InvalidRequestError(
-                    f"`{where}[{i}].type` is {kind!r}: this server reads text parts only"
-                )
-        return "".join(texts)
-    raise InvalidRequestError(f"`{where}` must be a string or an array of content parts")
+        return content, ()
+    if not isinstance(content, list):
+        raise InvalidRequestError(f"`{where}` must be a string or an array of content parts")
+    texts: list[str] = []
+    images: list[Image] = []
+    for i, part in enumerate(content):
+        if not isinstance(part, Mapping):
+            raise InvalidRequestError(f"`{where}[{i}]` must be a content part object")
+        kind = part.get("type")
+        if kind in ("text", "input_text", "output_text"):
+            texts.append(field(part, "text", str, where=f"{where}[{i}]", required=True))
+        elif kind == "refusal":
+            texts.append(str(part.get("refusal") or ""))
+        elif kind in _IMAGE_PARTS:
+            images.append(_IMAGE_PARTS[kind](part, f"{where}[{i}]"))
+        else:
+            raise InvalidRequestError(
+                f"`{where}[{i}].type` is {kind!r}: this server reads text and image parts"
+            )
+    return "".join(texts), tuple(images)
+
+
+_IMAGE_PARTS = {"image_url": from_chat, "input_image": from_responses}
 
 
 def _decode_call(raw: Any, where: str) -> ToolCall:
@@ -110,7 +127,7 @@ def decode_messages(raw_messages: Any) -> tuple[Message, ...]:
         if role in ("system", "developer"):
             out.append(SystemMessage(_content_text(raw.get("content"), f"{where}.content")))
         elif role == "user":
-            out.append(UserMessage(_content_text(raw.get("content"), f"{where}.content")))
+            out.append(UserMessage(*content_parts(raw.get("content"), f"{where}.content")))
         elif role == "assistant":
             raw_calls = field(raw, "tool_calls", list, where=where) or []
             calls = tuple(
@@ -124,8 +141,8 @@ def decode_messages(raw_messages: Any) -> tuple[Message, ...]:
             call_id = field(raw, "tool_call_id", str, where=where, required=True)
             holder = "assistant message's tool_calls"
             name = called_tool(names, call_id, f"{where}.tool_call_id", holder)
-            output = _content_text(raw.get("content"), f"{where}.content")
-            out.append(ToolResult(call_id, name, output))
+            output, images = content_parts(raw.get("content"), f"{where}.content")
+            out.append(ToolResult(call_id, name, output, images=images))
         else:
             raise InvalidRequestError(
                 f"`{where}.role` is {role!r}: use system, developer, user, assistant or tool"

@@ -36,6 +36,7 @@ from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolC
 from parlay.wire._check import bounded_int, bounded_number, called_tool, field, flag
 from parlay.wire.arguments import parse_arguments
 from parlay.wire.openai_request import _content_text as content_text
+from parlay.wire.openai_request import content_parts
 from parlay.wire.validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -293,17 +294,18 @@ class _History:
     def result(self, raw: Mapping[str, Any], where: str) -> None:
         call_id = field(raw, "call_id", str, where=where, required=True)
         name = called_tool(self.names, call_id, f"{where}.call_id", "`function_call` item")
-        output = raw.get("output")
-        text = output if isinstance(output, str) else content_text(output, f"{where}.output")
-        self.add(ToolResult(call_id, name, text))
+        # Codex's `view_image` answers with an `input_image` part in `output`.
+        text, images = content_parts(raw.get("output"), f"{where}.output")
+        self.add(ToolResult(call_id, name, text, images=images))
 
     def message(self, raw: Mapping[str, Any], where: str) -> None:
         role = field(raw, "role", str, where=where, required=True)
+        if role == "user":  # `codex exec -i` sends its images in the first one
+            self.add(UserMessage(*content_parts(raw.get("content"), f"{where}.content")))
+            return
         text = content_text(raw.get("content"), f"{where}.content")
         if role in ("system", "developer"):
             self.add(SystemMessage(text))
-        elif role == "user":
-            self.add(UserMessage(text))
         elif role == "assistant":
             self.add(AssistantMessage(text))
         else:

@@ -36,6 +36,17 @@ DEFAULT_MAX_RESULT_CHARS = 4000
 RESTATED_CHARS = 400
 
 
+# What becomes of an image for a model that reads text only (`contract.images`).
+ImageHandling = Literal["placeholder", "refuse"]
+IMAGE_HANDLINGS: tuple[ImageHandling, ...] = get_args(ImageHandling)
+
+
+def as_image_handling(value: str) -> ImageHandling:
+    if value not in IMAGE_HANDLINGS:
+        raise ConfigurationError(f"images {value!r} is not one of {', '.join(IMAGE_HANDLINGS)}")
+    return value  # type: ignore[return-value]
+
+
 def as_action_format(value: str) -> ActionFormat:
     """`value` as an action format, or a `ConfigurationError` naming the formats."""
     if value not in FORMATS:
@@ -56,6 +67,8 @@ class ContractOptions:
     # The continuation after tool results restates the user's request, so a model that
     # made one call of several sees what is left.
     restate_request: bool = True
+    # An image, for a model that reads text only: a placeholder in its place, or a refusal.
+    images: ImageHandling = field(default="placeholder", converter=as_image_handling)
 
 
 def render_template(options: ContractOptions, name: str, **variables: Any) -> str:
