@@ -8,6 +8,7 @@ import typer
 
 from parlay.cli.serve_options import (
     ActionFormatOpt,
+    BodyTimeoutOpt,
     ClientKeyOpt,
     HeaderTimeoutOpt,
     HostOpt,
@@ -51,6 +52,7 @@ def serve(
     workers: WorkersOpt = None,
     max_body_bytes: MaxBodyBytesOpt = None,
     header_timeout: HeaderTimeoutOpt = None,
+    body_timeout: BodyTimeoutOpt = None,
     threads: ThreadsOpt = None,
     log_level: LogLevelOpt = "info",
 ) -> None:
@@ -80,6 +82,7 @@ def serve(
             workers=workers,
             max_body_bytes=max_body_bytes,
             header_timeout=header_timeout,
+            body_timeout=body_timeout,
             threads=threads,
         )
     except ConfigurationError as exc:

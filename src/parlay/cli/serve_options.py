@@ -125,6 +125,15 @@ HeaderTimeoutOpt = Annotated[
     ),
 ]
 
+BodyTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="Seconds a client has to send a request's whole body once its headers are "
+        "in; then it gets a 408 and the connection is closed (default 10) "
+        "(env PARLAY_SERVE_BODY_TIMEOUT)"
+    ),
+]
+
 ThreadsOpt = Annotated[
     int | None,
     typer.Option(

@@ -21,7 +21,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -32,6 +32,7 @@ from parlay.events import Event
 from parlay.request import ChatRequest
 from parlay.server.errors import SHUTTING_DOWN, Failure, ProxyError, classify, log_failure
 from parlay.server.shutdown import drain_on_signals, mark_exited
+from parlay.server.slow_clients import DEFAULT_BODY_TIMEOUT
 from parlay.server.streaming import DRAIN, EventStream, Pump, cancel_on_disconnect, frames
 from parlay.server.wires import ANTHROPIC, OPENAI, RESPONSES, Wire, json_response, wire_for
 from parlay.wire import anthropic_server as anthropic_codec
@@ -45,19 +46,34 @@ THREAD_DECODE_BYTES = 256 * 1024
 COUNT_HEADER = "x-parlay-token-count"
 
 
-async def read_body(request: Request, limit: int) -> bytes:
+async def read_body(request: Request, limit: int, timeout: float | None = None) -> bytes:
     """The body, refused with a 413 as soon as it is known to exceed `limit` bytes:
-    from its Content-Length when it has one, else while it arrives (never buffered)."""
+    from its Content-Length when it has one, else while it arrives (never buffered);
+    with a 408 when all of it has not arrived within `timeout` seconds (a total, so a
+    client sending a byte now and then cannot stretch it)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and (len(declared) > 15 or int(declared) > limit):
         raise ProxyError(413, f"the request body is over {limit:,} bytes, the limit here")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ProxyError(413, f"the request body is over {limit:,} bytes, the limit here")
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise ProxyError(
+                        413, f"the request body is over {limit:,} bytes, the limit here"
+                    )
+                chunks.append(chunk)
+    except TimeoutError:
+        raise ProxyError(
+            408,
+            f"the request body did not arrive within {timeout:g} s ({size:,} bytes came); "
+            "send it again, all at once",
+            close=True,
+        ) from None
+    except ClientDisconnect:
+        raise ProxyError(499, "the client hung up while sending the request body") from None
     return b"".join(chunks)
 
 
@@ -73,6 +89,7 @@ class Proxy:
         first_event_wait: float = 5.0,
         heartbeat: float = 10.0,
         limits: Limits = DEFAULT_LIMITS,
+        body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
     ) -> None:
         self.backend = backend
         self.models = tuple(models)
@@ -80,6 +97,7 @@ class Proxy:
         self.first_event_wait = first_event_wait
         self.heartbeat = heartbeat
         self.limits = limits
+        self.body_timeout = body_timeout
         self.created = int(time.time())
         self.draining = False
         self._pumps: set[Pump] = set()
@@ -130,7 +148,7 @@ class Proxy:
             return wire.error(SHUTTING_DOWN)
         try:
             self._check_key(request)
-            raw = await read_body(request, self.limits.max_body_bytes)
+            raw = await read_body(request, self.limits.max_body_bytes, self.body_timeout)
             if len(raw) > THREAD_DECODE_BYTES:
                 decoded = await asyncio.to_thread(self._decode, wire, raw)
             else:
@@ -242,7 +260,7 @@ class Proxy:
             return ANTHROPIC.error(SHUTTING_DOWN)
         try:
             self._check_key(request)
-            raw = await read_body(request, self.limits.max_body_bytes)
+            raw = await read_body(request, self.limits.max_body_bytes, self.body_timeout)
             body = load_json(raw, self.limits)
             decoded = anthropic_codec.decode_request(body, self.limits, counting=True)
             self._check_model(decoded.model)
@@ -321,6 +339,7 @@ def create_app(
     first_event_wait: float = 5.0,
     heartbeat: float = 10.0,
     limits: Limits = DEFAULT_LIMITS,
+    body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
     hard_exit_after: float | None = None,
 ) -> Starlette:
     """The ASGI app serving `backend`.
@@ -330,6 +349,8 @@ def create_app(
     the backend's first event before the stream starts (so early failures keep their HTTP
     status). `heartbeat`: seconds of backend silence after which a keep-alive is sent.
     `limits`: bounds on a request (body size, nesting, messages, max_tokens).
+    `body_timeout`: seconds a request's whole body may take to arrive (408 beyond; None:
+    no bound, for a server that bounds it itself).
     `hard_exit_after`: seconds after SIGTERM at which the process exits whatever it is
     doing (for `parlay serve`; leave None when the app is embedded in a larger program).
 
@@ -347,6 +368,7 @@ def create_app(
         first_event_wait=first_event_wait,
         heartbeat=heartbeat,
         limits=limits,
+        body_timeout=body_timeout,
     )
 
     @asynccontextmanager

@@ -14,7 +14,7 @@ from parlay.backends.base import Backend, Capabilities
 from parlay.engine.backend import behind_engine
 from parlay.engine.checks.rules import RULES, unknown_rules
 from parlay.errors import ConfigurationError
-from parlay.server.slow_clients import DEFAULT_HEADER_TIMEOUT
+from parlay.server.slow_clients import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
 
 if TYPE_CHECKING:
     from parlay.backends.anthropic import AnthropicBackend
@@ -71,6 +71,8 @@ class ServerConfig:
     threads: int | None = None
     # Seconds a client has to send a request's line and headers (`server.slow_clients`).
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    # Seconds a client has to send a request's whole body once its head is read (408).
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
 
     def __attrs_post_init__(self) -> None:
         self._check_modes()
@@ -123,10 +125,12 @@ class ServerConfig:
             raise ConfigurationError(
                 f"--max-body-bytes must be at least 1024, got {self.max_body_bytes}"
             )
-        if not math.isfinite(self.header_timeout) or self.header_timeout <= 0:
-            raise ConfigurationError(
-                f"--header-timeout must be positive seconds, got {self.header_timeout}"
-            )
+        for flag, seconds in (
+            ("--header-timeout", self.header_timeout),
+            ("--body-timeout", self.body_timeout),
+        ):
+            if not math.isfinite(seconds) or seconds <= 0:
+                raise ConfigurationError(f"{flag} must be positive seconds, got {seconds}")
 
     def _check_access(self) -> None:
         if any(not key.strip() for key in self.client_keys):
@@ -176,6 +180,7 @@ class ServerConfig:
             ("workers", "WORKERS", int),
             ("max_body_bytes", "MAX_BODY_BYTES", int),
             ("header_timeout", "HEADER_TIMEOUT", float),
+            ("body_timeout", "BODY_TIMEOUT", float),
         ):
             if env.get(ENV_PREFIX + key):
                 try:

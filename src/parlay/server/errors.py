@@ -28,24 +28,31 @@ logger = logging.getLogger("parlay.server")
 
 @frozen
 class Failure:
-    """A failure as the client will see it: HTTP status, message and, for a rate limit,
-    the upstream's `Retry-After`."""
+    """A failure as the client will see it: HTTP status, message, for a rate limit the
+    upstream's `Retry-After`, and whether the connection closes after it (a request whose
+    body never finished arriving leaves nothing on the connection to read the next from)."""
 
     status: int
     message: str
     retry_after: str | None = None
+    close: bool = False
 
     @property
     def headers(self) -> dict[str, str]:
-        return {"Retry-After": self.retry_after} if self.retry_after else {}
+        headers = {"Retry-After": self.retry_after} if self.retry_after else {}
+        if self.close:
+            headers["Connection"] = "close"
+        return headers
 
 
 class ProxyError(Exception):
-    """Raised inside the proxy for failures that are the client's (bad key, unknown model)."""
+    """Raised inside the proxy for failures that are the client's (bad key, unknown model);
+    `close`: the connection is closed after the answer."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, *, close: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        self.close = close
 
 
 SHUTTING_DOWN = Failure(503, "the server is shutting down; send the request again")
@@ -60,7 +67,7 @@ def classify(exc: BaseException) -> Failure:
     misconfiguration, hence 502.
     """
     if isinstance(exc, ProxyError):
-        return Failure(exc.status, str(exc))
+        return Failure(exc.status, str(exc), close=exc.close)
     if isinstance(exc, InvalidRequestError):
         return Failure(400, str(exc))
     if isinstance(exc, BackendTimeoutError):

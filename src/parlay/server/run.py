@@ -22,7 +22,7 @@ from parlay.backends.base import Backend
 from parlay.backends.local import LocalBackend
 from parlay.server.app import create_app
 from parlay.server.config import ServerConfig, build_backend
-from parlay.server.slow_clients import HeaderTimeoutProtocol
+from parlay.server.slow_clients import SlowClientProtocol
 from parlay.wire.validate import Limits
 
 # The settings of `parlay serve --workers N`, for the worker processes it starts.
@@ -45,6 +45,7 @@ def app_from_config(
         models=config.advertised_models if config.models else (),
         client_keys=config.client_keys,
         limits=Limits(max_body_bytes=config.max_body_bytes),
+        body_timeout=config.body_timeout,
         hard_exit_after=hard_exit_after,
     )
 
@@ -65,9 +66,9 @@ def serve(config: ServerConfig, *, log_level: str = "warning") -> None:
         "log_level": log_level,
         "timeout_keep_alive": 30,
         "timeout_graceful_shutdown": GRACE,
-        # h11 (uvicorn's default without httptools), with a bound on reading a request's
-        # head that uvicorn lacks: see `slow_clients`.
-        "http": HeaderTimeoutProtocol,
+        # h11 (uvicorn's default without httptools), with the bounds on reading a
+        # request's head and body that uvicorn lacks: see `slow_clients`.
+        "http": SlowClientProtocol,
     }
     if config.workers > 1:
         # Spawned workers inherit the environment (which, unlike a command line, only
@@ -75,7 +76,7 @@ def serve(config: ServerConfig, *, log_level: str = "warning") -> None:
         os.environ[CONFIG_ENV] = json.dumps(attrs.asdict(config))
         target = "parlay.server.run:worker_app"
         workers = uvicorn.Config(target, factory=True, workers=config.workers, **common)
-        workers.header_timeout = config.header_timeout  # type: ignore[attr-defined]
+        _bound_slow_clients(workers, config)
         _serve_workers(workers)
         return
     backend = build_backend(config)
@@ -84,11 +85,17 @@ def serve(config: ServerConfig, *, log_level: str = "warning") -> None:
         threading.Thread(target=_load, args=(embedded,), name="parlay-load", daemon=True).start()
     app = app_from_config(config, hard_exit_after=HARD_EXIT, backend=backend)
     single = uvicorn.Config(app, **common)
-    single.header_timeout = config.header_timeout  # type: ignore[attr-defined]
+    _bound_slow_clients(single, config)
     server = uvicorn.Server(single)
     server.run()
     if not server.started:  # the port was taken, say: uvicorn has logged why
         raise SystemExit(3)
+
+
+def _bound_slow_clients(uvicorn_config: Any, config: ServerConfig) -> None:
+    """The bounds `SlowClientProtocol` reads from the uvicorn `Config` it is given."""
+    uvicorn_config.header_timeout = config.header_timeout
+    uvicorn_config.body_timeout = config.body_timeout
 
 
 def _embedded_model(backend: Any) -> LocalBackend | None:
