@@ -19,11 +19,14 @@ from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AsyncExitStack
 from typing import Any, TypeVar
 
+from attrs import frozen
 from mcp import Client, MCPError, types
 
 from parlay._sync import in_portal, portal_loop
 from parlay.context import ToolResult
 from parlay.errors import MCPServerError
+from parlay.mcp._listing import Skipped
+from parlay.mcp._wire import Watch
 from parlay.mcp.results import to_tool_result
 
 T = TypeVar("T")
@@ -34,7 +37,16 @@ MAX_LISTING_PAGES = 100
 # to a few seconds: close stdin, wait, terminate, kill).
 STOP_GRACE_SECONDS = 10.0
 
-Opener = Callable[[AsyncExitStack], Awaitable[Client]]
+# Opens the connection in the stack, its traffic seen through the watch.
+Opener = Callable[[AsyncExitStack, Watch], Awaitable[Client]]
+
+
+@frozen
+class Listing:
+    """A server's tools at start: those that load, and those left out (and why)."""
+
+    tools: tuple[types.Tool, ...]
+    skipped: tuple[Skipped, ...] = ()
 
 
 async def on_portal(coro: Coroutine[Any, Any, T]) -> T:
@@ -93,6 +105,7 @@ class Link:
         self.label = label
         self._opener = opener
         self._stderr = stderr
+        self._watch = Watch(label)
         self._client: Client | None = None
         self._stop: asyncio.Event | None = None
         self._owner: asyncio.Task[None] | None = None
@@ -110,10 +123,10 @@ class Link:
         text = self._stderr.text(wait) if self._stderr is not None else ""
         return f"; its stderr ends with:\n{text}" if text else ""
 
-    async def start(self, timeout: float) -> list[types.Tool]:
+    async def start(self, timeout: float) -> Listing:
         """Connect and list the tools; MCPServerError when that fails or takes too long."""
         loop = asyncio.get_running_loop()
-        ready: asyncio.Future[list[types.Tool]] = loop.create_future()
+        ready: asyncio.Future[Listing] = loop.create_future()
         self._stop = asyncio.Event()
         self._owner = loop.create_task(self._own(ready))
         _live.add(self)
@@ -131,12 +144,13 @@ class Link:
                 f"{self.label} could not be started: {_describe(exc)}{self.stderr_note(wait=1.0)}"
             ) from exc
 
-    async def _own(self, ready: asyncio.Future[list[types.Tool]]) -> None:
+    async def _own(self, ready: asyncio.Future[Listing]) -> None:
         assert self._stop is not None
         try:
             async with AsyncExitStack() as stack:
-                client = await self._opener(stack)
-                listing = await _list_tools(client)
+                client = await self._opener(stack, self._watch)
+                tools = await _list_tools(client)
+                listing = Listing(tuple(tools), tuple(self._watch.take_skipped()))
                 info = client.server_info
                 self.server_name = info.name if info is not None else None
                 self._client = client

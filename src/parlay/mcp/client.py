@@ -36,7 +36,8 @@ from parlay.errors import (
     ParlayError,
     ToolDefinitionError,
 )
-from parlay.mcp._link import Link, Opener, StderrTail, on_portal, stop_soon
+from parlay.mcp._link import Link, Listing, Opener, StderrTail, on_portal, stop_soon
+from parlay.mcp._wire import Watch, watched
 from parlay.tool_bounds import DEFAULT_MAX_RESULT_CHARS
 from parlay.tools import Tool, Toolbox
 
@@ -72,16 +73,15 @@ def _stdio_opener(
         command=argv[0], args=argv[1:], env=dict(env) if env else None, cwd=cwd
     )
 
-    async def opener(stack: AsyncExitStack) -> Client:
-        transport = stdio_client(params, errlog=stderr.writer)
-        client = Client(transport, client_info=_client_info(), cache=None)
-        return await stack.enter_async_context(client)
+    async def opener(stack: AsyncExitStack, watch: Watch) -> Client:
+        transport = watched(stdio_client(params, errlog=stderr.writer), watch, stdout=True)
+        return await _enter(stack, Client(transport, client_info=_client_info(), cache=None), watch)
 
     return opener, stderr
 
 
 def _http_opener(url: str, headers: Mapping[str, str] | None) -> Opener:
-    async def opener(stack: AsyncExitStack) -> Client:
+    async def opener(stack: AsyncExitStack, watch: Watch) -> Client:
         http_client = None
         if headers:
             from mcp.shared._httpx_utils import create_mcp_http_client
@@ -89,11 +89,18 @@ def _http_opener(url: str, headers: Mapping[str, str] | None) -> Opener:
             http_client = await stack.enter_async_context(
                 create_mcp_http_client(headers=dict(headers))
             )
-        transport = streamable_http_client(url, http_client=http_client)
-        client = Client(transport, client_info=_client_info(), cache=None)
-        return await stack.enter_async_context(client)
+        transport = watched(
+            streamable_http_client(url, http_client=http_client), watch, stdout=False
+        )
+        return await _enter(stack, Client(transport, client_info=_client_info(), cache=None), watch)
 
     return opener
+
+
+async def _enter(stack: AsyncExitStack, client: Client, watch: Watch) -> Client:
+    # The listing is checked against the wire schema of the version the handshake names.
+    watch.version = lambda: client.session.protocol_version
+    return await stack.enter_async_context(client)
 
 
 class MCPTools:
@@ -205,11 +212,14 @@ class MCPTools:
         """Start the server and read its tools (once); `MCPServerError` if it fails."""
         if self._toolbox is None:
             listing = await on_portal(self._link.start(self.startup_timeout))
+            skips: list[str] = []
             try:
-                self._toolbox = self._build(listing)
+                self._toolbox = self._build(listing, skips)
             except ParlayError:
                 await self.aclose()
                 raise
+            for skip in skips:
+                warnings.warn(skip, MCPToolSkippedWarning, stacklevel=2)
         return self
 
     def start(self) -> MCPTools:
@@ -252,30 +262,37 @@ class MCPTools:
         state = "running" if self.is_running else "not running"
         return f"<MCPTools {self.label} {state}>"
 
-    def _build(self, listing: list[types.Tool]) -> Toolbox:
-        offered = {t.name: t for t in listing}
-        if self.include is not None:
-            missing = [n for n in self.include if n not in offered]
-            if missing:
-                raise MCPServerError(
-                    f"{self.label} has no tool named {', '.join(map(repr, missing))}; "
-                    f"its tools: {', '.join(offered) or 'none'}"
-                )
-            listing = [offered[n] for n in self.include]
+    def _build(self, listing: Listing, skips: list[str]) -> Toolbox:
+        """The tools; a message in `skips` for each one left out (one broken tool of a
+        server must not cost the user all the others)."""
         tools = []
-        for listed in listing:
+        for listed in self._chosen(listing, skips):
             try:
                 tools.append(self._tool(listed))
             except ToolDefinitionError as exc:
                 if self.include is not None:  # asked for by name: not to be dropped quietly
                     raise MCPServerError(f"{self.label}: {exc}") from exc
-                # One broken tool of a server must not cost the user all the others.
-                warnings.warn(
-                    f"{self.label}: skipped tool {listed.name!r}: {exc}",
-                    MCPToolSkippedWarning,
-                    stacklevel=2,
-                )
+                skips.append(f"{self.label}: skipped tool {listed.name!r}: {exc}")
         return Toolbox(tools)
+
+    def _chosen(self, listing: Listing, skips: list[str]) -> list[types.Tool]:
+        """The listed tools `include` keeps (the tools the listing left out go to
+        `skips`, or are an error when `include` names one)."""
+        if self.include is None:
+            skips += [f"{self.label}: skipped tool {s.shown}: {s.reason}" for s in listing.skipped]
+            return list(listing.tools)
+        unusable = {s.name: s for s in listing.skipped if s.name is not None}
+        for name in self.include:
+            if name in unusable:
+                raise MCPServerError(f"{self.label}: tool {name!r}: {unusable[name].reason}")
+        offered = {t.name: t for t in listing.tools}
+        missing = [n for n in self.include if n not in offered]
+        if missing:
+            raise MCPServerError(
+                f"{self.label} has no tool named {', '.join(map(repr, missing))}; "
+                f"its tools: {', '.join(offered) or 'none'}"
+            )
+        return [offered[n] for n in self.include]
 
     def _tool(self, listed: types.Tool) -> Tool:
         link, original = self._link, listed.name
