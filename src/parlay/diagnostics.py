@@ -41,6 +41,9 @@ class Diagnostics:
     # Tools the model called that were not offered: their calls were dropped
     # (`parlay.backends.offered`), and a reply left with none became a plain answer.
     unoffered_tools: tuple[str, ...] = ()
+    # What parlay took back of its own additions so the request fit the model's window,
+    # in order (`parlay.engine.contract.fit.Shrink` values: "examples", "descriptions"...).
+    shrunk: tuple[str, ...] = ()
 
     def _repr_html_(self) -> str:
         """A table of what happened, for notebooks (`parlay.display`)."""

@@ -110,6 +110,22 @@ class InvalidRequestError(ParlayError, ValueError):
     """A request (from user code or a proxy client) is malformed; the message says what to fix."""
 
 
+class ContextWindowExceeded(InvalidRequestError):
+    """A request does not fit the model's context window, even with what parlay adds
+    (examples, tool descriptions) shrunk as far as it goes; the caller's own messages were
+    not cut. `tokens`: the prompt's count; `window`: what a prompt may take there (the
+    window less the reply's reserve); either is None when a model server did not say.
+    Clients act on it as on their provider's own overflow error: they compact and retry."""
+
+    def __init__(
+        self, message: str, *, tokens: int | None, window: int | None, detail: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.tokens = tokens
+        self.window = window
+        self.detail = detail  # a model server's own words (credentials masked), for the log
+
+
 class StoreError(ParlayError):
     """The SQLite log cannot be opened, migrated or written (the message names the file)."""
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from parlay.backends.window import overflow_error
 from parlay.errors import (
     BackendConnectionError,
     BackendError,
@@ -21,6 +22,7 @@ from parlay.errors import (
     BackendStatusError,
     BackendStreamCutError,
     BackendTimeoutError,
+    ParlayError,
 )
 from parlay.wire.sse import ServerSentEvent, read_events
 
@@ -191,8 +193,9 @@ class HttpTransport:
         finally:
             await response.aclose()
 
-    def _status_error(self, path: str, response: httpx.Response) -> BackendStatusError:
-        """The error for an HTTP error status, credentials masked in message and body."""
+    def _status_error(self, path: str, response: httpx.Response) -> ParlayError:
+        """The error for an HTTP error status, credentials masked in message and body; a
+        prompt over the model's window is `ContextWindowExceeded`."""
         text = mask_secrets(response.text, self.secrets)
         payload: Any
         try:
@@ -200,6 +203,8 @@ class HttpTransport:
         except json.JSONDecodeError:
             payload = text
         status = response.status_code
+        if (overflow := overflow_error(status, text)) is not None:
+            return overflow
         message = f"{self._describe(path)} answered HTTP {status}: {_error_message(payload)}"
         if status == 429:
             after = response.headers.get("retry-after", "").strip()

@@ -27,6 +27,7 @@ from parlay.backends.catalogue import SMOLLM2, SMOLLM2_FILE, smollm2_path
 from parlay.backends.openai import OpenAIBackend
 from parlay.backends.threads import pick_threads
 from parlay.backends.tokens import TokenCount
+from parlay.backends.window import ContextWindow, embedded_window
 from parlay.errors import ConfigurationError
 from parlay.events import Event
 from parlay.request import ChatRequest
@@ -161,6 +162,9 @@ class LocalBackend:
     `threads` and `poll` go to llama.cpp (see `LlamaServer`; `threads=None` picks the
     count from the cores free at start, or `$PARLAY_THREADS`).
 
+    `n_ctx`: the context window (None: `$PARLAY_CTX`, else the window the model was
+    trained for, read from its file, at most `MAX_DEFAULT_CTX`; see `window`).
+
     Every reply is bounded: `max_tokens` applies when the request sets none (None: the
     model's context is the limit), and `repetition` stops a reply that has fallen into a
     loop (None: no guard; see `parlay.backends.bounds`).
@@ -170,7 +174,7 @@ class LocalBackend:
         self,
         model_path: str | os.PathLike[str] | None = None,
         *,
-        n_ctx: int = 4096,
+        n_ctx: int | None = None,
         stream: bool = True,
         threads: int | None = None,
         poll: int | None = None,
@@ -184,6 +188,7 @@ class LocalBackend:
         self.repetition = repetition
         self._model_path = Path(model_path) if model_path is not None else None
         self._n_ctx = n_ctx
+        self._window: ContextWindow | None = None
         self._threads = threads
         self._poll = poll
         self._stream = stream
@@ -208,8 +213,9 @@ class LocalBackend:
     def _ensure(self) -> OpenAIBackend:
         with self._lock:
             if self._backend is None:
+                window = self.window
                 server = shared_server(
-                    self.model_path, self._n_ctx, threads=self._threads, poll=self._poll
+                    self.model_path, window.tokens, threads=self._threads, poll=self._poll
                 )
                 base_url = server.start()
                 self._backend = OpenAIBackend(
@@ -231,6 +237,17 @@ class LocalBackend:
         if self._backend is not None:
             return self._backend
         return await asyncio.to_thread(self._ensure)
+
+    @property
+    def window(self) -> ContextWindow:
+        """The context llama.cpp is started with (`embedded_window`: `n_ctx=`, else
+        `$PARLAY_CTX`, else the model's trained window within `MAX_DEFAULT_CTX`)."""
+        if self._window is None:
+            self._window = embedded_window(self._n_ctx, self.model_path)
+        return self._window
+
+    async def context_window(self) -> ContextWindow:
+        return self.window
 
     async def count_tokens(self, request: ChatRequest) -> TokenCount:
         """With the model's own chat template and tokenizer (loading it if need be)."""

@@ -17,6 +17,7 @@ from parlay.backends._http import DEFAULT_TIMEOUT, HttpTransport
 from parlay.backends.base import Capabilities, checked_base_url
 from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.backends.tokens import CountMethod, TokenCount, estimate
+from parlay.backends.window import ContextWindow, ask_upstream
 from parlay.errors import BackendProtocolError, BackendStatusError, ConfigurationError
 from parlay.events import Event
 from parlay.request import ChatRequest
@@ -31,7 +32,8 @@ class OpenAIBackend:
 
     `base_url` and `api_key` default to `$OPENAI_BASE_URL` and `$OPENAI_API_KEY`.
     Pass `capabilities=Capabilities(native_tools=False, json_schema=True)` for a server
-    whose model has no tool support, and wrap it in `PromptedBackend`.
+    whose model has no tool support, and wrap it in `PromptedBackend`. `context_window`:
+    the model's window in tokens (None: asked of the server once, see `context_window()`).
     """
 
     def __init__(
@@ -45,6 +47,7 @@ class OpenAIBackend:
         timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
         headers: dict[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        context_window: int | None = None,
     ) -> None:
         self.model = model
         self.base_url = checked_base_url(
@@ -59,6 +62,11 @@ class OpenAIBackend:
         self.http = HttpTransport(self.base_url, all_headers, timeout, transport)
         self._has_tokenizer = True  # until the server shows it has no /tokenize
         self._listed: list[str] | None = None  # the server's models, once asked
+        # The model's window: given, or asked of the server once (None: it did not say).
+        self._window: ContextWindow | None = (
+            ContextWindow(context_window, "set") if context_window else None
+        )
+        self._window_asked = context_window is not None
 
     @property
     def name(self) -> str:
@@ -149,6 +157,14 @@ class OpenAIBackend:
         if isinstance(chunk, dict) and "error" in chunk:
             raise BackendProtocolError(f"{self.base_url} sent an error mid-stream: {chunk}")
         return chunk
+
+    async def context_window(self) -> ContextWindow | None:
+        """The model's window: as given, else from the server's own endpoints, asked once
+        (`parlay.backends.window.ask_upstream`)."""
+        if not self._window_asked:
+            self._window_asked = True
+            self._window = await ask_upstream(self.http, self.base_url, self.model)
+        return self._window
 
     async def count_tokens(self, request: ChatRequest) -> TokenCount:
         """With llama.cpp's server: its own chat template and tokenizer over the prompt the

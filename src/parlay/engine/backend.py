@@ -9,7 +9,7 @@ gives it (`Diagnostics.streaming`).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, NoReturn, TypeVar, cast
 
 from attrs import evolve
@@ -19,11 +19,14 @@ from parlay.backends.base import Backend, Capabilities
 from parlay.backends.bounds import ATTEMPT_MAX_TOKENS, RepetitionLimit, guarded
 from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.backends.tokens import TokenCount, count_tokens
+from parlay.backends.window import context_window
+from parlay.context import Message
 from parlay.engine.checks.confidence import DEFAULT_CALL_CONFIDENCE
 from parlay.engine.checks.refusal import DEFAULT_REFUSALS, RefusalPhrases
 from parlay.engine.checks.results_answer import results_answer
 from parlay.engine.checks.retry import DEFAULT_CHECKS, Check
 from parlay.engine.checks.rules import unknown_rules
+from parlay.engine.contract.fit import Budget, fit, note_shrunk, reply_reserve
 from parlay.engine.contract.images import text_only
 from parlay.engine.contract.pieces import DEFAULT_MAX_RESULT_CHARS
 from parlay.engine.contract.render import render_contract
@@ -110,6 +113,9 @@ class PromptedBackend:
         self.settings = engine_settings(inner, **self._arguments)
         self.inner = inner
         self.constrained = constrained
+        # Set once the inner backend refuses the grammar: this engine without it.
+        self._unconstrained: PromptedBackend | None = None
+        self._refusal = ""
 
     # What the settings hold, read as the backend's own (`backend.action_format`).
     options = _setting(lambda s: s.options)
@@ -162,35 +168,81 @@ class PromptedBackend:
     async def _stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         request = text_only(request, self.options)  # the inner model reads text only
         if not request.tools and not has_tool_activity(request.messages):
-            async for event in self.inner.stream(request):
-                yield event
-            return
-        turn = open_turn(self.settings, request)
+            events = self.inner.stream(request)
+        elif self._unconstrained is not None:  # the backend refused the grammar before
+            events = _noted(self._unconstrained._stream(request), self._refusal)
+        else:
+            events = self._turn(request)
+        async for event in events:
+            yield event
+
+    async def _turn(self, request: ChatRequest) -> AsyncIterator[Event]:
+        """One request through the contract: fitted, attempted, closed."""
+        fitted, settings, shrunk = await self._fitted(request)
+        turn = open_turn(settings, fitted)
         try:
             async for out in self._attempts(turn):
                 turn.shown_any = True
                 yield out
         except BackendStatusError as exc:
-            # Again without the grammar, only when the server rejected the schema itself,
-            # nothing was shown and the caller did not insist on it.
-            rejected = turn.constrained and schema_rejected(exc)
-            if turn.shown_any or self.constrained or not rejected:
+            if not self._grammar_refused(turn, exc):
                 raise
-            status = exc.status_code
-            note = f"the backend rejected the action schema (HTTP {status}); ran unconstrained"
-            logger.warning("%s", note)
-            async for out in self.configure(constrained=False).stream(request):
-                if isinstance(out, Finish) and out.diagnostics is not None:
-                    notes_after = (note, *out.diagnostics.notes)
-                    out = evolve(out, diagnostics=evolve(out.diagnostics, notes=notes_after))
+            async for out in _noted(self._without_grammar(exc)._stream(request), self._refusal):
                 yield out
             return
-        async for out in self._closing(turn, request):
+        async for out in self._closing(turn, fitted):
             turn.shown_any = True
             yield out
         finish = turn.finish()
+        if shrunk and finish.diagnostics is not None:
+            finish = evolve(finish, diagnostics=evolve(finish.diagnostics, shrunk=shrunk))
         logger.debug("prompted reply: %s", finish.diagnostics)
         yield finish
+
+    def _grammar_refused(self, turn: Turn, exc: BackendStatusError) -> bool:
+        """Whether to go on without the grammar: only when the server rejected the schema
+        itself, nothing was shown and the caller did not insist on it."""
+        rejected = turn.constrained and schema_rejected(exc)
+        return rejected and not turn.shown_any and not self.constrained
+
+    def _without_grammar(self, exc: BackendStatusError) -> PromptedBackend:
+        """This engine without the grammar, from now on: the backend is not asked for a
+        grammar it refused again (one extra request for the life of this object, one
+        warning in the log)."""
+        self._refusal = (
+            f"the backend rejected the action schema (HTTP {exc.status_code}); "
+            "this and every later request run unconstrained"
+        )
+        logger.warning("%s", self._refusal)
+        self._unconstrained = self.configure(constrained=False)
+        return self._unconstrained
+
+    async def _fitted(
+        self, request: ChatRequest
+    ) -> tuple[ChatRequest, EngineSettings, tuple[str, ...]]:
+        """`request` and the settings it is rendered with, shrunk to the inner model's
+        window where it is known (`contract.fit`), and what was shrunk; raises
+        `ContextWindowExceeded` when nothing more can go."""
+        window = await context_window(self.inner)
+        if window is None:
+            return request, self.settings, ()
+        inner = self.inner
+
+        async def count(messages: Sequence[Message]) -> TokenCount:
+            return await count_tokens(inner, ChatRequest(tuple(messages)))
+
+        reserve = reply_reserve(request, self.settings.max_tokens, window.tokens)
+        budget = Budget(window.tokens, reserve, count)
+        constrained = self.settings.uses_constraint(request)
+        fitted = await fit(request, self.options, constrained=constrained, budget=budget)
+        shrunk = tuple(step.value for step in fitted.shrunk)
+        if shrunk:
+            logger.debug(
+                "shrunk to fit %s of %s tokens (window from %s): %s, now %s tokens",
+                budget.prompt, window.tokens, window.source, ", ".join(shrunk), fitted.tokens,
+            )  # fmt: skip
+            note_shrunk(fitted.shrunk)
+        return fitted.request, evolve(self.settings, options=fitted.options), shrunk
 
     async def _attempts(self, turn: Turn) -> AsyncIterator[Event]:
         """The turn's attempts, until one is released (or dropped) or none is left."""
@@ -239,6 +291,15 @@ class PromptedBackend:
         elif turn.withheld:
             turn.notes.append("no other words came: the last reply stands, though it echoes")
             yield TextDelta(turn.withheld)
+
+
+async def _noted(events: AsyncIterator[Event], note: str) -> AsyncIterator[Event]:
+    """`events` with `note` first among the closing diagnostics' notes."""
+    async for out in events:
+        if isinstance(out, Finish) and out.diagnostics is not None:
+            notes = (note, *out.diagnostics.notes)
+            out = evolve(out, diagnostics=evolve(out.diagnostics, notes=notes))
+        yield out
 
 
 def behind_engine(backend: Backend, **options: Any) -> PromptedBackend:

@@ -28,6 +28,7 @@ from starlette.routing import Route
 from parlay.backends.base import Backend
 from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.backends.tokens import count_tokens
+from parlay.engine.contract.fit import shrunk_here
 from parlay.events import Event
 from parlay.request import ChatRequest
 from parlay.server.errors import SHUTTING_DOWN, Failure, ProxyError, classify, log_failure
@@ -44,6 +45,8 @@ from parlay.wire.validate import DEFAULT_LIMITS, Limits, load_json
 THREAD_DECODE_BYTES = 256 * 1024
 # How a token count was made: tokenizer, upstream or estimate.
 COUNT_HEADER = "x-parlay-token-count"
+# What the engine took back of its own additions to fit the model's window.
+SHRUNK_HEADER = "x-parlay-shrunk"
 
 
 async def read_body(request: Request, limit: int, timeout: float | None = None) -> bytes:
@@ -159,11 +162,15 @@ class Proxy:
             chat = chat.replace(model=None)
         except Exception as exc:
             return wire.error(log_failure(exc, "decoding a request"))
+        shrunk: list[str] = []  # filled by the engine if it shrinks its contract to fit
+        shrunk_here.set(shrunk)
         if stream:
             reply = await self._stream(wire, request, chat, model, body)
         else:
             reply = await self._whole_reply(wire, request, chat, model, body)
         extra = wire.headers(body)
+        if shrunk:
+            extra = {**extra, SHRUNK_HEADER: ",".join(shrunk)}
         if extra:
             reply.headers.update(extra)
         return reply

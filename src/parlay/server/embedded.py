@@ -9,6 +9,8 @@ from typing import Any
 from attrs import evolve
 
 from parlay.backends.base import Backend, Capabilities
+from parlay.backends.tokens import TokenCount, count_tokens
+from parlay.backends.window import ContextWindow, context_window
 from parlay.events import Event
 from parlay.request import ChatRequest
 
@@ -27,6 +29,13 @@ class Greedy:
     @property
     def capabilities(self) -> Capabilities:
         return self.inner.capabilities
+
+    async def count_tokens(self, request: ChatRequest) -> TokenCount:
+        """The inner model's own count (its tokenizer, for the embedded model)."""
+        return await count_tokens(self.inner, request)
+
+    async def context_window(self) -> ContextWindow | None:
+        return await context_window(self.inner)
 
     def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         if request.options.temperature is None:

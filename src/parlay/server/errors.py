@@ -20,10 +20,13 @@ from parlay.errors import (
     BackendStatusError,
     BackendStreamCutError,
     BackendTimeoutError,
+    ContextWindowExceeded,
     InvalidRequestError,
 )
 
 logger = logging.getLogger("parlay.server")
+# OpenAI's code for a prompt over the window (chat completions and Responses).
+CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
 
 
 @frozen
@@ -35,6 +38,9 @@ class Failure:
     status: int
     message: str
     retry_after: str | None = None
+    # OpenAI's error code, where one tells the client what to do
+    # ("context_length_exceeded": compact the conversation and send it again).
+    code: str | None = None
     close: bool = False
 
     @property
@@ -68,20 +74,22 @@ def classify(exc: BaseException) -> Failure:
     """
     if isinstance(exc, ProxyError):
         return Failure(exc.status, str(exc), close=exc.close)
+    if isinstance(exc, ContextWindowExceeded):
+        return Failure(400, str(exc), code=CONTEXT_LENGTH_EXCEEDED)
     if isinstance(exc, InvalidRequestError):
         return Failure(400, str(exc))
     if isinstance(exc, BackendTimeoutError):
-        return Failure(504, "the upstream model did not answer in time")
+        return Failure(504, "the model did not answer in time")
     if isinstance(exc, BackendConnectionError):
-        return Failure(502, "the upstream model cannot be reached")
+        return Failure(502, "the model server cannot be reached")
     if isinstance(exc, BackendStatusError):
         return _status_failure(exc)
     if isinstance(exc, BackendStreamCutError):
-        return Failure(502, "the upstream stream was cut before the reply finished")
+        return Failure(502, "the model's stream was cut before the reply finished")
     if isinstance(exc, BackendProtocolError):
-        return Failure(502, "the upstream model answered outside its protocol")
+        return Failure(502, "the model server answered outside its protocol")
     if isinstance(exc, BackendError):
-        return Failure(502, "the upstream model failed")
+        return Failure(502, "the model failed")
     return Failure(500, f"internal error in the proxy ({type(exc).__name__}); see its log")
 
 
@@ -90,16 +98,18 @@ def _status_failure(exc: BackendStatusError) -> Failure:
     if code == 429:
         after = exc.retry_after if isinstance(exc, BackendRateLimitError) else None
         wait = f"; retry after {after}" if after else ""
-        return Failure(429, f"the upstream model is rate-limited{wait}", after)
+        return Failure(429, f"the model server is rate-limiting{wait}", after)
     if code in (401, 403):
-        return Failure(502, f"the upstream refused the proxy's upstream credentials (HTTP {code})")
+        refused = "the model server refused the proxy's upstream credentials"
+        return Failure(502, f"{refused} (HTTP {code})")
     if code in (400, 422):
-        return Failure(400, f"the upstream model refused the request (HTTP {code})")
+        # Its own words may name the proxy's infrastructure: they go to the log only.
+        return Failure(400, f"the model server refused the request (HTTP {code}); see the log")
     if code == 413:
-        return Failure(413, "the upstream model refused the request as too large")
+        return Failure(413, "the model server refused the request as too large")
     if code == 404:
-        return Failure(502, "the upstream has no such model or route (HTTP 404)")
-    return Failure(502, f"the upstream model failed (HTTP {code})")
+        return Failure(502, "the model server has no such model or route (HTTP 404)")
+    return Failure(502, f"the model failed (HTTP {code})")
 
 
 def log_failure(exc: BaseException, where: str) -> Failure:
@@ -110,6 +120,8 @@ def log_failure(exc: BaseException, where: str) -> Failure:
         body = getattr(exc, "body", None)
         detail = f"{exc} (body: {body!r})" if body is not None else str(exc)
         logger.debug("%s: %s", where, mask_secrets(detail))
+    elif isinstance(exc, ContextWindowExceeded):
+        logger.debug("%s: %s%s", where, exc, f" (the server said: {exc.detail})" * bool(exc.detail))
     if failure.status >= 500 and failure.status not in (502, 503, 504):
         logger.error("%s failed", where, exc_info=exc)
     elif failure.status >= 500:

@@ -126,7 +126,7 @@ async def frames(out: StreamWire, first: Any, pump: Pump, heartbeat: float) -> A
             item = await pump.next(heartbeat)
         if not finished:
             yield head + out.error(
-                Failure(502, "the upstream stream ended before the reply finished")
+                Failure(502, "the model's stream ended before the reply finished")
             )
             return
         yield out.end()

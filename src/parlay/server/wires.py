@@ -102,7 +102,7 @@ class _OpenAIStream(StreamWire):
 
     def error(self, failure: Failure) -> bytes:
         # The SDK raises on a chunk holding "error"; nothing follows it.
-        return encode_event(openai.encode_error(failure.status, failure.message))
+        return encode_event(openai.encode_error(failure.status, failure.message, code=failure.code))
 
 
 class _OpenAIWire(Wire):
@@ -113,7 +113,7 @@ class _OpenAIWire(Wire):
         return decoded.chat, decoded.model, decoded.stream
 
     def error_body(self, failure: Failure) -> dict[str, Any]:
-        return openai.encode_error(failure.status, failure.message)
+        return openai.encode_error(failure.status, failure.message, code=failure.code)
 
     def response(
         self, builder: ReplyBuilder, model: str, chat: ChatRequest, request_body: Any = None
@@ -179,7 +179,7 @@ class _ResponsesStream(StreamWire):
         return self._frames(self.encoder.feed(event))
 
     def error(self, failure: Failure) -> bytes:
-        return self._frames(self.encoder.error(failure.status, failure.message))
+        return self._frames(self.encoder.error(failure.status, failure.message, failure.code))
 
 
 class _ResponsesWire(Wire):
@@ -204,7 +204,7 @@ class _ResponsesWire(Wire):
         return {NOT_OFFERED_HEADER: text[:2000]} if names else {}
 
     def error_body(self, failure: Failure) -> dict[str, Any]:
-        return openai.encode_error(failure.status, failure.message)
+        return openai.encode_error(failure.status, failure.message, code=failure.code)
 
     def response(
         self, builder: ReplyBuilder, model: str, chat: ChatRequest, request_body: Any = None

@@ -226,14 +226,15 @@ class StreamEncoder:
         response = finish_response(self._snapshot("in_progress"), finish)
         return [*out, self._event(f"response.{status}", response=response)]
 
-    def error(self, status: int, message: str) -> list[Frame]:
+    def error(self, status: int, message: str, code: str | None = None) -> list[Frame]:
         """The stream ends in a failure: an `error` event, then `response.failed` (nothing,
-        once a terminal event went out: the client has its whole response)."""
+        once a terminal event went out: the client has its whole response). `code`: the
+        failure's own (`context_length_exceeded`), else one from the status."""
         if self._ended:
             return []
         out = [] if self._started else self.start()
         self._ended = True
-        code = _error_code(status)
+        code = code or _error_code(status)
         out.append(self._event("error", code=code, message=message, param=None))
         response = self._snapshot("failed")
         response["error"] = {"code": code, "message": message}
