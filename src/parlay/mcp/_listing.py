@@ -14,7 +14,7 @@ from typing import Any
 
 from attrs import frozen
 from mcp import types
-from mcp_types import methods
+from mcp.types import methods
 from pydantic import ValidationError
 
 # What the SDK checks a result against before the handshake has named a version.

@@ -115,7 +115,8 @@ class MCPTools:
     `fs_read_file`. `include` keeps only the named tools (the server's names).
     `timeout` bounds each call (default: the session's `tool_timeout`); `parallel=False`
     keeps this server's calls from overlapping others; `max_result_chars` bounds what the
-    model reads of a result (longer text is cut with a note; None: never cut).
+    model reads of a result (longer text is cut with a note; None: never cut, and a stdio
+    message of any size is read, where by default one over 8 MiB is refused unread).
 
     A tool the server lists with an unusable input schema or name is skipped with an
     `MCPToolSkippedWarning` naming it, and the others load; asked for by `include`, it
