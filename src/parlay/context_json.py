@@ -46,6 +46,7 @@ from parlay.context_schema import (
     ComponentJSON,
     ContextDocument,
     DiagnosticsJSON,
+    ImageJSON,
     InstructionJSON,
     ModelOutputJSON,
     SystemJSON,
@@ -59,6 +60,7 @@ from parlay.context_schema import (
 )
 from parlay.errors import InvalidRequestError, ThunkError
 from parlay.events import Event, Finish, TextDelta, ToolCallEnd, Usage
+from parlay.image import Image
 from parlay.thunk import ModelOutputThunk
 
 if TYPE_CHECKING:
@@ -94,6 +96,7 @@ def _result(result: ToolResult) -> ToolResultJSON:
     except Exception:  # a DataFrame, a socket: its output text is what the model saw
         value, kept_type = None, f"{type(result.value).__module__}.{type(result.value).__name__}"
     return ToolResultJSON(
+        images=_images(result.images),
         call_id=result.call_id,
         name=result.name,
         output=result.output,
@@ -103,11 +106,15 @@ def _result(result: ToolResult) -> ToolResultJSON:
     )
 
 
+def _images(images: tuple[Image, ...]) -> tuple[Any, ...]:
+    return tuple(ImageJSON(**attrs.asdict(image)) for image in images)
+
+
 def _message(message: Message) -> Any:
     if isinstance(message, SystemMessage):
         return SystemJSON(content=message.content)
     if isinstance(message, UserMessage):
-        return UserJSON(content=message.content)
+        return UserJSON(content=message.content, images=_images(message.images))
     if isinstance(message, AssistantMessage):
         return AssistantJSON(
             content=message.content, tool_calls=tuple(_call(c) for c in message.tool_calls)
@@ -183,10 +190,17 @@ def _loaded_message(message: Any) -> Message:
     if isinstance(message, SystemJSON):
         return SystemMessage(message.content)
     if isinstance(message, UserJSON):
-        return UserMessage(message.content)
+        return UserMessage(message.content, back(message.images))
     if isinstance(message, AssistantJSON):
         return AssistantMessage(message.content, tuple(_tool_call(c) for c in message.tool_calls))
-    return ToolResult(message.call_id, message.name, message.output, message.error, message.value)
+    return ToolResult(
+        message.call_id,
+        message.name,
+        message.output,
+        message.error,
+        message.value,
+        back(message.images),
+    )
 
 
 def _loaded_output(output: ModelOutputJSON) -> ModelOutputThunk[Any]:

@@ -15,10 +15,20 @@ import types
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import attrs
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    create_model,
+    model_serializer,
+)
 
 from parlay.diagnostics import Diagnostics
 from parlay.events import FinishReason, Usage
+from parlay.image import Image
 
 FORMAT = "parlay.context"
 VERSION = 1
@@ -68,6 +78,7 @@ def back(value: Any) -> Any:
 
 UsageJSON = mirror(Usage)
 DiagnosticsJSON = mirror(Diagnostics)
+ImageJSON = mirror(Image)
 
 
 class _Strict(BaseModel):
@@ -85,9 +96,22 @@ class SystemJSON(_Strict):
     content: str
 
 
-class UserJSON(_Strict):
+class _WithImages(_Strict):
+    """A message that may carry images: written only when it has some, so a document
+    without images reads as it did before images were kept."""
+
+    @model_serializer(mode="wrap")
+    def _images_when_any(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        if not out.get("images"):
+            out.pop("images", None)
+        return out
+
+
+class UserJSON(_WithImages):
     kind: Literal["user"] = "user"
     content: str
+    images: tuple[ImageJSON, ...] = ()  # type: ignore[valid-type]
 
 
 class AssistantJSON(_Strict):
@@ -100,7 +124,7 @@ class ToolCallJSON(CallJSON):
     kind: Literal["tool_call"] = "tool_call"
 
 
-class ToolResultJSON(_Strict):
+class ToolResultJSON(_WithImages):
     kind: Literal["tool_result"] = "tool_result"
     call_id: str
     name: str
@@ -108,6 +132,7 @@ class ToolResultJSON(_Strict):
     error: str | None = None
     value: JsonValue = None
     value_type: str | None = Field(default=None, description="The Python type of a value not kept.")
+    images: tuple[ImageJSON, ...] = ()  # type: ignore[valid-type]
 
 
 MessageJSON = Annotated[

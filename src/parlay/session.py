@@ -16,6 +16,7 @@ from parlay.components import Instruction
 from parlay.context import Context, Item, SystemMessage, UserMessage
 from parlay.errors import InvalidRequestError, TurnCancelledError
 from parlay.events import Event
+from parlay.image import Image
 from parlay.observers import CompletedTurn, TurnClock, TurnObserver, notify
 from parlay.request import GenerationOptions, ResponseFormat, ToolChoice
 from parlay.thunk import ModelOutputThunk, RoundDone
@@ -215,7 +216,7 @@ class Session(ToolLoop):
     # -- verbs -----------------------------------------------------------------------
     def chat(
         self,
-        text: str,
+        text: str | Iterable[str | Image],
         *,
         tool_choice: ToolChoice | str | None = None,
         format: type[M] | None = None,
@@ -225,8 +226,9 @@ class Session(ToolLoop):
     ) -> ModelOutputThunk[M]:
         """Send a user message. Tool calls are returned in `.tools`, not executed; with
         `run_tools=True` they are run (through the protocol hooks, if the session has
-        them) and the model asked again, as `query` does, until it answers."""
-        item = UserMessage(text)
+        them) and the model asked again, as `query` does, until it answers. `text` may
+        be a list of texts and `parlay.Image`s: `chat(["What is this?", image])`."""
+        item = UserMessage.of(text)
         return self._turn(item, tool_choice, format, options, run_tools, chain_limit)
 
     def instruct(
