@@ -128,6 +128,13 @@ KINDS: tuple[Kind, ...] = (
         "invalid UTF-8",
         _raw(lambda api: json.dumps(base(api)).encode().replace(b'"hi"', b'"h\xff\xfe"')),
     ),
+    Kind("UTF-16 body", _raw(lambda api: json.dumps(base(api)).encode("utf-16"))),
+    Kind("UTF-16 body without BOM", _raw(lambda api: json.dumps(base(api)).encode("utf-16-le"))),
+    Kind("UTF-32 body", _raw(lambda api: json.dumps(base(api)).encode("utf-32"))),
+    Kind(
+        "Latin-1 body",
+        _raw(lambda api: json.dumps(base(api)).replace("hi", "café").encode("latin-1")),
+    ),
     Kind("10 MB body", _raw(lambda api: json.dumps({**base(api), "pad": "x" * BIG}).encode()), 413),
     Kind("100,000-deep nesting", _splice("metadata", _nested(100_000))),
     Kind("65-deep nesting", _splice("metadata", _nested(65))),
@@ -242,6 +249,21 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind("tool_choice garbage", _set("tool_choice", 42)),
     Kind(
+        "tool_choice required without tools",
+        _per_api(_set("tool_choice", "required"), _set("tool_choice", {"type": "any"})),
+    ),
+    Kind(
+        "tool_choice naming a tool without tools",
+        _per_api(
+            _set("tool_choice", {"type": "function", "function": {"name": "get_weather"}}),
+            _set("tool_choice", {"type": "tool", "name": "get_weather"}),
+        ),
+    ),
+    Kind(
+        "tool schema with a dangling $ref",
+        _schema({"type": "object", "properties": {"city": {"$ref": "#/$defs/Missing"}}}),
+    ),
+    Kind(
         "output schema invalid",
         _per_api(
             _set(
@@ -291,3 +313,31 @@ def anthropic_shaped(body: Any) -> bool:
 def shaped(api: Api, body: Any) -> bool:
     """Whether `body` is an error in `api`'s own shape."""
     return openai_shaped(body) if api == "openai" else anthropic_shaped(body)
+
+
+# Every route that decodes a request body, and the protocol its errors speak.
+ROUTES: dict[str, tuple[str, Api]] = {
+    "chat": ("/v1/chat/completions", "openai"),
+    "responses": ("/v1/responses", "openai"),
+    "messages": ("/v1/messages", "anthropic"),
+    "count_tokens": ("/v1/messages/count_tokens", "anthropic"),
+}
+
+
+def route_body(route: str, **fields: Any) -> dict[str, Any]:
+    """A valid request body of `route`, with `fields` set."""
+    if route == "responses":
+        body: dict[str, Any] = {"model": "m", "input": "hi"}
+    else:
+        body = base(ROUTES[route][1])
+        if route == "count_tokens":
+            body.pop("max_tokens")
+    return {**body, **fields}
+
+
+def route_tool(route: str, name: str = "get_weather", schema: Any = None) -> dict[str, Any]:
+    """A function tool as `route` declares one."""
+    if route != "responses":
+        return tool(ROUTES[route][1], name, schema)
+    flat = tool("openai", name, schema)["function"]
+    return {"type": "function", **flat}

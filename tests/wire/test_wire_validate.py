@@ -11,7 +11,14 @@ import pytest
 from parlay.errors import InvalidRequestError
 from parlay.request import ToolSpec
 from parlay.wire import anthropic_server, openai_server
-from parlay.wire.validate import Limits, check_tools, check_tree, load_json, schema_problem
+from parlay.wire.validate import (
+    Limits,
+    check_tools,
+    check_tree,
+    dangling_ref,
+    load_json,
+    schema_problem,
+)
 
 
 def test_a_valid_body_loads() -> None:
@@ -37,6 +44,28 @@ def test_a_valid_body_loads() -> None:
 def test_a_malformed_body_is_refused_saying_why(raw: bytes, says: str) -> None:
     with pytest.raises(InvalidRequestError, match=says):
         load_json(raw)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le"])
+def test_a_body_in_utf16_or_utf32_is_refused_with_or_without_a_bom(encoding: str) -> None:
+    """`json.loads` on bytes guesses UTF-16 and UTF-32 from their zero bytes; the proxy
+    says valid UTF-8, and refuses them."""
+    raw = json.dumps({"model": "m", "messages": []}).encode(encoding)
+    with pytest.raises(InvalidRequestError, match=r"not UTF-8.*UTF-16"):
+        load_json(raw)
+
+
+def test_a_body_in_latin1_is_refused_saying_where() -> None:
+    raw = json.dumps({"t": "café"}, ensure_ascii=False).encode("latin-1")
+    with pytest.raises(
+        InvalidRequestError, match="not UTF-8: invalid continuation byte at byte 10"
+    ):
+        load_json(raw)
+
+
+def test_a_utf8_body_with_a_byte_order_mark_still_loads() -> None:
+    """RFC 8259 lets a parser ignore a UTF-8 byte-order mark; the proxy always did."""
+    assert load_json(json.dumps({"t": "é"}).encode("utf-8-sig")) == {"t": "é"}
 
 
 def test_a_surrogate_pair_written_as_escapes_is_one_character() -> None:
@@ -83,6 +112,53 @@ def test_schemas_that_crashed_the_contract_renderer_are_refused(schema: Any) -> 
     ],
 )
 def test_valid_schemas_pass(schema: Any) -> None:
+    check_tools([ToolSpec("lookup", "", schema)], "tools")
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}},
+        {"$ref": "#/$defs/Missing", "$defs": {"Other": {}}},
+        {"type": "object", "items": {"$ref": "#/properties/nope"}},
+        {"type": "object", "properties": {"a": {"$ref": "#nowhere"}}},
+        {"type": "object", "properties": {"a": {"$ref": "https://example.com/city.json"}}},
+        # An anchor belongs to the resource its `$id` opens, not to the root.
+        {
+            "type": "object",
+            "$defs": {"c": {"$id": "urn:city", "$anchor": "c", "type": "string"}},
+            "properties": {"a": {"$ref": "#c"}},
+        },
+    ],
+)
+def test_a_tool_schema_with_a_dangling_ref_is_refused_naming_the_tool(schema: Any) -> None:
+    assert dangling_ref(schema) is not None
+    with pytest.raises(InvalidRequestError, match=r"'lookup'.*points at nothing"):
+        check_tools([ToolSpec("lookup", "", schema)], "tools")
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {"$ref": "#"}}},
+        {
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/a/items"}},
+            "$defs": {"a": {"items": {}}},
+        },
+        {"type": "object", "$defs": {"c": {"$anchor": "c"}}, "properties": {"a": {"$ref": "#c"}}},
+        {
+            "type": "object",
+            "$defs": {"c": {"$id": "urn:city", "$defs": {"n": {"type": "string"}}}},
+            "properties": {"a": {"$ref": "urn:city#/$defs/n"}},
+        },
+        # Data shaped like a reference is no reference: `enum`, `const` and `default` hold values.
+        {"type": "object", "properties": {"a": {"enum": [{"$ref": "#/nowhere"}]}}},
+        {"type": "object", "default": {"$ref": "#/nowhere"}, "const": {"$ref": "#/x"}},
+    ],
+)
+def test_a_ref_that_resolves_within_the_schema_passes(schema: Any) -> None:
+    assert dangling_ref(schema) is None
     check_tools([ToolSpec("lookup", "", schema)], "tools")
 
 

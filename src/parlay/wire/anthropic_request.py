@@ -28,7 +28,14 @@ from parlay.wire._check import (
     stop_list,
 )
 from parlay.wire.images import from_anthropic
-from parlay.wire.validate import DEFAULT_LIMITS, Limits, check_count, check_schema, check_tools
+from parlay.wire.validate import (
+    DEFAULT_LIMITS,
+    Limits,
+    check_choice_has_tools,
+    check_count,
+    check_schema,
+    check_tools,
+)
 
 
 @frozen
@@ -273,9 +280,11 @@ def decode_request(
         max_tokens=max_tokens,
         stop=stop_list(body.get("stop_sequences"), "stop_sequences"),
     )
+    tools = decode_tools(body.get("tools"))
+    check_choice_has_tools(choice, tools, body.get("tool_choice"))
     chat = ChatRequest(
         messages,
-        tools=decode_tools(body.get("tools")),
+        tools=tools,
         tool_choice=choice,
         parallel_tool_calls=parallel,
         response_format=decode_output_format(body.get("output_config")),

@@ -40,6 +40,7 @@ from parlay.wire.images import from_chat, from_responses
 from parlay.wire.validate import (
     DEFAULT_LIMITS,
     Limits,
+    check_choice_has_tools,
     check_count,
     check_tools,
     output_format,
@@ -259,10 +260,13 @@ def decode_request(body: Any, limits: Limits = DEFAULT_LIMITS) -> OpenAIRequest:
     stream = flag(body, "stream")
     stream_options = field(body, "stream_options", dict) or {}
     include_usage = flag(stream_options, "include_usage", where="stream_options")
+    tools = decode_tools(body.get("tools"))
+    choice = decode_tool_choice(body.get("tool_choice"))
+    check_choice_has_tools(choice, tools, body.get("tool_choice"))
     chat = ChatRequest(
         messages,
-        tools=decode_tools(body.get("tools")),
-        tool_choice=decode_tool_choice(body.get("tool_choice")),
+        tools=tools,
+        tool_choice=choice,
         parallel_tool_calls=True if parallel is None else parallel,
         response_format=decode_response_format(body.get("response_format")),
         options=options,

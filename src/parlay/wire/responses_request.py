@@ -40,6 +40,7 @@ from parlay.wire.openai_request import content_parts
 from parlay.wire.validate import (
     DEFAULT_LIMITS,
     Limits,
+    check_choice_has_tools,
     check_count,
     check_tools,
     output_format,
@@ -376,6 +377,7 @@ def decode_request(body: Any, limits: Limits = DEFAULT_LIMITS) -> ResponsesReque
         raise InvalidRequestError("`input` holds no message the model can read")
     tools = decode_tools(raw_tools, layout)
     choice, offered = decode_tool_choice(body.get("tool_choice"), tools)
+    check_choice_has_tools(choice, offered, body.get("tool_choice"))
     options = GenerationOptions(
         temperature=bounded_number(body, "temperature", 0, 2),
         top_p=bounded_number(body, "top_p", 0, 1),

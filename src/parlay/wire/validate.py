@@ -12,15 +12,18 @@ import functools
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from attrs import frozen
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from referencing import Registry, Resource
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 from parlay.errors import InvalidRequestError
-from parlay.request import ResponseFormat, ToolSpec
+from parlay.request import ResponseFormat, ToolChoice, ToolSpec
 from parlay.wire._check import field, flag
 
 
@@ -53,21 +56,45 @@ def _no_constant(name: str) -> Any:
 
 def load_json(raw: bytes, limits: Limits = DEFAULT_LIMITS) -> Any:
     """The request body parsed, its nesting and every string and number checked."""
+    text = utf8_text(raw)
     try:
-        data = json.loads(raw, parse_constant=_no_constant)
+        data = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
         raise InvalidRequestError(
             f"the request body is nested more than {limits.max_depth} levels deep"
         ) from None
     except InvalidRequestError:
         raise
-    except UnicodeDecodeError as exc:
-        raise InvalidRequestError(f"the request body is not UTF-8: {exc.reason}") from None
     except ValueError as exc:  # JSONDecodeError, or an integer of over 4,300 digits
         reason = str(exc) if isinstance(exc, json.JSONDecodeError) else "a number is too long"
         raise InvalidRequestError(f"the request body is not valid JSON: {reason}") from None
     check_tree(data, limits.max_depth)
     return data
+
+
+_UTF16_32_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def utf8_text(raw: bytes) -> str:
+    """The body as text, which must be UTF-8 (RFC 8259 for JSON on a network).
+
+    `json.loads` given bytes would take UTF-16 and UTF-32 too, guessing from the zero
+    bytes; a body in them is refused instead, as the docs say. A UTF-8 byte-order mark is
+    tolerated, as RFC 8259 allows."""
+    if raw.startswith(_UTF16_32_BOMS) or b"\x00" in raw[:4]:
+        # A JSON text in UTF-8 holds no zero byte (a NUL in a string is escaped), so one
+        # among the first four bytes is UTF-16 or UTF-32 with or without a byte-order mark.
+        raise InvalidRequestError(
+            "the request body is not UTF-8 (it looks like UTF-16 or UTF-32): send JSON "
+            "encoded as UTF-8"
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRequestError(
+            f"the request body is not UTF-8: {exc.reason} at byte {exc.start}"
+        ) from None
+    return text.removeprefix("\ufeff")
 
 
 def check_tree(data: Any, max_depth: int) -> None:
@@ -142,6 +169,20 @@ def check_tools(specs: Iterable[ToolSpec], path: str, limits: Limits = DEFAULT_L
             )
 
 
+def check_choice_has_tools(choice: ToolChoice, tools: Sequence[ToolSpec], raw: Any) -> None:
+    """Refuse a `tool_choice` that asks for a call (`required`, Anthropic's `any`, a named
+    tool), `raw` as the client sent it, when the model is offered no tool to call: no
+    reply could honour it, and OpenAI and Anthropic refuse it too."""
+    if choice.mode not in ("required", "tool") or tools:
+        return
+    said = json.dumps(raw, ensure_ascii=False)
+    said = said if len(said) <= 120 else said[:120] + "..."
+    raise InvalidRequestError(
+        f"`tool_choice` is {said}, which asks for a tool call, but the request offers the "
+        "model no tool to call: send the tools in `tools`, or tool_choice 'auto' or 'none'"
+    )
+
+
 def check_schema(schema: Mapping[str, Any], path: str) -> None:
     problem = schema_problem(schema)
     if problem is not None:
@@ -180,6 +221,31 @@ def _problem(schema: Mapping[str, Any]) -> str | None:
         return f"at {where}: {message}"
     except RecursionError:  # a schema nested within max_depth cannot get here; a guard
         return "it is nested too deeply"
+    return dangling_ref(schema)
+
+
+def dangling_ref(schema: Mapping[str, Any]) -> str | None:
+    """What is wrong with the first `$ref` of `schema` that points at nothing within it,
+    or None. Only the schema itself is looked in: nothing is fetched, so a reference to
+    another document is dangling too (no model or validator here could follow it)."""
+    root: Resource[Any] = DRAFT202012.create_resource(schema)
+    base = root.id() or ""
+    registry: Registry[Any] = Registry().with_resource(base, root).crawl()
+    # Only keywords that hold subschemas are walked: a `$ref` inside `enum` or `default`
+    # is data, not a reference.
+    stack = [(root, registry.resolver(base_uri=base))]
+    while stack:
+        resource, resolver = stack.pop()
+        resolver = resolver.in_subresource(resource)
+        contents = resource.contents
+        ref = contents.get("$ref") if isinstance(contents, Mapping) else None
+        if isinstance(ref, str):
+            try:
+                resolver.lookup(ref)
+            except (Unresolvable, ValueError):
+                shown = ref if len(ref) <= 200 else ref[:200] + "..."
+                return f"$ref {shown!r} points at nothing in the schema"
+        stack.extend((sub, resolver) for sub in resource.subresources())
     return None
 
 
