@@ -201,3 +201,23 @@ def test_native_mode_hands_every_image_to_the_upstream(
     else:  # a tool message holds text: the image follows in a user message
         assert isinstance(got[-2], ToolResult)
         assert got[-1].images == (IMAGE,)  # type: ignore[union-attr]
+
+
+def test_serve_images_is_set_by_flag_or_environment_and_checked() -> None:
+    from typer.testing import CliRunner
+
+    from parlay.cli.app import app
+    from parlay.server import ServerConfig
+    from parlay.server.config import build_backend
+
+    env = {"PARLAY_SERVE_UPSTREAM_URL": "http://up/v1", "PARLAY_SERVE_IMAGES": "refuse"}
+    refusing = build_backend(ServerConfig.from_env(env))
+    assert isinstance(refusing, PromptedBackend) and refusing.options.images == "refuse"
+    flagged = build_backend(ServerConfig.from_env(env, images="placeholder"))
+    assert isinstance(flagged, PromptedBackend) and flagged.options.images == "placeholder"
+    shipped = build_backend(ServerConfig(upstream_url="http://up/v1"))
+    assert isinstance(shipped, PromptedBackend) and shipped.options.images == "placeholder"
+    result = CliRunner().invoke(
+        app, ["serve", "--upstream-url", "http://up/v1", "--images", "describe"]
+    )
+    assert result.exit_code == 2 and "images 'describe' is not one of" in result.output

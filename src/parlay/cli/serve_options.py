@@ -93,6 +93,15 @@ MinCallConfidenceOpt = Annotated[
     ),
 ]
 
+ImagesOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Engine: an image for the text-only model: placeholder (a line saying an "
+        "image was there and this model reads text only) or refuse (a 400); native mode "
+        "passes images on (default placeholder) (env PARLAY_SERVE_IMAGES)"
+    ),
+]
+
 RuleOffOpt = Annotated[
     list[str] | None,
     typer.Option(

@@ -13,6 +13,7 @@ from attrs import field, frozen
 from parlay.backends.base import Backend, Capabilities
 from parlay.engine.backend import behind_engine
 from parlay.engine.checks.rules import RULES, unknown_rules
+from parlay.engine.contract.pieces import as_image_handling
 from parlay.errors import ConfigurationError
 from parlay.server.slow_clients import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
 
@@ -61,6 +62,8 @@ class ServerConfig:
     action_format: str | None = None
     max_retries: int | None = None
     min_call_confidence: float | None = None
+    # An image for a text-only model: "placeholder" or "refuse" (None: the engine's own).
+    images: str | None = None
     # Engine rules to switch off, by name.
     rules_off: tuple[str, ...] = field(default=(), converter=_names)
     # Serving: worker processes (the proxy is stateless, so any worker may answer any
@@ -105,6 +108,8 @@ class ServerConfig:
             raise ConfigurationError(
                 f"min call confidence {confidence} is not between 0 and 1 (0 switches it off)"
             )
+        if self.images is not None:
+            as_image_handling(self.images)
         unknown = unknown_rules(self.rules_off)
         if unknown:
             raise ConfigurationError(
@@ -170,8 +175,9 @@ class ServerConfig:
         ):
             if env.get(ENV_PREFIX + key):
                 values[name] = env[ENV_PREFIX + key]
-        if env.get(ENV_PREFIX + "ACTION_FORMAT"):
-            values["action_format"] = env[ENV_PREFIX + "ACTION_FORMAT"]
+        for name, key in (("action_format", "ACTION_FORMAT"), ("images", "IMAGES")):
+            if env.get(ENV_PREFIX + key):
+                values[name] = env[ENV_PREFIX + key]
         for name, key, kind in (
             ("port", "PORT", int),
             ("timeout", "TIMEOUT", float),
@@ -210,6 +216,7 @@ def build_backend(config: ServerConfig) -> Backend:
         "max_retries": config.max_retries,
         "min_call_confidence": config.min_call_confidence,
         "rules_off": config.rules_off or None,
+        "images": config.images,
     }
     if config.upstream_url is None:
         from parlay.server.embedded import embedded_backend
