@@ -38,6 +38,7 @@ PUBLIC = {
     "TurnCancelledError", "MCPServerError", "BackendError", "BackendConnectionError",
     "BackendTimeoutError", "BackendStatusError", "BackendRateLimitError",
     "BackendSchemaRejectedError", "BackendProtocolError", "BackendStreamCutError",
+    "TemplateFolderNotAllowedError", "TemplateSecurityError",
     "UndescribedToolWarning", "MCPToolSkippedWarning",
 }  # fmt: skip
 

@@ -17,6 +17,7 @@ from attrs import field, frozen
 from parlay.image import Image
 
 if TYPE_CHECKING:
+    from parlay.template_folders import Folders
     from parlay.turns import ContextDiff, Turn
 
 
@@ -254,11 +255,19 @@ class Context:
         return to_json(self, indent=indent)
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> Context:
-        """The context a `to_json` document holds; its model outputs come back computed."""
+    def from_json(
+        cls,
+        text: str | bytes,
+        *,
+        template_dirs: Folders = (),
+        trust_template_dirs: bool = False,
+    ) -> Context:
+        """The context a `to_json` document holds; its model outputs come back computed.
+        An instruction naming a template folder is refused unless the folder is one of
+        `template_dirs` or you trust the document (`trust_template_dirs=True`)."""
         from parlay.context_json import from_json
 
-        return from_json(text)
+        return from_json(text, template_dirs=template_dirs, trust_template_dirs=trust_template_dirs)
 
     def shares(self, other: Context) -> bool:
         """True when `other` is this context or one of its ancestors (nothing was copied)."""

@@ -7,14 +7,17 @@ Every item keeps what it is:
 - messages, loose tool calls and tool results (a result's Python `value` is kept as its
   JSON form: a dict, list, str, number, bool or null; a pydantic model comes back as its
   dict, a value with no JSON form as null with its type's name in `value_type`);
-- `Instruction`s with their template and variables (which must be JSON values);
+- `Instruction`s with their template and variables (which must be JSON values), and
+  their template folder: kept, but a loaded one is refused unless the caller allows it
+  (`parlay.template_folders`), so a file never chooses which templates run;
 - a session's `ModelOutputThunk`s, computed, with their text, calls, the rounds before
   the answer (`steps`), finish reason, usage, model, diagnostics and timings, or the error
   they failed with; loading gives a thunk that is already computed (`ModelOutputThunk.
   restored`). Not kept: the stream's granularity and the provider's `raw` response;
 - any other component as the messages it renders to, its type named (`component`).
 
-A pending thunk is run first (`to_json` blocks on it, as `ctx.messages()` does).
+A pending thunk is run first (`to_json` blocks on it, as `ctx.messages()` does). Text
+with no UTF-8 form (a lone surrogate) cannot be written: the error names the item.
 Version 1; a later version reads every earlier one.
 """
 
@@ -26,7 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from pydantic_core import to_jsonable_python
+from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from parlay.components import Instruction
 from parlay.context import (
@@ -38,6 +42,12 @@ from parlay.context import (
     ToolCall,
     ToolResult,
     UserMessage,
+)
+from parlay.context_problems import (
+    lone_surrogate,
+    surrogate_problem,
+    unwritable,
+    validation_problems,
 )
 from parlay.context_schema import (
     DOCUMENT,
@@ -61,6 +71,7 @@ from parlay.context_schema import (
 from parlay.errors import InvalidRequestError, ThunkError
 from parlay.events import Event, Finish, TextDelta, ToolCallEnd, Usage
 from parlay.image import Image
+from parlay.template_folders import NO_FOLDERS, Folders, TemplateFolders
 from parlay.thunk import ModelOutputThunk
 
 if TYPE_CHECKING:
@@ -80,20 +91,30 @@ class RenderedComponent:
 
 # -- writing ---------------------------------------------------------------------------
 def _call(call: ToolCall) -> CallJSON:
-    return CallJSON(name=call.name, arguments=_json(call.arguments, "tool call"), id=call.id)
+    arguments = _json(call.arguments, "tool call", "arguments")
+    return CallJSON(name=call.name, arguments=arguments, id=call.id)
 
 
-def _json(value: Any, what: str) -> Any:
+def _json(value: Any, what: str, field: str) -> Any:
     try:
         return to_jsonable_python(value)
     except Exception as exc:  # pydantic's serialization error, or the value's own
+        _refuse_surrogates(value, field, exc)
         raise InvalidRequestError(f"a {what} holds a value with no JSON form: {exc}") from exc
+
+
+def _refuse_surrogates(value: Any, field: str, exc: Exception) -> None:
+    # A lone surrogate is text that cannot be written, not a value to leave out.
+    found = lone_surrogate(value, field)
+    if found is not None:
+        raise InvalidRequestError(surrogate_problem(*found)) from exc
 
 
 def _result(result: ToolResult) -> ToolResultJSON:
     try:
         value, kept_type = to_jsonable_python(result.value), None
-    except Exception:  # a DataFrame, a socket: its output text is what the model saw
+    except Exception as exc:  # a DataFrame, a socket: its output text is what the model saw
+        _refuse_surrogates(result.value, "value", exc)
         value, kept_type = None, f"{type(result.value).__module__}.{type(result.value).__name__}"
     return ToolResultJSON(
         images=_images(result.images),
@@ -154,7 +175,7 @@ def item_json(item: Item) -> Any:
     if isinstance(item, Instruction):
         return InstructionJSON(
             template=item.template,
-            variables=_json(item.variables, "instruction"),
+            variables=_json(item.variables, "instruction", "variables"),
             template_dir=item.template_dir,
         )
     if isinstance(item, ModelOutputThunk):
@@ -167,9 +188,32 @@ def _type_name(item: Any) -> str:
     return f"{type(item).__module__}.{type(item).__qualname__}"
 
 
+_KINDS: dict[type[Any], str] = {
+    SystemMessage: "system",
+    UserMessage: "user",
+    AssistantMessage: "assistant",
+    ToolCall: "tool_call",
+    ToolResult: "tool_result",
+    Instruction: "instruction",
+    ModelOutputThunk: "model_output",
+}
+
+
+def _item_model(index: int, item: Item) -> Any:
+    try:
+        return item_json(item)
+    except InvalidRequestError as exc:
+        kind = _KINDS.get(type(item), "component")
+        raise InvalidRequestError(f"item {index} ({kind}) cannot be written: {exc}") from exc
+
+
 def to_json(ctx: Context, *, indent: int | None = None, meta: dict[str, Any] | None = None) -> str:
-    document = ContextDocument(items=tuple(item_json(i) for i in ctx), meta=meta or {})
-    return document.model_dump_json(indent=indent)
+    models = tuple(_item_model(index, item) for index, item in enumerate(ctx))
+    document = ContextDocument(items=models, meta=meta or {})
+    try:
+        return document.model_dump_json(indent=indent)
+    except PydanticSerializationError as exc:
+        raise InvalidRequestError(unwritable(models, document.meta, exc)) from exc
 
 
 # -- reading ---------------------------------------------------------------------------
@@ -178,8 +222,10 @@ def read_document(text: str | bytes) -> ContextDocument:
     `InvalidRequestError` saying which."""
     try:
         return DOCUMENT.validate_json(text)
-    except ValueError as exc:  # pydantic's ValidationError is a ValueError
-        raise InvalidRequestError(f"not a parlay context document (version 1): {exc}") from exc
+    except ValidationError as exc:
+        raise InvalidRequestError(
+            f"not a parlay context document (version 1): {validation_problems(exc)}"
+        ) from exc
 
 
 def _tool_call(call: CallJSON) -> ToolCall:
@@ -221,11 +267,16 @@ def _loaded_output(output: ModelOutputJSON) -> ModelOutputThunk[Any]:
     return thunk
 
 
-def loaded_item(item: Any) -> Item:
+def loaded_item(item: Any, folders: TemplateFolders = NO_FOLDERS, where: str = "an item") -> Item:
+    """The item a document model holds; an instruction's template folder only as
+    `folders` admits it."""
     if isinstance(item, ToolCallJSON):
         return _tool_call(item)
     if isinstance(item, InstructionJSON):
-        return Instruction(item.template, dict(item.variables), item.template_dir)
+        folder = item.template_dir
+        if folder is not None:
+            folder = folders.admit(folder, f"{where} (instruction {item.template!r})")
+        return Instruction(item.template, dict(item.variables), folder)
     if isinstance(item, ModelOutputJSON):
         return _loaded_output(item)
     if isinstance(item, ComponentJSON):
@@ -233,15 +284,21 @@ def loaded_item(item: Any) -> Item:
     return _loaded_message(item)
 
 
-def from_document(document: ContextDocument) -> Context:
+def from_document(document: ContextDocument, folders: TemplateFolders = NO_FOLDERS) -> Context:
     ctx = Context()
-    for item in document.items:
-        ctx = ctx.insert(loaded_item(item))
+    for index, item in enumerate(document.items):
+        ctx = ctx.insert(loaded_item(item, folders, f"item {index}"))
     return ctx
 
 
-def from_json(text: str | bytes) -> Context:
-    return from_document(read_document(text))
+def from_json(
+    text: str | bytes, *, template_dirs: Folders = (), trust_template_dirs: bool = False
+) -> Context:
+    """The context in `text`. An instruction naming a template folder is refused unless
+    the folder is one of `template_dirs` or `trust_template_dirs` is set
+    (`parlay.template_folders`)."""
+    folders = TemplateFolders(template_dirs, trust_template_dirs)
+    return from_document(read_document(text), folders)
 
 
 def save(session: Session, path: str | os.PathLike[str]) -> None:
@@ -263,8 +320,18 @@ def save(session: Session, path: str | os.PathLike[str]) -> None:
         raise
 
 
-def load(path: str | os.PathLike[str]) -> Context:
-    return from_json(Path(path).read_bytes())
+def load(
+    path: str | os.PathLike[str],
+    *,
+    template_dirs: Folders = (),
+    trust_template_dirs: bool = False,
+) -> Context:
+    """The context saved at `path` (template folders: as in `from_json`)."""
+    return from_json(
+        Path(path).read_bytes(),
+        template_dirs=template_dirs,
+        trust_template_dirs=trust_template_dirs,
+    )
 
 
 __all__ = [

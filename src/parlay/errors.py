@@ -126,6 +126,18 @@ class ContextWindowExceeded(InvalidRequestError):
         self.detail = detail  # a model server's own words (credentials masked), for the log
 
 
+class TemplateFolderNotAllowedError(InvalidRequestError):
+    """A context being loaded names a template folder (an `Instruction`'s `template_dir`)
+    that the caller did not allow: a file never chooses where templates come from. Pass
+    the folder in `template_dirs=`, or `trust_template_dirs=True` for a file you trust."""
+
+
+class TemplateSecurityError(ParlayError):
+    """A template tried to leave Jinja2's sandbox (reach `__class__`, `__globals__`, call
+    an unsafe function or change a value it was given). The template is at fault, not
+    its variables: nothing ran."""
+
+
 class StoreError(ParlayError):
     """The SQLite log cannot be opened, migrated or written (the message names the file)."""
 

@@ -27,6 +27,7 @@ from parlay.tools import DEFAULT_TOOL_TIMEOUT, Tool, Toolbox, timeout_problem
 if TYPE_CHECKING:
     from parlay.replay import ResultSource
     from parlay.store import Store, TurnRecorder
+    from parlay.template_folders import Folders
 
 # Unsolved (no `format=`), a verb's thunk is `ModelOutputThunk[Any]`; with a model class,
 # `.parsed` has that class's type.
@@ -156,12 +157,24 @@ class Session(ToolLoop):
         save(self, path)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], backend: Backend, **kwargs: Any) -> Self:
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        backend: Backend,
+        *,
+        template_dirs: Folders = (),
+        trust_template_dirs: bool = False,
+        **kwargs: Any,
+    ) -> Self:
         """A session on `backend` whose context is the one saved at `path`; `kwargs` go to
-        the constructor (`tools=`, `options=`, `log=`...)."""
+        the constructor (`tools=`, `options=`, `log=`...). A file never chooses a template
+        folder: an instruction naming one is refused unless it is one of `template_dirs`
+        or you trust the file (`trust_template_dirs=True`); either way templates render
+        in a sandbox."""
         from parlay.context_json import load
 
-        return cls(backend, ctx=load(path), **kwargs)
+        ctx = load(path, template_dirs=template_dirs, trust_template_dirs=trust_template_dirs)
+        return cls(backend, ctx=ctx, **kwargs)
 
     # -- replaying -----------------------------------------------------------------------
     def replay(self, backend: Backend | None = None, **kwargs: Any) -> Session:
