@@ -5,7 +5,10 @@ import pytest
 import parlay
 from parlay import ConfigurationError, LocalBackend, OpenAIBackend
 from parlay.backends import catalogue, local
+from parlay.backends.scripted import calls
+from parlay.context import ToolResult
 from parlay.engine.backend import PromptedBackend
+from parlay.start import EMBEDDED_ACTION_FORMAT, embedded_engine, greedy
 
 
 def test_start_session_defaults_to_the_embedded_model_behind_the_engine(monkeypatch):
@@ -88,3 +91,79 @@ def test_options_without_a_temperature_keep_the_embedded_model_greedy(monkeypatc
     assert session.options == GenerationOptions(max_tokens=40, temperature=0)
     warm = parlay.start_session(options=GenerationOptions(temperature=0.7))
     assert warm.options.temperature == 0.7
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def test_start_session_puts_a_bare_local_backend_behind_the_engine(monkeypatch, tmp_path):
+    # A newcomer reads that LocalBackend is the embedded model and passes it with tools:
+    # they were sent to llama.cpp, which dropped them without a word.
+    monkeypatch.delenv("PARLAY_LOCAL_MODEL", raising=False)
+    local = LocalBackend()  # never loaded here
+    session = parlay.start_session(local, tools=[add])
+    assert isinstance(session.backend, PromptedBackend) and session.backend.inner is local
+    assert session.backend.settings.options.action_format == EMBEDDED_ACTION_FORMAT
+    assert session.options.temperature == 0  # greedy, as start_session() runs it
+    other = parlay.start_session(LocalBackend(tmp_path / "other.gguf"), tools=[add]).backend
+    assert isinstance(other, PromptedBackend)  # another file: the engine's defaults
+    assert other.settings.options.action_format != EMBEDDED_ACTION_FORMAT
+    wrapped = PromptedBackend(local)
+    assert parlay.start_session(wrapped).backend is wrapped  # already behind the engine
+
+
+def test_a_local_backend_given_tools_refuses_them_and_names_the_engine():
+    session = parlay.Session(LocalBackend("unused.gguf"), tools=[add])
+    with pytest.raises(ConfigurationError) as caught:
+        _ = session.chat("What is 4 + 4?", run_tools=True).value
+    message = str(caught.value)
+    assert "tools were given, which its chat template would drop" in message
+    assert "start_session(LocalBackend(...), tools=...)" in message
+    assert "PromptedBackend(LocalBackend(...))" in message
+
+
+def test_a_local_backend_refuses_a_loaded_conversation_that_holds_calls(tmp_path):
+    # llama.cpp showed the call as an empty assistant turn, and SmolLM2 answered ''.
+    def model(request):
+        last = request.messages[-1]
+        return f"it is {last.content}" if last.role == "tool" else calls(("add", {"a": 1, "b": 1}))
+
+    first = parlay.Session(parlay.ScriptedBackend(model), tools=[parlay.tool(add)])
+    assert first.chat("1 + 1?", run_tools=True).value == "it is 2"
+    first.save(tmp_path / "saved.json")
+    again = parlay.Session.load(tmp_path / "saved.json", LocalBackend("unused.gguf"))
+    with pytest.raises(ConfigurationError, match="holds tool calls, which its chat template"):
+        _ = again.chat("and 2 + 2?").value
+
+
+def test_a_reply_the_loop_guard_stops_still_names_its_model(tmp_path):
+    # `parlay prompt --json` said "model": null for "The answer is 579." said four times.
+    from parlay.backends.base import PLAIN_CHAT
+    from parlay.context import UserMessage
+    from parlay.events import Finish
+    from parlay.request import ChatRequest
+
+    local = LocalBackend(tmp_path / "model.gguf")
+    local._backend = parlay.ScriptedBackend(  # as if its server were running
+        ["The answer is 579. " * 8], capabilities=PLAIN_CHAT
+    )
+    events = asyncio.run(_collect(local, ChatRequest((UserMessage("123 + 456?"),))))
+    finish = events[-1]
+    assert isinstance(finish, Finish) and finish.reason == "length"
+    assert finish.diagnostics.repetition == "The answer is 579."
+    assert finish.model == str(tmp_path / "model.gguf")
+
+
+@pytest.mark.model
+def test_a_bare_local_backend_calls_its_tools_and_goes_on_after_a_reload(tmp_path):
+    session = parlay.start_session(LocalBackend(), tools=[add])
+    first = session.chat("What is 123 + 456?", run_tools=True)
+    assert "579" in first.value
+    assert any(isinstance(step, ToolResult) for step in first.steps), "no call of add"
+    session.save(tmp_path / "saved.json")
+    again = parlay.Session.load(
+        tmp_path / "saved.json", embedded_engine(LocalBackend()), tools=[add], options=greedy(None)
+    )
+    assert again.chat("What is 4 + 4?", run_tools=True).value.strip()

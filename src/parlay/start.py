@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from attrs import evolve
 
@@ -19,6 +19,7 @@ from parlay.thunk import ModelOutputThunk
 from parlay.tools import Tool
 
 if TYPE_CHECKING:
+    from parlay.backends.local import LocalBackend
     from parlay.engine.backend import PromptedBackend
 
 # After a tool result, the restated request garbled SmolLM2's answer in the quick start
@@ -47,34 +48,37 @@ def default_backend(*, threads: int | None = None) -> Backend:
     the embedded llama.cpp model, always behind the engine, with `threads` (None:
     `$PARLAY_THREADS`, else the cores free when it starts).
     """
-    from parlay.engine.backend import PromptedBackend
-
     base_url = os.environ.get("PARLAY_OPENAI_BASE_URL")
     if base_url:
         return _configured_server(base_url)
     from parlay.backends.local import LocalBackend
 
-    # A model of the user's own ($PARLAY_LOCAL_MODEL) gets the engine's defaults. Each
-    # engine attempt gets the embedded model's own budget, not the engine's larger one.
-    if os.environ.get("PARLAY_LOCAL_MODEL"):
-        return PromptedBackend(LocalBackend(threads=threads), max_tokens=EMBEDDED_MAX_TOKENS)
-    return embedded_engine(LocalBackend(threads=threads))
+    return embedded_stack(LocalBackend(threads=threads))
 
 
 def embedded_backend(name: str, *, threads: int | None = None) -> Backend:
     """The embedded model `name` (`parlay.backends.catalogue`: smollm2, qwen2.5-coder)
     behind the engine: SmolLM2 as `embedded_engine` sets it, any other with the engine's
     defaults and the embedded token budget (as `$PARLAY_LOCAL_MODEL` gets)."""
-    from parlay.backends.catalogue import EMBEDDED_MODELS, SMOLLM2, embedded_model
+    from parlay.backends.catalogue import EMBEDDED_MODELS, embedded_model
     from parlay.backends.local import LocalBackend
-    from parlay.engine.backend import PromptedBackend
 
     model = embedded_model(name)
     if model is None:
         known = ", ".join(m.name for m in EMBEDDED_MODELS)
         raise ConfigurationError(f"no embedded model is called {name!r}: there are {known}")
-    local = LocalBackend(model.locate(), threads=threads)
-    if model is SMOLLM2:
+    return embedded_stack(LocalBackend(model.locate(), threads=threads))
+
+
+def embedded_stack(local: LocalBackend) -> PromptedBackend:
+    """`local` behind the engine as parlay runs each embedded model: SmolLM2 as
+    `embedded_engine` sets it; any other file (`$PARLAY_LOCAL_MODEL`, Qwen) with the
+    engine's defaults, each attempt with the embedded model's own budget rather than the
+    engine's larger one."""
+    from parlay.backends.catalogue import SMOLLM2_FILE
+    from parlay.engine.backend import PromptedBackend
+
+    if local.name == f"local:{SMOLLM2_FILE}":
         return embedded_engine(local)
     return PromptedBackend(local, max_tokens=EMBEDDED_MAX_TOKENS)
 
@@ -110,6 +114,12 @@ def _configured_server(base_url: str) -> Backend:
     return PromptedBackend(OpenAIBackend(model, base_url=base_url, capabilities=PLAIN_CHAT))
 
 
+def _is_local(backend: Backend) -> TypeGuard[LocalBackend]:
+    from parlay.backends.local import LocalBackend
+
+    return isinstance(backend, LocalBackend)
+
+
 def greedy(options: GenerationOptions | None) -> GenerationOptions:
     """`options` with temperature 0 where they set none (how the embedded model runs)."""
     if options is None:
@@ -131,11 +141,14 @@ def start_session(
 ) -> Session:
     """A new session; with no backend, the embedded local model (see `default_backend`),
     or the embedded model named by `model` (`parlay models` lists them: smollm2, the
-    default, and qwen2.5-coder).
+    default, and qwen2.5-coder). A bare `LocalBackend` is put behind the engine as
+    those are (`embedded_stack`), so its tools are called; any other backend is used as
+    it is.
 
-    The embedded model samples greedily (temperature 0) unless `options` set a
-    temperature: a 135M-parameter model follows the tool contract far more reliably that
-    way. Options that leave the temperature unset (`max_tokens` alone, say) keep it.
+    The embedded model (and a bare `LocalBackend`) samples greedily (temperature 0)
+    unless `options` set a temperature: a 135M-parameter model follows the tool contract
+    far more reliably that way. Options that leave the temperature unset (`max_tokens`
+    alone, say) keep it.
 
     `resume` goes on from a logged conversation, as `parlay prompt -c` does: True for the
     latest, a log-session id (or a unique prefix of one), or a response id (an int) for
@@ -149,6 +162,11 @@ def start_session(
     if backend is None:
         options = greedy(options)
         backend = default_backend() if model is None else embedded_backend(model)
+    elif _is_local(backend):
+        # It has no tool calling of its own (and refuses tools): as the embedded model
+        # runs when none is given, behind the engine and greedy.
+        options = greedy(options)
+        backend = embedded_stack(backend)
     session = session_class(
         backend,
         tools=tools,

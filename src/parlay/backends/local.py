@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from attrs import evolve
+
 from parlay.backends.base import PLAIN_CHAT, Capabilities
 from parlay.backends.bounds import (
     EMBEDDED_MAX_TOKENS,
@@ -28,8 +30,9 @@ from parlay.backends.openai import OpenAIBackend
 from parlay.backends.threads import pick_threads
 from parlay.backends.tokens import TokenCount
 from parlay.backends.window import ContextWindow, embedded_window
+from parlay.context import AssistantMessage, ToolResult
 from parlay.errors import ConfigurationError
-from parlay.events import Event
+from parlay.events import Event, Finish
 from parlay.request import ChatRequest
 
 # From a clone of parlay (it is not on a package index): the llama.cpp runtime, then the
@@ -155,10 +158,36 @@ def shared_server(
         return server
 
 
+def _without_tools(request: ChatRequest) -> None:
+    """A `ConfigurationError` for a request that needs tool calling, which this backend
+    has none of: llama.cpp drops the tools of a model whose chat template has no tool
+    support (SmolLM2's) without a word, and shows an earlier call as an empty assistant
+    turn, which a small model answers with nothing."""
+    if request.tools:
+        why = "tools were given, which its chat template would drop without a word"
+    elif any(
+        isinstance(m, ToolResult) or (isinstance(m, AssistantMessage) and m.tool_calls)
+        for m in request.messages
+    ):
+        why = "the conversation holds tool calls, which its chat template shows as empty turns"
+    else:
+        return
+    raise ConfigurationError(
+        f"LocalBackend has no tool calling of its own, and {why}: put it behind parlay's "
+        "engine. start_session(LocalBackend(...), tools=...) does; for Session(...) or "
+        "Session.load(...), pass parlay.start.embedded_engine(LocalBackend(...)) (as "
+        "start_session() runs it) or PromptedBackend(LocalBackend(...))"
+    )
+
+
 class LocalBackend:
     """The embedded llama.cpp model. Plain chat plus JSON-schema output; no native tools.
 
-    Wrap it in `PromptedBackend` for tool calling (`parlay.start_session()` does).
+    For tool calling it goes behind the engine: `parlay.start_session()` and
+    `start_session(LocalBackend(...))` put it there; `Session(...)` takes
+    `parlay.start.embedded_engine(LocalBackend(...))` or `PromptedBackend(LocalBackend())`.
+    Given tools itself, or a conversation that holds calls, it refuses (`ConfigurationError`)
+    rather than let llama.cpp drop them without a word.
     `threads` and `poll` go to llama.cpp (see `LlamaServer`; `threads=None` picks the
     count from the cores free at start, or `$PARLAY_THREADS`).
 
@@ -203,7 +232,10 @@ class LocalBackend:
 
     @property
     def name(self) -> str:
+        """`local:` and the model file's name, without looking for the file."""
         path = self._model_path
+        if path is None and (chosen := os.environ.get("PARLAY_LOCAL_MODEL")):
+            path = Path(chosen)  # what `model_path` will find
         return f"local:{path.name if path else SMOLLM2_FILE}"
 
     @property
@@ -254,7 +286,12 @@ class LocalBackend:
         return await (await self._started()).count_tokens(request)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
+        _without_tools(request)
         backend = await self._started()
         request = with_max_tokens(request, self.max_tokens)
         async for event in guarded(backend.stream(request), self.repetition):
+            if isinstance(event, Finish) and event.model is None:
+                # The guard ends a looping reply before the server's own last chunk,
+                # which names the model: name it as the server does, by its file.
+                event = evolve(event, model=str(self.model_path))
             yield event
