@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import TYPE_CHECKING
 
 import typer
@@ -93,10 +95,42 @@ def serve(
         raise typer.Exit(2) from exc
     try:
         typer.echo(f"parlay serve: {startup_line(config)}", err=True)
+        parlay_logging(log_level)
+        if config.upstream_url is not None:
+            typer.echo(f"parlay serve: {upstream_window_line(config)}", err=True)
         run(config, log_level=log_level)
     except ConfigurationError as exc:
         typer.echo(f"parlay serve: {exc}", err=True)
         raise typer.Exit(2) from exc
+
+
+def parlay_logging(level: str) -> None:
+    """`--log-level` for parlay's own loggers (`parlay.*`: the engine's decisions, what
+    was shrunk to fit, a model server's error body, masked) as well as uvicorn's, which
+    is all uvicorn's own configuration reaches."""
+    logger = logging.getLogger("parlay")
+    logger.setLevel("DEBUG" if level.lower() == "trace" else level.upper())
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)-9s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+
+
+def upstream_window_line(config: ServerConfig) -> str:
+    """The upstream model's context window and where it was found, asked now (once)."""
+    from parlay.backends.window import context_window
+    from parlay.server.config import build_backend
+
+    backend: object = build_backend(config)
+    for _ in range(4):  # through the engine and greedy sampling to the model itself
+        backend = getattr(backend, "inner", backend)
+    window = asyncio.run(context_window(backend))
+    if window is None:
+        return (
+            "context window: the upstream did not say (requests go unfitted; its own "
+            "overflow error reaches clients as theirs)"
+        )
+    return f"context window: {window.tokens:,} tokens (from {window.source})"
 
 
 def startup_line(config: ServerConfig) -> str:

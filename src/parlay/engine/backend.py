@@ -26,7 +26,7 @@ from parlay.engine.checks.refusal import DEFAULT_REFUSALS, RefusalPhrases
 from parlay.engine.checks.results_answer import results_answer
 from parlay.engine.checks.retry import DEFAULT_CHECKS, Check
 from parlay.engine.checks.rules import unknown_rules
-from parlay.engine.contract.fit import Budget, fit, note_shrunk, reply_reserve
+from parlay.engine.contract.fit import Budget, fit, reply_reserve
 from parlay.engine.contract.images import text_only
 from parlay.engine.contract.pieces import DEFAULT_MAX_RESULT_CHARS
 from parlay.engine.contract.render import render_contract
@@ -36,6 +36,7 @@ from parlay.engine.settings import EngineSettings, engine_settings
 from parlay.engine.turn import NAME_ALTERNATIVES, Turn, open_turn
 from parlay.errors import BackendStatusError, ConfigurationError
 from parlay.events import Event, Finish, TextDelta
+from parlay.reasoning import split_reasoning
 from parlay.request import NONE, ChatRequest
 
 logger = logging.getLogger("parlay.prompted")
@@ -168,7 +169,7 @@ class PromptedBackend:
     async def _stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         request = text_only(request, self.options)  # the inner model reads text only
         if not request.tools and not has_tool_activity(request.messages):
-            events = self.inner.stream(request)
+            events = split_reasoning(self.inner.stream(request))  # <think> is not answer
         elif self._unconstrained is not None:  # the backend refused the grammar before
             events = _noted(self._unconstrained._stream(request), self._refusal)
         else:
@@ -241,7 +242,6 @@ class PromptedBackend:
                 "shrunk to fit %s of %s tokens (window from %s): %s, now %s tokens",
                 budget.prompt, window.tokens, window.source, ", ".join(shrunk), fitted.tokens,
             )  # fmt: skip
-            note_shrunk(fitted.shrunk)
         return fitted.request, evolve(self.settings, options=fitted.options), shrunk
 
     async def _attempts(self, turn: Turn) -> AsyncIterator[Event]:

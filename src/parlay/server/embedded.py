@@ -61,6 +61,7 @@ def describe_embedded(threads: int | None) -> str:
         model = os.environ.get("PARLAY_MODEL") or "its default model"
         return f"{model} at $PARLAY_OPENAI_BASE_URL ({os.environ['PARLAY_OPENAI_BASE_URL']})"
     from parlay.backends.local import default_model_path
+    from parlay.backends.window import embedded_window
 
     if threads is not None:
         cpu = f"{threads} thread{'s' if threads != 1 else ''}"
@@ -68,7 +69,10 @@ def describe_embedded(threads: int | None) -> str:
         cpu = f"{os.environ['PARLAY_THREADS']} threads from $PARLAY_THREADS"
     else:
         cpu = "threads: the cores free when it loads"
+    path = default_model_path()
+    window = embedded_window(None, path)
     return (
-        f"embedded model {default_model_path().name} through the prompt-contract engine, "
-        f"greedy unless a request sets a temperature, {cpu}; loading now"
+        f"embedded model {path.name} through the prompt-contract engine, "
+        f"greedy unless a request sets a temperature, {cpu}, context window "
+        f"{window.tokens:,} tokens ({window.source}); loading now"
     )

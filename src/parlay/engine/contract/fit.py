@@ -145,6 +145,7 @@ async def fit(
             continue
         fitted = Fitted(*changed, shrunk=(*fitted.shrunk, shrink))
         count = await _tokens(fitted, constrained, budget)
+    note_shrunk(fitted.shrunk)
     if count is None:
         return fitted
     # An estimate never refuses: the model server has the last word.
