@@ -38,7 +38,7 @@ PUBLIC = {
     "TurnCancelledError", "MCPServerError", "BackendError", "BackendConnectionError",
     "BackendTimeoutError", "BackendStatusError", "BackendRateLimitError",
     "BackendSchemaRejectedError", "BackendProtocolError", "BackendStreamCutError",
-    "TemplateFolderNotAllowedError", "TemplateSecurityError",
+    "TemplateFolderNotAllowedError", "TemplateSecurityError", "ContextWindowExceeded",
     "UndescribedToolWarning", "MCPToolSkippedWarning",
 }  # fmt: skip
 
