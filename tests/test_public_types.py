@@ -30,7 +30,7 @@ PUBLIC = {
     "ChatRequest", "GenerationOptions", "ResponseFormat", "ToolChoice", "ToolSpec",
     "Diagnostics",
     # every event a stream yields, and what they carry
-    "Event", "TextDelta", "ScoredTextDelta", "TokenChoice", "ToolCallStart",
+    "Event", "TextDelta", "ReasoningDelta", "ScoredTextDelta", "TokenChoice", "ToolCallStart",
     "ToolCallArgsDelta", "ToolCallEnd", "Finish", "Usage",
     # every error and warning a user may catch
     "ParlayError", "ConfigurationError", "InvalidRequestError", "ThunkError", "StoreError",

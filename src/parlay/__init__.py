@@ -60,6 +60,7 @@ from parlay.errors import (
 from parlay.events import (
     Event,
     Finish,
+    ReasoningDelta,
     ScoredTextDelta,
     TextDelta,
     TokenChoice,
@@ -132,6 +133,7 @@ __all__ = [
     "OpenAIBackend",
     "ParlayError",
     "PromptedBackend",
+    "ReasoningDelta",
     "ResponseFormat",
     "ScoredTextDelta",
     "ScriptedBackend",

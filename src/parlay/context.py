@@ -99,6 +99,9 @@ class ToolResult:
     value: Any = field(default=None, eq=False, repr=False)
     # Images the tool gave beside its text (a screenshot, a file it read).
     images: tuple[Image, ...] = field(default=(), converter=_images_tuple)
+    # Deferred tools this result names (a tool search's `tool_reference` blocks): the
+    # history, not the server, says which tools the model is shown from here on.
+    references: tuple[str, ...] = field(default=(), converter=tuple)
     role = "tool"
 
     @property

@@ -95,6 +95,15 @@ class ScoredTextDelta(TextDelta):
 
 
 @frozen
+class ReasoningDelta:
+    """The model's reasoning (a `<think>` block, an upstream's `reasoning_content` or
+    `thinking`): shown as the protocol's reasoning, never as answer text, never parsed
+    for calls. Not a `TextDelta`, so whatever reads the answer never reads it."""
+
+    text: str
+
+
+@frozen
 class ToolCallStart:
     """A tool call begins: its id and name are known, its arguments are not yet."""
 
@@ -133,4 +142,4 @@ class Finish:
     model: str | None = None
 
 
-Event = TextDelta | ToolCallStart | ToolCallArgsDelta | ToolCallEnd | Finish
+Event = TextDelta | ReasoningDelta | ToolCallStart | ToolCallArgsDelta | ToolCallEnd | Finish

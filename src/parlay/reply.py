@@ -13,6 +13,7 @@ from parlay.context import ToolCall
 from parlay.events import (
     Event,
     Finish,
+    ReasoningDelta,
     ScoredTextDelta,
     TextDelta,
     TokenChoice,
@@ -27,12 +28,13 @@ class Reply:
     """The visible text, the finished calls in order, and the `Finish` event.
 
     `tokens`: the scored tokens of the text (from its `ScoredTextDelta`s), () when the
-    text came without them."""
+    text came without them. `reasoning`: the model's reasoning, apart from the text."""
 
     text: str
     calls: tuple[ToolCall, ...]
     finish: Finish
     tokens: tuple[TokenChoice, ...] = ()
+    reasoning: str = ""
 
     @property
     def usage(self) -> Usage:
@@ -44,6 +46,7 @@ class ReplyBuilder:
 
     def __init__(self) -> None:
         self._text: list[str] = []
+        self._reasoning: list[str] = []
         self._tokens: list[TokenChoice] = []
         self._order: list[str] = []
         self._calls: dict[str, ToolCall] = {}
@@ -54,6 +57,8 @@ class ReplyBuilder:
             self._text.append(event.text)
             if isinstance(event, ScoredTextDelta):
                 self._tokens.extend(event.tokens)
+        elif isinstance(event, ReasoningDelta):
+            self._reasoning.append(event.text)
         elif isinstance(event, ToolCallStart):
             if event.id not in self._order:
                 self._order.append(event.id)
@@ -68,7 +73,8 @@ class ReplyBuilder:
         finish = self._finish or Finish("stop")
         # A call that started but never ended is dropped: its arguments are unknown.
         calls = tuple(self._calls[i] for i in self._order if i in self._calls)
-        return Reply("".join(self._text), calls, finish, tuple(self._tokens))
+        reasoning = "".join(self._reasoning)
+        return Reply("".join(self._text), calls, finish, tuple(self._tokens), reasoning)
 
 
 def gather(events: Iterable[Event]) -> Reply:

@@ -7,12 +7,12 @@ decode OpenAI and Anthropic requests into.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal
 
 from attrs import evolve, field, frozen
 
-from parlay.context import Message
+from parlay.context import Message, ToolResult
 from parlay.errors import InvalidRequestError
 
 ToolChoiceMode = Literal["auto", "none", "required", "tool"]
@@ -35,6 +35,18 @@ class ToolSpec:
     parameters: dict[str, Any] = field(
         factory=lambda: {"type": "object", "properties": {}}, converter=_dict, hash=False
     )
+    # Offered but not shown until a tool result references it (Anthropic's and OpenAI's
+    # `defer_loading`): a call to it is still a call to an offered tool.
+    deferred: bool = False
+
+
+def shown_tools(tools: Sequence[ToolSpec], messages: Sequence[Message]) -> tuple[ToolSpec, ...]:
+    """The tools a model is shown: those not deferred, and the deferred ones a tool result
+    in `messages` references. Derived from the history alone: the proxy keeps no state."""
+    if not any(spec.deferred for spec in tools):
+        return tuple(tools)
+    named = {n for m in messages if isinstance(m, ToolResult) for n in m.references}
+    return tuple(spec for spec in tools if not spec.deferred or spec.name in named)
 
 
 @frozen
@@ -148,3 +160,11 @@ class ChatRequest:
 
     def replace(self, **changes: Any) -> ChatRequest:
         return evolve(self, **changes)
+
+    def shown_tools(self) -> tuple[ToolSpec, ...]:
+        """The tools the model is shown (`shown_tools`), and the one tool_choice forces."""
+        shown = shown_tools(self.tools, self.messages)
+        forced = self.tool_choice.name
+        if forced is None or any(spec.name == forced for spec in shown):
+            return shown
+        return tuple(spec for spec in self.tools if spec in shown or spec.name == forced)

@@ -20,6 +20,7 @@ from parlay.events import (
     Event,
     Finish,
     FinishReason,
+    ReasoningDelta,
     TextDelta,
     ToolCallArgsDelta,
     ToolCallStart,
@@ -343,6 +344,13 @@ class ModelOutputThunk(Generic[T]):
         """The text of the final answer (action blocks removed)."""
         self._force()
         return self._text()
+
+    @property
+    def reasoning(self) -> str:
+        """The model's reasoning in this answer (a `<think>` block, an upstream's
+        `reasoning_content`), kept apart from `.value`; "" when it gave none."""
+        self._force()
+        return "".join(e.text for e in self._round() if isinstance(e, ReasoningDelta))
 
     @property
     def tools(self) -> tuple[ToolCall, ...]:

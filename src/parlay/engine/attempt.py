@@ -24,6 +24,7 @@ from parlay.engine.policy import StreamingMode
 from parlay.events import (
     Event,
     Finish,
+    ReasoningDelta,
     ScoredTextDelta,
     TextDelta,
     TokenChoice,
@@ -31,6 +32,7 @@ from parlay.events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from parlay.reasoning import ThinkSplitter
 
 CALL_EVENTS = (ToolCallStart, ToolCallArgsDelta, ToolCallEnd)
 
@@ -61,6 +63,7 @@ class Attempt:
     def __init__(self, setup: AttemptSetup, tools: Collection[str], thought_limit: int) -> None:
         self.setup = setup
         self.parser = ActionStreamParser(tools, thought_limit=thought_limit)
+        self.think = ThinkSplitter()
         self.trim = EchoTrim(setup.own_words if setup.trim_clauses else OwnWords())
         self.ended: set[tuple[str, str]] = set()  # (name, arguments) of the calls so far
         self.duplicates = 0
@@ -77,7 +80,15 @@ class Attempt:
         self.parsed = ParseResult("", ())  # the whole reply, parsed once it has ended
 
     def take(self, event: Event) -> list[Event]:
-        """One event of the inner model's stream; returns the events to show now."""
+        """One event of the inner model's stream; returns the events to show now. A
+        leading `<think>` block of its text is reasoning: split off before the parser."""
+        if not isinstance(event, TextDelta):
+            return self._take(event)
+        return [out for part in self.think.feed(event) for out in self._take(part)]
+
+    def _take(self, event: Event) -> list[Event]:
+        if isinstance(event, ReasoningDelta):
+            return [event]  # shown as it comes; never parsed, never judged
         if isinstance(event, Finish):
             self.finish = event
             return []
@@ -90,7 +101,8 @@ class Attempt:
 
     def end(self) -> list[Event]:
         """The reply has ended: the last events to show."""
-        now = self.route(self.parser.finish())
+        thought = [out for part in self.think.finish() for out in self._take(part)]
+        now = thought + self.route(self.parser.finish())
         self.parsed = self.parser.result()
         rest = self.trim.flush()  # the clause the echo trim holds
         if self.trim.dropped:

@@ -127,8 +127,8 @@ class _OpenAIWire(Wire):
 
 
 class _AnthropicStream(StreamWire):
-    def __init__(self, model: str) -> None:
-        self.encoder = anthropic.StreamEncoder(model=model)
+    def __init__(self, model: str, thinking: bool) -> None:
+        self.encoder = anthropic.StreamEncoder(model=model, thinking=thinking)
 
     def start(self) -> bytes:
         return b"".join(encode_event(d, n) for n, d in self.encoder.start())
@@ -156,10 +156,11 @@ class _AnthropicWire(Wire):
     def response(
         self, builder: ReplyBuilder, model: str, chat: ChatRequest, request_body: Any = None
     ) -> dict[str, Any]:
-        return anthropic.encode_response(builder.build(), model=model)
+        thinking = anthropic.shows_thinking(request_body)
+        return anthropic.encode_response(builder.build(), model=model, thinking=thinking)
 
     def stream(self, model: str, request_body: Any, chat: ChatRequest) -> StreamWire:
-        return _AnthropicStream(model)
+        return _AnthropicStream(model, anthropic.shows_thinking(request_body))
 
 
 # Names the client's tools that the model was not offered (hosted and custom tools).

@@ -12,15 +12,18 @@ from parlay.events import (
     Event,
     Finish,
     FinishReason,
+    ReasoningDelta,
     TextDelta,
     ToolCallArgsDelta,
     ToolCallEnd,
     ToolCallStart,
     Usage,
 )
+from parlay.reasoning import ThinkSplitter
 from parlay.request import ChatRequest, ToolChoice, ToolSpec
 from parlay.wire.arguments import parse_arguments
 from parlay.wire.images import anthropic_block
+from parlay.wire.tool_search import reference_blocks, with_references
 
 DEFAULT_MAX_TOKENS = 1024
 
@@ -39,6 +42,8 @@ def encode_tool(spec: ToolSpec) -> dict[str, Any]:
     out: dict[str, Any] = {"name": spec.name, "input_schema": spec.parameters}
     if spec.description:
         out["description"] = spec.description
+    if spec.deferred:  # Anthropic reads tool search itself: the flag goes as it came
+        out["defer_loading"] = True
     return out
 
 
@@ -100,6 +105,10 @@ def _result_block(message: ToolResult) -> dict[str, Any]:
     if message.images:  # Anthropic takes images inside a tool_result
         blocks = [{"type": "text", "text": text}] if text else []
         content = blocks + [anthropic_block(i) for i in message.images]
+    if message.references:  # a tool search's result, as the client sent it
+        only_lines = text == with_references("", message.references)
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": text}]
+        content = (blocks if text and not only_lines else []) + reference_blocks(message.references)
     block: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": message.call_id,
@@ -152,17 +161,22 @@ def _reason(raw: str | None, has_calls: bool) -> FinishReason:
 
 def decode_response(data: Mapping[str, Any]) -> Iterator[Event]:
     calls = 0
+    think = ThinkSplitter()  # a server in front of a local model may send <think> as text
     for block in data.get("content") or []:
         kind = block.get("type")
         if kind == "text" and block.get("text"):
-            yield TextDelta(block["text"])
+            yield from think.feed(TextDelta(block["text"]))
+        elif kind == "thinking" and block.get("thinking"):
+            yield ReasoningDelta(block["thinking"])
         elif kind == "tool_use":
+            yield from think.finish()
             arguments = block.get("input") or {}
             call = ToolCall(block.get("name") or "", arguments, block.get("id") or f"toolu_{calls}")
             yield ToolCallStart(call.id, call.name, calls)
             yield ToolCallArgsDelta(call.id, call.arguments_json)
             yield ToolCallEnd(call)
             calls += 1
+    yield from think.finish()
     yield Finish(
         _reason(data.get("stop_reason"), calls > 0),
         decode_usage(data.get("usage")),
@@ -192,6 +206,7 @@ class StreamDecoder:
         self._output = 0
         self._reason: str | None = None
         self._model: str | None = None
+        self._think = ThinkSplitter()
         self.stopped = False
 
     def feed(self, data: Mapping[str, Any]) -> Iterator[Event]:
@@ -208,6 +223,7 @@ class StreamDecoder:
             self._message_delta(data)
         elif kind == "message_stop":
             self.stopped = True
+            yield from self._think.finish()
             yield Finish(
                 _reason(self._reason, self._calls > 0),
                 Usage(self._input, self._output),
@@ -230,18 +246,23 @@ class StreamDecoder:
         self._blocks[index] = block
         if block.get("type") == "tool_use":
             block["json"] = []
+            yield from self._think.finish()
             yield ToolCallStart(
                 block.get("id") or f"toolu_{index}", block.get("name") or "", self._calls
             )
             self._calls += 1
         elif block.get("type") == "text" and block.get("text"):
-            yield TextDelta(block["text"])
+            yield from self._think.feed(TextDelta(block["text"]))
+        elif block.get("type") == "thinking" and block.get("thinking"):
+            yield ReasoningDelta(block["thinking"])
 
     def _block_delta(self, data: Mapping[str, Any]) -> Iterator[Event]:
         block = self._blocks.get(int(data.get("index", -1))) or {}
         delta = data.get("delta") or {}
         if delta.get("type") == "text_delta" and delta.get("text"):
-            yield TextDelta(delta["text"])
+            yield from self._think.feed(TextDelta(delta["text"]))
+        elif delta.get("type") == "thinking_delta" and delta.get("thinking"):
+            yield ReasoningDelta(delta["thinking"])
         elif delta.get("type") == "input_json_delta" and "json" in block:
             fragment = delta.get("partial_json") or ""
             if fragment:

@@ -28,6 +28,14 @@ from parlay.wire._check import (
     stop_list,
 )
 from parlay.wire.images import from_anthropic
+from parlay.wire.tool_search import (
+    all_shown,
+    check_shown,
+    deferred,
+    is_server_search,
+    take_references,
+    with_references,
+)
 from parlay.wire.validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -177,11 +185,14 @@ def _user_turn(blocks: list[Mapping[str, Any]], where: str, names: dict[str, str
         elif kind == "tool_result":
             call_id = field(block, "tool_use_id", str, where=bw, required=True)
             name = called_tool(names, call_id, f"{bw}.tool_use_id", "tool_use block")
-            text, shown = _result_content(block.get("content"), f"{bw}.content")
+            content, refs = take_references(block.get("content"), f"{bw}.content")
+            text, shown = _result_content(content, f"{bw}.content")
+            text = with_references(text, refs) if refs else text
             if field(block, "is_error", bool, where=bw):
-                out.append(ToolResult(call_id, name, error=text or "the tool failed", images=shown))
+                error = text or "the tool failed"
+                out.append(ToolResult(call_id, name, error=error, images=shown, references=refs))
             else:
-                out.append(ToolResult(call_id, name, text, images=shown))
+                out.append(ToolResult(call_id, name, text, images=shown, references=refs))
         elif kind == "image":
             images.append(from_anthropic(block, bw))
         else:
@@ -199,10 +210,14 @@ def decode_tools(raw_tools: Any) -> tuple[ToolSpec, ...]:
     if not isinstance(raw_tools, list):
         raise InvalidRequestError("`tools` must be an array")
     specs = []
+    server_search = False
     for i, raw in enumerate(raw_tools):
         where = f"tools[{i}]"
         if not isinstance(raw, Mapping):
             raise InvalidRequestError(f"`{where}` must be an object")
+        if is_server_search(raw.get("type")):
+            server_search = True  # one parlay cannot run: see `all_shown` below
+            continue
         if raw.get("type") not in (None, "custom"):
             raise InvalidRequestError(
                 f"`{where}.type` is {raw.get('type')!r}: this server runs client tools only"
@@ -210,8 +225,11 @@ def decode_tools(raw_tools: Any) -> tuple[ToolSpec, ...]:
         name = field(raw, "name", str, where=where, required=True)
         description = field(raw, "description", str, where=where) or ""
         schema = field(raw, "input_schema", dict, where=where, required=True)
-        specs.append(ToolSpec(name, description, schema))
+        specs.append(ToolSpec(name, description, schema, deferred=deferred(raw, where)))
     check_tools(specs, "tools")
+    if server_search:
+        return all_shown(specs)
+    check_shown(specs, "tools")
     return tuple(specs)
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from parlay.events import (
     Event,
     Finish,
     FinishReason,
+    ReasoningDelta,
     TextDelta,
     ToolCallArgsDelta,
     ToolCallEnd,
@@ -42,6 +44,7 @@ __all__ = [
     "encode_error",
     "encode_response",
     "new_message_id",
+    "shows_thinking",
 ]
 
 STOP_OUT: dict[FinishReason, str] = {
@@ -65,8 +68,27 @@ def _stop_reason(reason: FinishReason, has_calls: bool) -> str:
     return "tool_use" if has_calls and out == "end_turn" else out
 
 
-def encode_response(reply: Reply, *, model: str, id: str | None = None) -> dict[str, Any]:
+def shows_thinking(body: Any) -> bool:
+    """Whether the request asked to see thinking: `thinking` enabled or adaptive, its
+    `display` not "omitted". Reasoning not asked for is left out, as Anthropic does."""
+    thinking = body.get("thinking") if isinstance(body, Mapping) else None
+    if not isinstance(thinking, Mapping) or thinking.get("type") == "disabled":
+        return False
+    return thinking.get("display") != "omitted"
+
+
+def _thinking_block(text: str) -> dict[str, Any]:
+    # No signature a proxy could give would be true: it stays empty, and parlay reads
+    # thinking sent back with or without one.
+    return {"type": "thinking", "thinking": text, "signature": ""}
+
+
+def encode_response(
+    reply: Reply, *, model: str, id: str | None = None, thinking: bool = True
+) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
+    if reply.reasoning and thinking:
+        content.append(_thinking_block(reply.reasoning))
     if reply.text:
         content.append({"type": "text", "text": reply.text})
     for call in reply.calls:
@@ -92,11 +114,13 @@ SSE = tuple[str, dict[str, Any]]  # (event name, data)
 class StreamEncoder:
     """parlay events in, Anthropic stream events out as (name, data) pairs."""
 
-    def __init__(self, *, model: str, id: str | None = None) -> None:
+    def __init__(self, *, model: str, id: str | None = None, thinking: bool = True) -> None:
         self.id = id or new_message_id()
         self.model = model
-        self._block = -1  # index of the last block started
-        self._open: str | None = None  # "text" or a call id
+        self.thinking = thinking  # whether reasoning goes out as thinking blocks
+        # Index of the last block started: every block gets the next, never one reused.
+        self._block = -1
+        self._open: str | None = None  # "text", "thinking" or a call id
         self._sent_args: dict[str, bool] = {}
         self._saw_calls = False
 
@@ -140,15 +164,26 @@ class StreamEncoder:
             {"type": "content_block_delta", "index": self._block, "delta": delta},
         )
 
+    def _thinking(self, event: ReasoningDelta) -> list[SSE]:
+        if not event.text or not self.thinking:
+            return []
+        opened = self._open == "thinking"
+        out = [] if opened else self._begin(_thinking_block(""), "thinking")
+        out.append(self._delta({"type": "thinking_delta", "thinking": event.text}))
+        return out
+
+    def _text(self, event: TextDelta) -> list[SSE]:
+        if not event.text:
+            return []
+        out = [] if self._open == "text" else self._begin({"type": "text", "text": ""}, "text")
+        out.append(self._delta({"type": "text_delta", "text": event.text}))
+        return out
+
     def feed(self, event: Event) -> list[SSE]:
+        if isinstance(event, ReasoningDelta):
+            return self._thinking(event)
         if isinstance(event, TextDelta):
-            if not event.text:
-                return []
-            out: list[SSE] = (
-                [] if self._open == "text" else self._begin({"type": "text", "text": ""}, "text")
-            )
-            out.append(self._delta({"type": "text_delta", "text": event.text}))
-            return out
+            return self._text(event)
         if isinstance(event, ToolCallStart):
             self._saw_calls = True
             self._sent_args[event.id] = False

@@ -19,6 +19,7 @@ from parlay.events import (
     Event,
     Finish,
     FinishReason,
+    ReasoningDelta,
     ScoredTextDelta,
     TextDelta,
     TokenChoice,
@@ -27,6 +28,7 @@ from parlay.events import (
     ToolCallStart,
     Usage,
 )
+from parlay.reasoning import ThinkSplitter
 from parlay.request import ChatRequest, GenerationOptions, ToolChoice, ToolSpec
 from parlay.wire.arguments import parse_arguments
 from parlay.wire.images import chat_part
@@ -100,8 +102,10 @@ def encode_request(request: ChatRequest, *, model: str | None, stream: bool) -> 
     chosen = request.model or model
     if chosen:
         body["model"] = chosen
-    if request.tools:
-        body["tools"] = [encode_tool(spec) for spec in request.tools]
+    # A chat upstream has no deferred tools: it is sent those shown (the history
+    # references the rest as the client's own search finds them), never all in full.
+    if tools := request.shown_tools():
+        body["tools"] = [encode_tool(spec) for spec in tools]
         body["tool_choice"] = encode_tool_choice(request.tool_choice)
         if not request.parallel_tool_calls:
             body["parallel_tool_calls"] = False
@@ -217,6 +221,16 @@ def decode_tokens(choice: Mapping[str, Any]) -> tuple[TokenChoice, ...]:
     return tuple(map(decode_token, entries))
 
 
+def _reasoning(message: Mapping[str, Any]) -> str:
+    """A message's or delta's reasoning: `reasoning_content` (llama.cpp, vLLM, DeepSeek)
+    or `reasoning` (OpenRouter, Ollama's compatible API)."""
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
 def text_delta(text: str, tokens: tuple[TokenChoice, ...]) -> TextDelta:
     return ScoredTextDelta(text, tokens) if tokens else TextDelta(text)
 
@@ -226,8 +240,12 @@ def decode_response(data: Mapping[str, Any]) -> Iterator[Event]:
     choices = data.get("choices") or []
     message = (choices[0].get("message") if choices else None) or {}
     content = message.get("content")
+    splitter = ThinkSplitter()
+    if thought := _reasoning(message):
+        yield ReasoningDelta(thought)
     if isinstance(content, str) and content:
-        yield text_delta(content, decode_tokens(choices[0]))
+        yield from splitter.feed(text_delta(content, decode_tokens(choices[0])))
+    yield from splitter.finish()
     calls = message.get("tool_calls") or []
     for index, raw in enumerate(calls):
         function = raw.get("function") or {}
@@ -274,6 +292,7 @@ class StreamDecoder:
         self._usage: Usage | None = None
         self._model: str | None = None
         self._last: Any = None
+        self._think = ThinkSplitter()  # a reply's leading <think> block is reasoning
         self.finished = False
 
     def feed(self, chunk: Mapping[str, Any]) -> Iterator[Event]:
@@ -284,10 +303,14 @@ class StreamDecoder:
             self._usage = usage
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
+            if thought := _reasoning(delta):
+                yield ReasoningDelta(thought)
             content = delta.get("content")
             if isinstance(content, str) and content:
-                yield text_delta(content, decode_tokens(choice))
-            for raw in delta.get("tool_calls") or []:
+                yield from self._think.feed(text_delta(content, decode_tokens(choice)))
+            if raw_calls := delta.get("tool_calls"):
+                yield from self._think.finish()
+            for raw in raw_calls or []:
                 yield from self._feed_call(raw)
             if choice.get("finish_reason"):
                 self._reason = choice["finish_reason"]
@@ -330,6 +353,7 @@ class StreamDecoder:
     def finish(self) -> Iterator[Event]:
         """Close the stream: end every call, then the `Finish` event."""
         self.finished = True
+        yield from self._think.finish()
         for position, index in enumerate(self._order):
             call = self._calls[index]
             if not call.started:

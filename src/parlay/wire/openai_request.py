@@ -37,6 +37,7 @@ from parlay.wire._check import (
 )
 from parlay.wire.arguments import parse_arguments
 from parlay.wire.images import from_chat, from_responses
+from parlay.wire.tool_search import check_shown, deferred, take_references, with_references
 from parlay.wire.validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -142,8 +143,10 @@ def decode_messages(raw_messages: Any) -> tuple[Message, ...]:
             call_id = field(raw, "tool_call_id", str, where=where, required=True)
             holder = "assistant message's tool_calls"
             name = called_tool(names, call_id, f"{where}.tool_call_id", holder)
-            output, images = content_parts(raw.get("content"), f"{where}.content")
-            out.append(ToolResult(call_id, name, output, images=images))
+            content, refs = take_references(raw.get("content"), f"{where}.content")
+            output, images = content_parts(content, f"{where}.content")
+            output = with_references(output, refs) if refs else output
+            out.append(ToolResult(call_id, name, output, images=images, references=refs))
         else:
             raise InvalidRequestError(
                 f"`{where}.role` is {role!r}: use system, developer, user, assistant or tool"
@@ -167,10 +170,10 @@ def decode_tools(raw_tools: Any) -> tuple[ToolSpec, ...]:
         name = field(function, "name", str, where=f"{where}.function", required=True)
         description = field(function, "description", str, where=f"{where}.function") or ""
         parameters = field(function, "parameters", dict, where=f"{where}.function")
-        specs.append(
-            ToolSpec(name, description, parameters or {"type": "object", "properties": {}})
-        )
+        parameters = parameters or {"type": "object", "properties": {}}
+        specs.append(ToolSpec(name, description, parameters, deferred=deferred(raw, where)))
     check_tools(specs, "tools")
+    check_shown(specs, "tools")
     return tuple(specs)
 
 

@@ -17,6 +17,7 @@ from parlay.events import (
     Event,
     Finish,
     FinishReason,
+    ReasoningDelta,
     ScoredTextDelta,
     TextDelta,
     TokenChoice,
@@ -133,6 +134,8 @@ def encode_response(
     missing ones cannot be made up, so a client joining the tokens sees the gap.
     """
     message = assistant_json(reply.text, reply.calls)
+    if reply.reasoning:  # the field llama.cpp, vLLM and DeepSeek use; others ignore it
+        message["reasoning_content"] = reply.reasoning
     reason = FINISH_OUT[reply.finish.reason]
     if reply.calls and reason == "stop":
         reason = "tool_calls"
@@ -197,6 +200,8 @@ class StreamEncoder:
     def feed(self, event: Event) -> list[dict[str, Any]]:
         if isinstance(event, TextDelta):
             return self._text(event)
+        if isinstance(event, ReasoningDelta):
+            return [self._chunk({"reasoning_content": event.text})] if event.text else []
         if isinstance(event, ToolCallStart):
             return [self._start(event)]
         if isinstance(event, ToolCallArgsDelta):

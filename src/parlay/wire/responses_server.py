@@ -174,6 +174,18 @@ def call_item(
     return item
 
 
+def reasoning_item(item_id: str, text: str | None) -> dict[str, Any]:
+    """A `reasoning` item: the model's reasoning as its summary text (None: still empty,
+    as the item is announced). Codex asks for `reasoning.encrypted_content`; parlay has
+    nothing to encrypt, and an item without it is what a client sends back as is."""
+    summary = [] if text is None else [summary_part(text)]
+    return {"id": item_id, "type": "reasoning", "summary": summary}
+
+
+def summary_part(text: str) -> dict[str, Any]:
+    return {"type": "summary_text", "text": text}
+
+
 def item_id_for(rid: str, kind: str, index: int) -> str:
     return f"{kind}_{rid.removeprefix('resp_')}_{index}"
 
@@ -190,9 +202,11 @@ def encode_response(
     cut = status == "incomplete" and not reply.calls
     item_status = "incomplete" if cut else "completed"
     output: list[dict[str, Any]] = []
+    if reply.reasoning:
+        output.append(reasoning_item(item_id_for(rid, "rs", 0), reply.reasoning))
     if reply.text or not reply.calls:
         parts = [text_part(reply.text)]
-        output.append(message_item(item_id_for(rid, "msg", 0), item_status, parts))
+        output.append(message_item(item_id_for(rid, "msg", len(output)), item_status, parts))
     for call in reply.calls:
         item_id = item_id_for(rid, "fc", len(output))
         output.append(

@@ -9,7 +9,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from parlay.context import ToolCall
-from parlay.events import Event, Finish, TextDelta, ToolCallArgsDelta, ToolCallEnd, ToolCallStart
+from parlay.events import (
+    Event,
+    Finish,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
 from parlay.wire.responses_server import (
     ECHOED,
     ENDINGS,
@@ -19,7 +27,9 @@ from parlay.wire.responses_server import (
     item_id_for,
     message_item,
     new_response_id,
+    reasoning_item,
     response_object,
+    summary_part,
     text_part,
 )
 from parlay.wire.sse import compact_json, encode_event
@@ -68,6 +78,9 @@ class StreamEncoder:
         self._count = 0  # output indexes handed out
         self._message: tuple[int, str] | None = None  # (index, item id) of the open message
         self._text: list[str] = []
+        self._reasoning: tuple[int, str] | None = None  # the open reasoning item
+        self._thought: list[str] = []
+        self._shown_items = 0  # message and call items: a reply of none still holds one
         self._calls: dict[str, _OpenCall] = {}
         # Calls already closed: a second start or end of one is not a second call (the
         # SDK refuses two items of one call id).
@@ -92,6 +105,13 @@ class StreamEncoder:
     def feed(self, event: Event) -> list[Frame]:
         if self._ended:
             return []
+        if isinstance(event, ReasoningDelta):
+            return self._reasoning_delta(event.text) if event.text else []
+        # Whatever follows reasoning closes its item first: items never interleave.
+        closed = self._close_reasoning() if self._reasoning is not None else []
+        return [*closed, *self._feed(event)]
+
+    def _feed(self, event: Event) -> list[Frame]:
         if isinstance(event, TextDelta):
             return self._text_delta(event.text) if event.text else []
         if isinstance(event, ToolCallStart):
@@ -108,10 +128,46 @@ class StreamEncoder:
             return self._finish(event)
         return []
 
+    # -- the reasoning item ------------------------------------------------------------
+    def _reasoning_delta(self, text: str) -> list[Frame]:
+        out: list[Frame] = []
+        if self._reasoning is None:
+            out.extend(self._close_message())
+            index, item_id = self._count, item_id_for(self.id, "rs", self._count)
+            self._count += 1
+            self._reasoning, self._thought = (index, item_id), []
+            item = reasoning_item(item_id, None)
+            out.append(self._event("response.output_item.added", output_index=index, item=item))
+            out.append(self._summary_event("response.reasoning_summary_part.added", ""))
+        index, item_id = self._reasoning or (0, "")
+        self._thought.append(text)
+        where = {"item_id": item_id, "output_index": index, "summary_index": 0}
+        out.append(self._event("response.reasoning_summary_text.delta", **where, delta=text))
+        return out
+
+    def _summary_event(self, kind: str, text: str) -> Frame:
+        index, item_id = self._reasoning or (0, "")
+        where = {"item_id": item_id, "output_index": index, "summary_index": 0}
+        return self._event(kind, **where, part=summary_part(text))
+
+    def _close_reasoning(self) -> list[Frame]:
+        index, item_id = self._reasoning or (0, "")
+        text = "".join(self._thought)
+        where = {"item_id": item_id, "output_index": index, "summary_index": 0}
+        out = [
+            self._event("response.reasoning_summary_text.done", **where, text=text),
+            self._summary_event("response.reasoning_summary_part.done", text),
+        ]
+        item = self._done[index] = reasoning_item(item_id, text)
+        self._reasoning = None
+        out.append(self._event("response.output_item.done", output_index=index, item=item))
+        return out
+
     # -- the message item --------------------------------------------------------------
     def _open_message(self) -> list[Frame]:
         index, item_id = self._count, item_id_for(self.id, "msg", self._count)
         self._count += 1
+        self._shown_items += 1
         self._message = (index, item_id)
         self._text = []
         item = message_item(item_id, "in_progress", [])
@@ -166,6 +222,7 @@ class StreamEncoder:
             return []
         index = self._count
         self._count += 1
+        self._shown_items += 1
         call = self._calls[call_id] = _OpenCall(index, item_id_for(self.id, "fc", index), name)
         item = call_item(call.item_id, call_id, name, "", "in_progress", self.echo.layout)
         return [self._event("response.output_item.added", output_index=index, item=item)]
@@ -220,7 +277,7 @@ class StreamEncoder:
         status, _ = ENDINGS[finish.reason]
         item_status = "incomplete" if status == "incomplete" else "completed"
         # A reply of nothing still holds a message, as the whole reply does.
-        opened = self._open_message() if self._count == 0 else []
+        opened = self._open_message() if self._shown_items == 0 else []
         out = [*opened, *self._close_message(item_status), *self._abandon_calls()]
         self._ended = True
         response = finish_response(self._snapshot("in_progress"), finish)

@@ -191,7 +191,8 @@ def render_contract(
     messages = request.messages
     history = has_tool_activity(messages)
     from_history = not request.tools and history
-    tools = _tools_from_history(messages) if from_history else request.tools
+    # Deferred tools stay out of the prompt until a tool result references them.
+    tools = _tools_from_history(messages) if from_history else request.shown_tools()
     shown = _shape(options, constrained)
     system = tuple(takewhile(lambda m: isinstance(m, SystemMessage), messages))
     out: list[Message] = [_system_message(request, tools, shown, system)]
