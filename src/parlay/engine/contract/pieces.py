@@ -44,7 +44,7 @@ IMAGE_HANDLINGS: tuple[ImageHandling, ...] = get_args(ImageHandling)
 def as_image_handling(value: str) -> ImageHandling:
     if value not in IMAGE_HANDLINGS:
         raise ConfigurationError(f"images {value!r} is not one of {', '.join(IMAGE_HANDLINGS)}")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def as_action_format(value: str) -> ActionFormat:
