@@ -183,7 +183,9 @@ def test_a_refused_grammar_is_not_asked_for_again(caplog: pytest.LogCaptureFixtu
             return httpx.Response(400, json=SCHEMA_REFUSAL)
         reply = {"role": "assistant", "content": "No tool needed: hello."}
         choice = {"index": 0, "message": reply, "finish_reason": "stop"}
-        return httpx.Response(200, json={"id": "x", "object": "chat.completion", "choices": [choice]})
+        return httpx.Response(
+            200, json={"id": "x", "object": "chat.completion", "choices": [choice]}
+        )
 
     inner = OpenAIBackend(
         "m",
