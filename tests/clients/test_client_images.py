@@ -1,7 +1,8 @@
-"""An image from each agent client that can send one, through `parlay serve` in both
+"""An image from each client that can send one, through `parlay serve` in both
 modes: Claude Code reading a PNG with its Read tool (an `image` block inside a
 `tool_result`), Codex CLI's `view_image` (an `input_image` inside a
-`function_call_output`) and `codex exec -i` (an `input_image` in the first message).
+`function_call_output`), `codex exec -i` (an `input_image` in the first message) and
+simonw/llm's `-a` (a chat-completions `image_url` part).
 Before issue 49 each was a 400 and the session died; now the session goes on, and the
 upstream is handed the image (native) or told an image was there (prompted)."""
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import struct
 import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -108,4 +110,29 @@ def test_codex_view_image_result_goes_back_to_the_model(
     done = codex(proxy, work, "Look at red.png with your view_image tool and describe it.")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "done-image" in done.stdout
+    assert upstream_saw(upstream, proxy.mode)
+
+
+def test_simonw_llm_attaches_an_image_over_chat_completions(
+    proxy: Proxy, upstream: Upstream, work: Path
+) -> None:
+    """`llm -a red.png`: an `image_url` part with a data: URL, from a model marked vision."""
+    config = work.parent / "llm"
+    config.mkdir()
+    (config / "extra-openai-models.yaml").write_text(
+        f"- model_id: parlay\n  model_name: parlay\n  api_base: {proxy.url}/v1\n"
+        "  api_key_name: parlay\n  vision: true\n"
+    )
+    (config / "keys.json").write_text(json.dumps({"parlay": proxy.key}))
+    picture = png(work / "red.png")
+    upstream.play(None)
+    llm = Path(sys.executable).with_name("llm")
+    done = subprocess.run(
+        [str(llm), "-m", "parlay", "-a", str(picture), "--no-stream", "What is in this picture?"],
+        cwd=work, env={**clean_env(work.parent / "home"), "LLM_USER_PATH": str(config),
+                       "LLM_LOAD_PLUGINS": ""},
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "OK." in done.stdout
     assert upstream_saw(upstream, proxy.mode)
