@@ -123,6 +123,12 @@ def test_valid_schemas_pass(schema: Any) -> None:
         {"type": "object", "items": {"$ref": "#/properties/nope"}},
         {"type": "object", "properties": {"a": {"$ref": "#nowhere"}}},
         {"type": "object", "properties": {"a": {"$ref": "https://example.com/city.json"}}},
+        # Draft-07 (zod-to-json-schema, older pydantic): its `definitions` are looked in too.
+        {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "definitions": {"a": {"$ref": "#/definitions/gone"}},
+        },
         # An anchor belongs to the resource its `$id` opens, not to the root.
         {
             "type": "object",
@@ -151,6 +157,12 @@ def test_a_tool_schema_with_a_dangling_ref_is_refused_naming_the_tool(schema: An
             "type": "object",
             "$defs": {"c": {"$id": "urn:city", "$defs": {"n": {"type": "string"}}}},
             "properties": {"a": {"$ref": "urn:city#/$defs/n"}},
+        },
+        {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "definitions": {"city": {"type": "string"}},
+            "properties": {"a": {"$ref": "#/definitions/city"}},
         },
         # Data shaped like a reference is no reference: `enum`, `const` and `default` hold values.
         {"type": "object", "properties": {"a": {"enum": [{"$ref": "#/nowhere"}]}}},

@@ -228,7 +228,11 @@ def dangling_ref(schema: Mapping[str, Any]) -> str | None:
     """What is wrong with the first `$ref` of `schema` that points at nothing within it,
     or None. Only the schema itself is looked in: nothing is fetched, so a reference to
     another document is dangling too (no model or validator here could follow it)."""
-    root: Resource[Any] = DRAFT202012.create_resource(schema)
+    # The dialect its `$schema` names (draft-07's `definitions` are walked too), else 2020-12.
+    if isinstance(schema.get("$schema"), str):
+        root: Resource[Any] = Resource.from_contents(schema, default_specification=DRAFT202012)
+    else:
+        root = DRAFT202012.create_resource(schema)
     base = root.id() or ""
     registry: Registry[Any] = Registry().with_resource(base, root).crawl()
     # Only keywords that hold subschemas are walked: a `$ref` inside `enum` or `default`
