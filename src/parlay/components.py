@@ -37,6 +37,9 @@ class Instruction:
     """A user turn rendered from a template (`components/<template>.j2`).
 
     `variables` are passed to the template; the rendered text is what the model sees.
+    `template_dir`: a folder searched before parlay's own. The template renders in a
+    sandbox, and a context loaded from a file keeps a folder only where the caller
+    allows it (`parlay.template_folders`).
     """
 
     template: str
