@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel
@@ -13,12 +14,15 @@ from typing_extensions import TypeVar
 from parlay.backends.base import Backend
 from parlay.branches import Branch, BranchTree
 from parlay.components import Instruction
-from parlay.context import Context, Item, SystemMessage, UserMessage
+from parlay.context import Context, Item, SystemMessage, ToolCall, ToolResult, UserMessage
 from parlay.errors import InvalidRequestError, TurnCancelledError
 from parlay.events import Event
 from parlay.image import Image
 from parlay.observers import CompletedTurn, TurnClock, TurnObserver, notify
 from parlay.request import GenerationOptions, ResponseFormat, ToolChoice
+from parlay.requirements import Requirement, Strategy, as_requirements
+from parlay.requirements.sampling import SampledThunk, Sampler
+from parlay.requirements.verbs import CheckedTurns
 from parlay.thunk import ModelOutputThunk, RoundDone
 from parlay.tool_loop import ToolLoop, settle
 from parlay.tool_protocol import SessionToolCallingProtocol, as_tool_result
@@ -35,7 +39,7 @@ M = TypeVar("M", bound=BaseModel, default=Any)
 DEFAULT_CHAIN_LIMIT = 5
 
 
-class Session(ToolLoop):
+class Session(ToolLoop, CheckedTurns):
     """A conversation with one backend.
 
     `ctx` is the immutable context so far; every verb inserts its input and the model's
@@ -131,10 +135,12 @@ class Session(ToolLoop):
         logs, the fork is a log session of its own whose parent is this one, so `parlay
         logs tree` shows it and `-c` continues it with its trunk.
         """
+        return self._branch(self._ctx if at is None else self._ctx.at_turn(at), name)
+
+    def _branch(self, ctx: Context, name: str | None) -> Self:
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
-        if at is not None:
-            clone._ctx = self._ctx.at_turn(at)
+        clone._ctx = ctx
         clone.observers = list(self.observers)  # the same observers, a list of its own
         if self.log is not None:
             clone.log = self.log.forked(clone._ctx)
@@ -248,18 +254,29 @@ class Session(ToolLoop):
         self,
         description: str,
         *,
-        requirements: Sequence[str] = (),
+        requirements: Sequence[str | Requirement] = (),
+        strategy: Strategy | None = None,
         grounding: Mapping[str, Any] | None = None,
         examples: Sequence[str] = (),
         tool_choice: ToolChoice | str | None = None,
         format: type[M] | None = None,
         options: GenerationOptions | None = None,
+        run_tools: bool = False,
+        chain_limit: int | None = None,
     ) -> ModelOutputThunk[M]:
-        """Give a task rendered from the instruction template. Calls are not executed."""
+        """Give a task rendered from the instruction template. Calls are not executed
+        unless `run_tools=True` (then as `query` does). With a `strategy`
+        (`parlay.requirements`), the `requirements` are checked and the strategy tries
+        again until they hold: the thunk is a `SampledThunk` (see docs/requirements.md)."""
+        checked = as_requirements(requirements)
+        shown = [r.description for r in checked if r.in_instruction and r.description]
         item = Instruction.instruct(
-            description, requirements=requirements, grounding=grounding, examples=examples
+            description, requirements=shown, grounding=grounding, examples=examples
         )
-        return self._turn(item, tool_choice, format, options, run_tools=False)
+        turn = (tool_choice, format, options, run_tools, chain_limit)
+        if strategy is not None:
+            return self._sampled_turn(item, checked, strategy, description, turn)
+        return self._turn(item, *turn)
 
     def query(
         self,
@@ -315,6 +332,19 @@ class Session(ToolLoop):
     async def arespond(self, **kwargs: Any) -> ModelOutputThunk[Any]:
         return await self.respond(**kwargs)
 
+    # -- recording by hand -----------------------------------------------------------
+    def tool_result(self, call: ToolCall, output: Any) -> ToolResult:
+        """Record a result you produced for `call` (any value, an exception, or a
+        `ToolResult`): the call goes into the context first when it is not there yet,
+        then the result. Returns the recorded `ToolResult`; `respond()` then asks the
+        model to go on."""
+        recorded = as_tool_result(call, output)
+        ctx = self._ctx
+        if ctx.find_call(call.id) is None:
+            ctx = ctx.insert(call)
+        self.ctx = ctx.insert(recorded)
+        return recorded
+
     # -- the turn machinery -------------------------------------------------------------
     def _turn(
         self,
@@ -324,6 +354,7 @@ class Session(ToolLoop):
         options: GenerationOptions | None,
         run_tools: bool,
         chain_limit: int | None = None,
+        sampler: Sampler | None = None,
     ) -> ModelOutputThunk[Any]:
         choice = ToolChoice.coerce(tool_choice)
         if choice.mode == "tool" and choice.name not in self.tools:
@@ -354,8 +385,9 @@ class Session(ToolLoop):
 
         clock = TurnClock(item, prompt_ctx)
         inserted: list[Context] = []
-        thunk: ModelOutputThunk[Any] = ModelOutputThunk(
-            clock.wrap(produce),
+        kind = ModelOutputThunk if sampler is None else partial(SampledThunk, sampler=sampler)
+        thunk: ModelOutputThunk[Any] = kind(
+            clock.wrap(produce if sampler is None else sampler.run),
             parse=parse,
             on_complete=lambda done: self._completed(clock, done),
             on_failure=lambda error: self._failed(error, inserted[0], before, clock, thunk),
