@@ -138,9 +138,9 @@ class ModelOutputThunk(Generic[T]):
             return f"<ModelOutputThunk {'running' if self.is_started else 'pending'}>"
         if self._error is not None:
             return f"<ModelOutputThunk failed: {self._error!r}>"
-        text = self._text()
-        short = text if len(text) <= 60 else text[:57] + "..."
-        return f"<ModelOutputThunk {short!r} tools={[c.name for c in self._calls()]}>"
+        short = text if len(text := self._text()) <= 60 else text[:57] + "..."
+        calls = [c.name for c in self._calls()]  # a final output's calls ran in no loop
+        return f"<ModelOutputThunk {short!r} tools={calls}{' (unrun)' if calls else ''}>"
 
     def __str__(self) -> str:
         """The text once computed (so `print(reply)` shows the answer); else the repr."""
@@ -354,7 +354,7 @@ class ModelOutputThunk(Generic[T]):
 
     @property
     def tools(self) -> tuple[ToolCall, ...]:
-        """The tool calls the model asked for in its final output."""
+        """The calls of the final output, which the verb did not run (the repr says so)."""
         self._force()
         return self._calls()
 
