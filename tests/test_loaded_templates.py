@@ -203,3 +203,17 @@ def test_an_instruction_saved_with_its_folder_loads_back_only_when_allowed(
 def test_an_instruction_without_a_folder_needs_no_allowance() -> None:
     ctx = Context([Instruction.query({"a": 1}, "what is a?")])
     assert Context.from_json(ctx.to_json()).messages() == ctx.messages()
+
+
+def test_a_function_marked_unsafe_is_not_called(tmp_path: Path) -> None:
+    ran: list[str] = []
+
+    def wipe() -> str:
+        ran.append("wiped")
+        return ""
+
+    wipe.unsafe_callable = True  # type: ignore[attr-defined]  # Jinja2's own marker
+    folder_with(tmp_path, "{{ wipe() }}", "probe")
+    with pytest.raises(TemplateSecurityError, match="may not call"):
+        Instruction("probe", {"wipe": wipe}, str(tmp_path)).text  # noqa: B018
+    assert ran == []
