@@ -87,6 +87,10 @@ class SessionToolCallingProtocol:
     async def atool_call_result(self, call: ToolCall, result: Any) -> ToolResult:
         return self.tool_call_result(call, result)
 
+    def tool_result(self, call: ToolCall, output: Any) -> ToolResult:
+        """`Session.tool_result` through this protocol's hook: `tool_call_result`."""
+        return self.tool_call_result(call, output)
+
     async def _execute_in_loop(self, call: ToolCall) -> ToolResult:
         token = _running_loop_of.set(self)
         try:
