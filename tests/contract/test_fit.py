@@ -162,3 +162,23 @@ def test_a_backend_without_a_known_window_is_not_fitted() -> None:
     events = asyncio.run(go())
     assert isinstance(events[-1], Finish) and events[-1].diagnostics is not None
     assert events[-1].diagnostics.shrunk == ()
+
+
+def test_a_deferred_tool_a_result_references_stays_shown_when_the_contract_shrinks() -> None:
+    from parlay.context import AssistantMessage, ToolCall, ToolResult
+
+    grep = ToolSpec("Grep", "Searches files.\n\n" + "Regex syntax. " * 80, {"type": "object"})
+    hidden = ToolSpec("Glob", "Finds files by pattern.", {"type": "object"}, deferred=True)
+    search = ToolCall("ToolSearch", {"query": "grep"}, id="s1")
+    history: list[Message] = [
+        UserMessage(ASK),
+        AssistantMessage("", (search,)),
+        ToolResult("s1", "ToolSearch", "", references=("Grep",)),
+    ]
+    tools = (*TOOLS, ToolSpec("ToolSearch", "Finds tools.", {"type": "object"}),
+             ToolSpec(grep.name, grep.description, grep.parameters, deferred=True), hidden)  # fmt: skip
+    inner = Windowed(900)
+    run(inner, ChatRequest(history, tools=tools, options=GenerationOptions(max_tokens=256)))
+    sent = sent_text(inner)
+    assert "Grep" in sent and "Glob" not in sent
+    assert "Regex syntax" not in sent  # its description shrank with the others

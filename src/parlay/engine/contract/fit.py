@@ -1,14 +1,14 @@
 """Fitting the contract into the model's window: what parlay adds shrinks, the client's
 own messages never do.
 
-When the rendered contract and a reserve for the reply do not fit the window, parlay
-takes back its own additions, one step at a time and in this order, until they fit:
+Tools offered with `defer_loading` are never rendered until the history references
+them (`parlay.request.shown_tools`, in every request, fitting or not). When the rendered
+contract and a reserve for the reply still do not fit the window, parlay takes back its
+own additions, one step at a time and in this order, until they fit:
 
-1. `deferred`: tools offered with `defer_loading` are left out until the history
-   references them (tool search; a step that does nothing where none is deferred);
-2. `examples`: the few-shot example turns go;
-3. `descriptions`: each tool's description is cut to its first paragraph;
-4. `signatures`: descriptions go, leaving each tool's name and arguments.
+1. `examples`: the few-shot example turns go;
+2. `descriptions`: each tool's description is cut to its first paragraph;
+3. `signatures`: descriptions go, leaving each tool's name and arguments.
 
 If even that does not fit, the request is refused with `ContextWindowExceeded`, both
 counts in it, and the client (which sees its own protocol's overflow error) compacts.
@@ -43,7 +43,6 @@ TEMPLATE_TOKENS_PER_MESSAGE = 8
 class Shrink(enum.Enum):
     """One step of taking back what parlay added (the order is `STEPS`)."""
 
-    DEFERRED = "deferred"
     EXAMPLES = "examples"
     DESCRIPTIONS = "descriptions"
     SIGNATURES = "signatures"
@@ -84,11 +83,6 @@ Changed = tuple[ChatRequest, ContractOptions] | None
 Step = Callable[[ChatRequest, ContractOptions], Changed]
 
 
-def _without_deferred(request: ChatRequest, options: ContractOptions) -> Changed:
-    shown = tuple(t for t in request.tools if not getattr(t, "deferred", False))
-    return None if len(shown) == len(request.tools) else (request.replace(tools=shown), options)
-
-
 def _without_examples(request: ChatRequest, options: ContractOptions) -> Changed:
     return (request, evolve(options, few_shot=False)) if options.few_shot else None
 
@@ -123,7 +117,6 @@ def _signatures(request: ChatRequest, options: ContractOptions) -> Changed:
 
 # In order; a step that leaves the request as it was (None) costs no count.
 STEPS: tuple[tuple[Shrink, Step], ...] = (
-    (Shrink.DEFERRED, _without_deferred),
     (Shrink.EXAMPLES, _without_examples),
     (Shrink.DESCRIPTIONS, _first_paragraphs),
     (Shrink.SIGNATURES, _signatures),
