@@ -9,7 +9,11 @@ a real process with real standard streams, answering at once. `-m` picks the scr
 - `tool`: a call of `add` {"a": 2, "b": 3} until a result is in the history, then "The sum is 5.";
 - `stall`: for the prompt "go", a call of `add`, then of `stall` (a tool of the test's
   that never returns); for any other prompt, `echo`;
-- `slow`: `echo`, after $SCRIPTED_DELAY seconds (default 3) without a token.
+- `slow`: `echo`, after $SCRIPTED_DELAY seconds (default 3) without a token;
+- `looping`: the embedded stack (`-m embedded`) on a script that says "The answer is
+  579." over and over, so the loop guard stops it;
+- `slowtool`, `slowloop`: `tool` and `loop`, each reply after $SCRIPTED_DELAY seconds
+  (so a terminal shows the waiting spinner between a tool's result and the next reply).
 """
 
 from __future__ import annotations
@@ -23,10 +27,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from parlay.backends.base import PLAIN_CHAT, Backend
+from parlay.backends.catalogue import SMOLLM2_FILE
+from parlay.backends.local import LocalBackend
 from parlay.backends.scripted import ScriptedBackend, calls
 from parlay.context import ToolResult
 from parlay.events import Event
 from parlay.request import ChatRequest
+from parlay.start import embedded_stack
 
 HERE = Path(__file__).resolve()
 
@@ -71,9 +79,26 @@ class SlowBackend(ScriptedBackend):
             yield event
 
 
-def backend(spec: str | None, **_flags: Any) -> ScriptedBackend:
+def looping() -> Backend:
+    """The embedded stack as `-m embedded` builds it (SmolLM2's file, the engine), its
+    llama.cpp server replaced by a script that says "The answer is 579." over and over, as
+    SmolLM2 did after a tool result."""
+    local = LocalBackend(Path(SMOLLM2_FILE))  # never loaded: its client is set below
+    local._backend = ScriptedBackend(  # type: ignore[assignment]
+        lambda request: "The answer is 579. " * 8, capabilities=PLAIN_CHAT
+    )
+    return embedded_stack(local)
+
+
+def backend(spec: str | None, **_flags: Any) -> Backend:
+    if spec == "looping":
+        return looping()
     if spec == "slow":
         return SlowBackend(_echo)
+    if spec == "slowtool":
+        return SlowBackend(_tool)
+    if spec == "slowloop":
+        return SlowBackend(_loop)
     return ScriptedBackend(SCRIPTS.get(spec or "", _echo))
 
 

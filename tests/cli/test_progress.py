@@ -77,6 +77,37 @@ def test_json_on_a_terminal_shows_no_status(tmp_path: Path) -> None:
     assert not any(WAITING in s for s in screens)
 
 
+@needs_tmux
+@pytest.mark.parametrize("command", ["prompt go", "chat"])
+def test_a_tool_line_never_lands_in_the_status_line(
+    tmp_path: Path, tools_file: Path, command: str
+) -> None:
+    # Seen: "⠦ waiting for the model's reply… 14 stool result add: 579". The tools run
+    # on another thread than the spinner's, and five rounds give the race five chances.
+    args = f"{command} -m slowloop -T {tools_file} --tools-debug --chain-limit 5"
+    with terminal(tmp_path, args, delay=0.6) as name:
+        if command == "chat":
+            wait_for_screen(name, "\n>")
+            tmux("send-keys", "-t", name, "go", "Enter")
+            wait_for_screen(name, "raise --chain-limit")
+            tmux("send-keys", "-t", name, "exit", "Enter")
+        screens = screens_until_exit(name)
+    for screen in screens:
+        for line in screen.splitlines():
+            assert not (WAITING in line and "tool " in line), f"in the status line:\n{screen}"
+    tool_lines = [line for line in screens[-1].splitlines() if "tool result" in line]
+    assert len(tool_lines) == 5, screens[-1]
+    assert all(line.startswith("tool result add: 5") for line in tool_lines), screens[-1]
+    assert WAITING not in screens[-1]
+
+
+def wait_for_screen(name: str, text: str, bound: float = 30) -> None:
+    deadline = time.monotonic() + bound
+    while text not in tmux("capture-pane", "-p", "-t", name):
+        assert time.monotonic() < deadline, f"never saw {text!r}"
+        time.sleep(0.1)
+
+
 def test_a_pipe_gets_the_answer_and_no_status(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

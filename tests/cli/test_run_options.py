@@ -58,7 +58,7 @@ def built(monkeypatch: pytest.MonkeyPatch) -> list[RunOptions]:
     """The RunOptions each run builds its session from (the run then stops, no model)."""
     seen: list[RunOptions] = []
 
-    def record(opts: RunOptions, stderr: Console) -> CliSession:
+    def record(opts: RunOptions, stderr: Console, **_: Any) -> CliSession:
         seen.append(opts)
         raise typer.Exit(0)
 

@@ -79,11 +79,15 @@ def _out(text: str) -> None:
     sys.stdout.flush()
 
 
-def _answer(session: CliSession, text: str, opts: RunOptions, stderr: Console) -> None:
+def _status(opts: RunOptions, stderr: Console) -> WaitStatus:
+    """The spinner of a run's waits; the tool lines go through it, never into its line.
+    Not over a question on stderr (--tools-approve), nor for a program (--json)."""
+    return WaitStatus(stderr, enabled=not (opts.json or opts.tools_approve))
+
+
+def _answer(session: CliSession, text: str, opts: RunOptions, status: WaitStatus) -> None:
     schema = load_schema(opts.schema) if opts.schema else None
-    # Not over a question on stderr (--tools-approve), nor for a program (--json).
-    quiet = opts.json or opts.tools_approve
-    status = WaitStatus(stderr, session.backend, enabled=not quiet)
+    status.backend = session.backend
     # An answer held to --schema is printed once it is checked, never streamed.
     stream = None if (opts.no_stream or opts.json or schema) else _out
     outcome = run_turn(
@@ -120,8 +124,9 @@ def prompt(
     stderr = stderr_console()
     text = read_prompt(text, sys.stdin, stdin_is_for_answers=opts.tools_approve)
     # Leaving the session's `with` stops the --mcp servers it started.
-    with friendly_errors(stderr), build_session(opts, stderr) as session:
-        _answer(session, text, opts, stderr)
+    status = _status(opts, stderr)
+    with friendly_errors(stderr), build_session(opts, stderr, lines=status) as session:
+        _answer(session, text, opts, status)
 
 
 @app.command()
@@ -130,7 +135,8 @@ def chat(*, opts: RunOptions) -> None:
     """An interactive chat; the whole conversation is kept. Type 'exit' or Ctrl-D to end;
     Ctrl-C stops the answer being written."""
     stderr = stderr_console()
-    with friendly_errors(stderr), build_session(opts, stderr) as session:
+    status = _status(opts, stderr)
+    with friendly_errors(stderr), build_session(opts, stderr, lines=status) as session:
         stderr.print(f"[dim]chatting with {session.backend.name}; 'exit' or Ctrl-D to end[/]")
         with chat_lines(stderr) as next_line:
             while (line := next_line()) is not None:
@@ -139,7 +145,7 @@ def chat(*, opts: RunOptions) -> None:
                 if not line.strip():
                     continue
                 try:
-                    _answer(session, line, opts, stderr)
+                    _answer(session, line, opts, status)
                 except (ToolLoopError, BackendError) as exc:
                     # One bad turn does not end the chat; the context is as it was before.
                     stderr.print(f"[red]error:[/] {exc}")

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from parlay.cli.mcp_cmd import with_mcp_tools
 from parlay.cli.models import EMBEDDED, MODEL_HELP, resolve_model
-from parlay.cli.protocol import CliSession, stdin_approver
+from parlay.cli.protocol import CliSession, Printer, stdin_approver
 from parlay.cli.resume import Conversation, find_conversation, rebuild_context
 from parlay.cli.toolfiles import collect_tools
 from parlay.request import GenerationOptions, ToolChoice, unknown_choice
@@ -271,8 +271,9 @@ def _options(opts: RunOptions) -> GenerationOptions:
     return options
 
 
-def build_session(opts: RunOptions, stderr: Console) -> CliSession:
-    """The session a `prompt` or `chat` run talks through (errors are `ParlayError`s)."""
+def build_session(opts: RunOptions, stderr: Console, *, lines: Printer | None = None) -> CliSession:
+    """The session a `prompt` or `chat` run talks through (errors are `ParlayError`s);
+    `--tools-debug` lines go to `lines` (default: `stderr`)."""
     tools = collect_tools(opts.tool, opts.functions)
     tools = with_mcp_tools(tools, opts.mcp, opts.mcp_url)
     choice = ToolChoice.coerce(opts.tool_choice)
@@ -301,7 +302,7 @@ def build_session(opts: RunOptions, stderr: Console) -> CliSession:
         system=opts.system if resumed is None else None,
         chain_limit=opts.chain_limit,
         options=_options(opts),
-        debug=stderr if opts.tools_debug else None,
+        debug=(lines or stderr) if opts.tools_debug else None,
         approver=stdin_approver(stderr, sys.stdin.readline) if opts.tools_approve else None,
         tool_timeout=opts.tool_timeout,
         # Approval asks one question at a time, so calls then run one at a time too.

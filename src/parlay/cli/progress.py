@@ -8,6 +8,7 @@ Piped, redirected or with `--json`, nothing is shown: the output stays for progr
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -47,22 +48,42 @@ class _WaitText:
 
 
 class WaitStatus:
-    """`start()` before a wait on the model, `stop()` when something arrives."""
+    """`start()` before a wait on the model, `stop()` when something arrives, `print()`
+    for any other line on its console while a turn runs.
 
-    def __init__(self, console: Console, backend: Any, *, enabled: bool) -> None:
+    Tools run on another thread than the one that reads the reply, and their lines
+    (`--tools-debug`) came while the spinner started or stopped: rich then wrote them
+    into the spinner's line ("… 14 stool result add: 579"). One lock orders the three,
+    and a line is printed with the spinner cleared, which then comes back.
+    """
+
+    def __init__(self, console: Console, backend: Any = None, *, enabled: bool) -> None:
         self.console = console
-        self.backend = backend
+        self.backend = backend  # whose model the status names while it loads
         # Only where a person watches: rich knows whether stderr is a terminal.
         self.enabled = enabled and console.is_terminal
         self._status: Status | None = None
+        self._lock = threading.RLock()
 
     def start(self) -> None:
-        if not self.enabled or self._status is not None:
-            return
-        self._status = Status(_WaitText(self.backend), console=self.console, spinner="dots")
-        self._status.start()
+        with self._lock:
+            if not self.enabled or self._status is not None:
+                return
+            self._status = Status(_WaitText(self.backend), console=self.console, spinner="dots")
+            self._status.start()
 
     def stop(self) -> None:
-        if self._status is not None:
-            self._status.stop()
-            self._status = None
+        with self._lock:
+            if self._status is not None:
+                self._status.stop()
+                self._status = None
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        """`Console.print` on a line of its own, never into the spinner's."""
+        with self._lock:
+            waiting = self._status
+            if waiting is not None:
+                waiting.stop()
+            self.console.print(*objects, **options)
+            if waiting is not None:
+                waiting.start()  # the same wait: its seconds go on counting

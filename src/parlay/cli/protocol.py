@@ -7,7 +7,7 @@ hooks see every call, whether the CLI's loop or a session's `query` runs it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from rich.console import Console
 from rich.markup import escape
@@ -20,6 +20,13 @@ DECLINED = "the user declined this tool call; do not retry it, answer without it
 Approver = Callable[[ToolCall], bool]
 
 
+class Printer(Protocol):
+    """Where the tool lines go: a rich `Console`, or the `WaitStatus` that owns the
+    spinner on it (so a line never lands in the spinner's)."""
+
+    def print(self, text: str, /) -> None: ...
+
+
 def describe_call(call: ToolCall) -> str:
     return f"{call.name}({call.arguments_json})"
 
@@ -30,7 +37,7 @@ class CliSession(SessionToolCallingProtocol, Session):
     def __init__(
         self,
         *args: Any,
-        debug: Console | None = None,
+        debug: Printer | None = None,
         approver: Approver | None = None,
         **kwargs: Any,
     ) -> None:

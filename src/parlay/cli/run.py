@@ -136,8 +136,19 @@ def _outcome(thunk: ModelOutputThunk[Any], session: CliSession) -> TurnOutcome:
         text=thunk.value,
         rounds=len(rounds),
         model=thunk.model,
-        finish_reason=thunk.finish_reason,
+        finish_reason=finish_reason(thunk),
         usage=thunk.usage or Usage(),
         calls=[(c, results[c.id]) for m in rounds for c in m.tool_calls if c.id in results],
         log_id=session.log.last_response_id if session.log is not None else None,
     )
+
+
+def finish_reason(thunk: ModelOutputThunk[Any]) -> str | None:
+    """Why the reply ended, as `--json` reports it: the thunk's reason, except
+    "repetition" where parlay's loop guard stopped a reply that kept saying the same
+    thing (the thunk says "length", the nearest reason the protocols have, yet its text
+    holds what was said once: not an answer cut by the token budget)."""
+    diagnostics = thunk.diagnostics
+    if thunk.finish_reason == "length" and diagnostics is not None and diagnostics.repetition:
+        return "repetition"
+    return thunk.finish_reason
