@@ -11,7 +11,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 import parlay
-from parlay import ScriptedBackend, Session
+from parlay import GenerationOptions, ScriptedBackend, Session
 from parlay.components import Instruction
 from parlay.requirements import (
     Attempt,
@@ -210,3 +210,14 @@ def test_validate_defaults_to_the_newest_output_of_the_context() -> None:
     session.chat("Say a word.")
     (found,) = session.validate([req("Has a w", lambda t: "w" in t)])
     assert found.passed
+
+
+def test_later_attempts_sample_at_the_strategys_temperature_each_with_its_seed() -> None:
+    backend = scripted(["a", "b", "c"], lambda answer: "no")
+    session = Session(backend, options=GenerationOptions(temperature=0, max_tokens=50))
+    strategy = RejectionSampling(3, temperature=0.8)
+    assert session.instruct("Write.", requirements=[SEA], strategy=strategy).value == "c"
+    asked = [r.options for r in attempts_asked(backend)]
+    assert [(o.temperature, o.seed, o.max_tokens) for o in asked] == [
+        (0, None, 50), (0.8, 2, 50), (0.8, 3, 50),
+    ]  # fmt: skip

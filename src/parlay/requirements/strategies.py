@@ -26,10 +26,13 @@ REPAIR_TEMPLATE = "requirements/repair.j2"
 @frozen
 class NextAttempt:
     """What to try next: the instruction afresh (`follows` None), or the branch of
-    attempt `follows` continued with `message` (a user turn telling what failed)."""
+    attempt `follows` continued with `message` (a user turn telling what failed).
+    `temperature` and `seed`, when set, replace the turn's for this attempt."""
 
     follows: Attempt | None = None
     message: str | None = None
+    temperature: float | None = None
+    seed: int | None = None
 
 
 @runtime_checkable
@@ -75,17 +78,27 @@ class SamplingStrategy:
         return best(attempts)
 
 
+def _fresh(temperature: float | None, attempts: Sequence[Attempt]) -> NextAttempt:
+    # A greedy model answers the same prompt the same way: a new try needs sampling.
+    if temperature is None:
+        return NextAttempt()
+    return NextAttempt(temperature=temperature, seed=len(attempts) + 1)
+
+
 @frozen
 class RejectionSampling(SamplingStrategy):
     """Ask again from the instruction, up to `budget` attempts, until one meets every
-    requirement (Mellea's `RejectionSamplingStrategy(loop_budget=...)`)."""
+    requirement (Mellea's `RejectionSamplingStrategy(loop_budget=...)`). A greedy model
+    (temperature 0, as the embedded one) repeats itself: give later attempts a
+    `temperature` (each its own seed, so a run is reproducible)."""
 
     budget: int = field(default=3, validator=_positive)
+    temperature: float | None = None
 
     def next_attempt(self, attempts: Sequence[Attempt]) -> NextAttempt | None:
         if attempts[-1].passed or len(attempts) >= self.budget:
             return None
-        return NextAttempt()
+        return _fresh(self.temperature, attempts)
 
 
 @frozen
@@ -105,12 +118,13 @@ class Repair(SamplingStrategy):
 @frozen
 class BestOfN(SamplingStrategy):
     """Make `n` attempts from the instruction and keep the one meeting the most
-    requirements (the earliest among equals)."""
+    requirements (the earliest among equals); `temperature` as for `RejectionSampling`."""
 
     n: int = field(default=3, validator=_positive)
+    temperature: float | None = None
 
     def next_attempt(self, attempts: Sequence[Attempt]) -> NextAttempt | None:
-        return NextAttempt() if len(attempts) < self.n else None
+        return _fresh(self.temperature, attempts) if len(attempts) < self.n else None
 
 
 __all__ = [

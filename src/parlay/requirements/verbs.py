@@ -11,9 +11,12 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from attrs import evolve
+
 from parlay._sync import run_sync
 from parlay.backends.base import Backend
 from parlay.context import AssistantMessage, Context, Item, UserMessage
+from parlay.request import GenerationOptions
 from parlay.requirements.judge import Judging, validate_all
 from parlay.requirements.requirement import Requirement, Validation, as_requirements
 from parlay.requirements.sampling import Sampler, format_requirement
@@ -25,7 +28,7 @@ if TYPE_CHECKING:
 
     from pydantic import BaseModel
 
-    from parlay.request import GenerationOptions, ToolChoice
+    from parlay.request import ToolChoice
 
 
 async def output_text(output: str | ModelOutputThunk[Any] | Context) -> str:
@@ -47,6 +50,7 @@ class CheckedTurns:
     """`validate` / `avalidate`, and the checked form of `instruct`, for `Session`."""
 
     backend: Backend
+    options: GenerationOptions
 
     if TYPE_CHECKING:  # Session's; declared here for the type checker only
         _ctx: Context
@@ -114,11 +118,15 @@ class CheckedTurns:
                             *requirements)  # fmt: skip
 
         def make(plan: NextAttempt) -> tuple[Any, ModelOutputThunk[Any]]:
+            args = turn
+            changes = {"temperature": plan.temperature, "seed": plan.seed}
+            if changes := {k: v for k, v in changes.items() if v is not None}:
+                args = (*turn[:2], evolve(turn[2] or self.options, **changes), *turn[3:])
             if plan.follows is None:
                 branch = self._branch(before, None)
-                return branch, branch._turn(item, *turn)
+                return branch, branch._turn(item, *args)
             branch = plan.follows.session.fork()
-            return branch, branch._turn(UserMessage(plan.message or ""), *turn)
+            return branch, branch._turn(UserMessage(plan.message or ""), *args)
 
         sampler = Sampler(requirements, strategy, make, judging)
         choice, _, options, run_tools, limit = turn
