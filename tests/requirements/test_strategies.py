@@ -216,7 +216,7 @@ def test_later_attempts_sample_at_the_strategys_temperature_each_with_its_seed()
     backend = scripted(["a", "b", "c"], lambda answer: "no")
     session = Session(backend, options=GenerationOptions(temperature=0, max_tokens=50))
     strategy = RejectionSampling(3, temperature=0.8)
-    assert session.instruct("Write.", requirements=[SEA], strategy=strategy).value == "c"
+    assert session.instruct("Write.", requirements=[SEA], strategy=strategy).value == "a"
     asked = [r.options for r in attempts_asked(backend)]
     assert [(o.temperature, o.seed, o.max_tokens) for o in asked] == [
         (0, None, 50), (0.8, 2, 50), (0.8, 3, 50),
