@@ -38,6 +38,9 @@ class Step:
 class Script:
     steps: tuple[Step, ...]
     answer: str
+    # A reasoning model's: every reply opens with `<think>{reasoning}</think>` in its
+    # text and carries `reasoning_content` beside it (as llama.cpp and vLLM send).
+    reasoning: str = ""
 
     def tools(self) -> set[str]:
         return {s.tool for s in self.steps}
@@ -91,8 +94,13 @@ class Upstream:
         body = await request.json()
         text, calls = self.reply(body)
         finish = "tool_calls" if calls else "stop"
+        thought = self.script.reasoning if self.script is not None else ""
+        if thought:
+            text = f"<think>{thought} (in the text)</think>\n\n{text}"
         if not body.get("stream"):
             message: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if thought:
+                message["reasoning_content"] = f"{thought} (in reasoning_content)"
             if calls:
                 message["tool_calls"] = [
                     {
@@ -112,7 +120,8 @@ class Upstream:
                     "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
                 }
             )
-        return StreamingResponse(_chunks(text, calls, finish), media_type="text/event-stream")
+        chunks = _chunks(text, calls, finish, thought)
+        return StreamingResponse(chunks, media_type="text/event-stream")
 
     async def models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
@@ -144,8 +153,12 @@ def _chunk(delta: dict[str, Any], finish: str | None = None) -> str:
     return f"data: {json.dumps(body)}\n\n"
 
 
-def _chunks(text: str, calls: list[dict[str, Any]], finish: str) -> Iterator[str]:
+def _chunks(
+    text: str, calls: list[dict[str, Any]], finish: str, thought: str = ""
+) -> Iterator[str]:
     yield _chunk({"role": "assistant", "content": ""})
+    if thought:
+        yield _chunk({"reasoning_content": f"{thought} (in reasoning_content)"})
     for start in range(0, len(text), 12):  # a few characters at a time, as a model writes
         yield _chunk({"content": text[start : start + 12]})
     for index, call in enumerate(calls):
