@@ -23,8 +23,8 @@ SHOWS_HTML = (
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
 
-def test_there_are_four_notebooks_without_stored_outputs() -> None:
-    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_", "04_"]
+def test_there_are_five_notebooks_without_stored_outputs() -> None:
+    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_", "04_", "05_"]
     for path in NOTEBOOKS:
         notebook = nbformat.read(path, as_version=4)
         nbformat.validate(notebook)
@@ -35,20 +35,26 @@ def test_there_are_four_notebooks_without_stored_outputs() -> None:
 
 @pytest.mark.model
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_notebook_runs_and_leaves_no_file_beside_itself(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PARLAY_LOG_DB", str(tmp_path / "log.db"))
     monkeypatch.delenv("PARLAY_OPENAI_BASE_URL", raising=False)  # the embedded model
     notebook = nbformat.read(path, as_version=4)
+    # In its own folder, as Jupyter runs it: 02 and 04 once left stock_server.py and
+    # planets.json there, in the checkout.
+    before = sorted(path.parent.iterdir())
     client = NotebookClient(
         notebook,
         timeout=int(os.environ.get("PARLAY_NOTEBOOK_CELL_TIMEOUT", "600")),
         kernel_name="python3",
-        resources={"metadata": {"path": str(tmp_path)}},
+        resources={"metadata": {"path": str(path.parent)}},
     )
     try:
         client.execute()
     except CellExecutionError as exc:
         pytest.fail(f"{path.name}: {exc}", pytrace=False)
+    assert sorted(path.parent.iterdir()) == before, f"{path.name} left files in notebooks/"
     if path.name in SHOWS_HTML:
         html = [
             output["data"]["text/html"]
