@@ -33,6 +33,10 @@ def _images_tuple(value: Any) -> tuple[Image, ...]:
     return tuple(value)
 
 
+def _names_tuple(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 def _freeze_arguments(value: Mapping[str, Any] | None) -> dict[str, Any]:
     return dict(value or {})
 
@@ -101,7 +105,7 @@ class ToolResult:
     images: tuple[Image, ...] = field(default=(), converter=_images_tuple)
     # Deferred tools this result names (a tool search's `tool_reference` blocks): the
     # history, not the server, says which tools the model is shown from here on.
-    references: tuple[str, ...] = field(default=(), converter=tuple)
+    references: tuple[str, ...] = field(default=(), converter=_names_tuple)
     role = "tool"
 
     @property

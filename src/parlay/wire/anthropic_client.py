@@ -100,8 +100,8 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
 
 
 def _result_block(message: ToolResult) -> dict[str, Any]:
-    text = message.error if message.is_error else message.output
-    content: str | list[dict[str, Any]] = text or ""
+    text = (message.error if message.is_error else message.output) or ""
+    content: str | list[dict[str, Any]] = text
     if message.images:  # Anthropic takes images inside a tool_result
         blocks = [{"type": "text", "text": text}] if text else []
         content = blocks + [anthropic_block(i) for i in message.images]
