@@ -108,10 +108,11 @@ def test_claude_code_tool_search_loads_the_found_tool_without_a_4xx(
     check_mode(upstream, proxy)
 
 
+@pytest.mark.parametrize("version", ["pinned", "newest"])
 def test_claude_code_reads_no_reasoning_as_the_answer(
-    proxy: Proxy, upstream: Upstream, work: Path
+    proxy: Proxy, upstream: Upstream, work: Path, version: str
 ) -> None:
-    claude = node_client("claude")
+    claude = node_client("claude") if version == "pinned" else newest_claude()
     script = shell_script("Bash", "command")
     upstream.play(Script(script.steps, script.answer, reasoning=THOUGHT))
     result = run_claude(claude, proxy, work, PROMPT, "Bash")
