@@ -39,24 +39,25 @@ EMBEDDED_ACTION_FORMAT = "json"
 EMBEDDED_MIN_CALL_CONFIDENCE = 0.5
 
 
-def default_backend(*, threads: int | None = None) -> Backend:
+def default_backend(*, threads: int | None = None, n_ctx: int | None = None) -> Backend:
     """The backend `start_session()` uses when none is given.
 
     `$PARLAY_OPENAI_BASE_URL` (with `$PARLAY_MODEL`) selects an OpenAI-compatible server,
     taken to call tools natively; `$PARLAY_TOOLS=prompted` puts it behind the prompted
     tool-calling engine instead (for a server whose model has no tool calling). Otherwise
     the embedded llama.cpp model, always behind the engine, with `threads` (None:
-    `$PARLAY_THREADS`, else the cores free when it starts).
+    `$PARLAY_THREADS`, else the cores free when it starts) and the window `n_ctx` (None:
+    `$PARLAY_CTX`, else the one the model was trained for).
     """
     base_url = os.environ.get("PARLAY_OPENAI_BASE_URL")
     if base_url:
         return _configured_server(base_url)
     from parlay.backends.local import LocalBackend
 
-    return embedded_stack(LocalBackend(threads=threads))
+    return embedded_stack(LocalBackend(threads=threads, n_ctx=n_ctx))
 
 
-def embedded_backend(name: str, *, threads: int | None = None) -> Backend:
+def embedded_backend(name: str, *, threads: int | None = None, n_ctx: int | None = None) -> Backend:
     """The embedded model `name` (`parlay.backends.catalogue`: smollm2, qwen2.5-coder)
     behind the engine: SmolLM2 as `embedded_engine` sets it, any other with the engine's
     defaults and the embedded token budget (as `$PARLAY_LOCAL_MODEL` gets)."""
@@ -67,7 +68,7 @@ def embedded_backend(name: str, *, threads: int | None = None) -> Backend:
     if model is None:
         known = ", ".join(m.name for m in EMBEDDED_MODELS)
         raise ConfigurationError(f"no embedded model is called {name!r}: there are {known}")
-    return embedded_stack(LocalBackend(model.locate(), threads=threads))
+    return embedded_stack(LocalBackend(model.locate(), threads=threads, n_ctx=n_ctx))
 
 
 def embedded_stack(local: LocalBackend) -> PromptedBackend:

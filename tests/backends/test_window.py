@@ -136,3 +136,47 @@ def test_count_tokens_on_the_embedded_model_uses_its_tokenizer() -> None:
     chat = ChatRequest([UserMessage("hello " * 50)])
     assert asyncio.run(count_tokens(greedy, chat)) == TokenCount(7, CountMethod.TOKENIZER)
     assert asyncio.run(greedy.context_window()) == ContextWindow(8192, "test")
+
+
+def test_serve_takes_the_embedded_models_window_as_ctx() -> None:
+    """`--ctx` reaches the llama.cpp server the embedded model starts (issue 49: the window
+    was fixed at 4,096 and Claude Code's first request could not fit)."""
+    from parlay.backends.local import LocalBackend
+    from parlay.server.config import ServerConfig, build_backend
+
+    backend: object = build_backend(ServerConfig(ctx=2048))
+    while not isinstance(backend, LocalBackend):
+        backend = backend.inner  # type: ignore[attr-defined]
+    assert asyncio.run(backend.context_window()).tokens == 2048
+
+
+def test_serve_takes_an_upstreams_window_as_context_window() -> None:
+    from parlay.server.config import ServerConfig, build_backend
+
+    for kind in ("openai", "anthropic"):
+        config = ServerConfig.from_env(
+            {"PARLAY_SERVE_CONTEXT_WINDOW": "3000"},
+            upstream_url="http://127.0.0.1:9/v1",
+            upstream_kind=kind,
+        )
+        backend = build_backend(config)
+        window = asyncio.run(backend.inner.context_window())  # type: ignore[attr-defined]
+        assert window == ContextWindow(3000, "set")
+
+
+@pytest.mark.parametrize(
+    ("settings", "says"),
+    [
+        ({"ctx": 2048, "upstream_url": "http://127.0.0.1:9/v1"}, "--context-window"),
+        ({"context_window": 2048}, "--ctx"),
+        ({"ctx": 10}, "at least 256"),
+    ],
+)
+def test_a_window_flag_for_the_other_kind_of_model_is_refused_with_the_right_flag(
+    settings: dict[str, object], says: str
+) -> None:
+    from parlay.errors import ConfigurationError
+    from parlay.server.config import ServerConfig
+
+    with pytest.raises(ConfigurationError, match=says):
+        ServerConfig(**settings)  # type: ignore[arg-type]

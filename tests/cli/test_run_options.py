@@ -47,6 +47,7 @@ FLAGS: list[tuple[list[str], dict[str, Any]]] = [
     (["--temperature", "0.25"], {"temperature": 0.25}),
     (["--no-log"], {"no_log": True}),
     (["--threads", "3"], {"threads": 3}),
+    (["--ctx", "2048"], {"ctx": 2048}),
     (["-c"], {"continue_conversation": True}),
     (["--cid", "abc"], {"cid": "abc"}),
     (["--schema", "{}"], {"schema": "{}"}),

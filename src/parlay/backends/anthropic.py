@@ -11,6 +11,7 @@ from parlay.backends._http import DEFAULT_TIMEOUT, HttpTransport
 from parlay.backends.base import Capabilities, checked_base_url
 from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.backends.tokens import CountMethod, TokenCount, estimate
+from parlay.backends.window import ContextWindow
 from parlay.errors import BackendProtocolError, BackendStatusError
 from parlay.events import Event
 from parlay.request import ChatRequest
@@ -40,6 +41,7 @@ class AnthropicBackend:
         timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
         headers: dict[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        context_window: int | None = None,
     ) -> None:
         self.model = model
         self.base_url = checked_base_url(
@@ -57,6 +59,8 @@ class AnthropicBackend:
         self.streaming = stream
         self.http = HttpTransport(self.base_url, all_headers, timeout, transport)
         self._has_counter = True  # until the server shows it has no count_tokens
+        # Anthropic's API does not say a model's window: only what the operator gives.
+        self._window = ContextWindow(context_window, "set") if context_window else None
 
     @property
     def name(self) -> str:
@@ -92,6 +96,10 @@ class AnthropicBackend:
                 yield event
         if not decoder.stopped:
             raise BackendProtocolError(f"the stream from {self.base_url} ended before message_stop")
+
+    async def context_window(self) -> ContextWindow | None:
+        """The window given as `context_window=` (None: not known, nothing is fitted)."""
+        return self._window
 
     async def count_tokens(self, request: ChatRequest) -> TokenCount:
         """The upstream's own count (`/v1/messages/count_tokens`); the estimate where it

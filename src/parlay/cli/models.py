@@ -37,10 +37,12 @@ def resolve_model(
     action_format: str | None = None,
     rules_off: tuple[str, ...] = (),
     threads: int | None = None,
+    n_ctx: int | None = None,
 ) -> Backend:
     """The backend for a `-m` value (see the module docstring). `action_format` (one of
     `parlay.engine.contract.pieces.FORMATS`) and `rules_off` (engine rules switched off)
-    imply `use_prompted`; `threads` goes to an embedded model (None: the cores free at start)."""
+    imply `use_prompted`; `threads` and the window `n_ctx` go to an embedded model (None:
+    the cores free at start; the window the model was trained for)."""
     text = (spec or "").strip()
     use_prompted = use_prompted or action_format is not None or bool(rules_off)
     engine = {"action_format": action_format, "rules_off": rules_off or None}
@@ -48,14 +50,14 @@ def resolve_model(
     if text.lower() in EMBEDDED:
         from parlay.start import default_backend
 
-        backend = default_backend(threads=threads)
+        backend = default_backend(threads=threads, n_ctx=n_ctx)
         # default_backend already puts a plain-chat model behind the engine;
         # `behind_engine` then only changes its format.
         return behind_engine(backend, **engine) if use_prompted else backend
     if embedded_model(text) is not None:
         from parlay.start import embedded_backend
 
-        backend = embedded_backend(text, threads=threads)
+        backend = embedded_backend(text, threads=threads, n_ctx=n_ctx)
         return behind_engine(backend, **engine) if use_prompted else backend
     if "://" in text:
         from parlay.backends.openai import OpenAIBackend
@@ -68,7 +70,7 @@ def resolve_model(
 
         if not Path(text).expanduser().is_file():
             raise ConfigurationError(f"-m {text!r}: no such model file")
-        backend = LocalBackend(Path(text).expanduser(), threads=threads)
+        backend = LocalBackend(Path(text).expanduser(), threads=threads, n_ctx=n_ctx)
         use_prompted = True  # llama.cpp with a plain chat template has no tool calling
     elif text.startswith("openai:"):
         from parlay.backends.openai import OpenAIBackend

@@ -155,6 +155,17 @@ ThreadsOpt = Annotated[
     ),
 ]
 
+CtxOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--ctx",
+        min=256,
+        envvar="PARLAY_CTX",
+        help="The context window, in tokens, an embedded model is started with. "
+        "Default: the window it was trained for (at most 32768).",
+    ),
+]
+
 
 @frozen
 class RunOptions:
@@ -178,6 +189,7 @@ class RunOptions:
     temperature: float | None = None
     no_log: bool = False
     threads: int | None = None
+    ctx: int | None = None
     continue_conversation: bool = False
     cid: str | None = None
     schema: str | None = None
@@ -204,6 +216,7 @@ def run_options(
     temperature: TemperatureOpt = None,
     no_log: NoLogOpt = False,
     threads: ThreadsOpt = None,
+    ctx: CtxOpt = None,
     continue_conversation: ContinueOpt = False,
     cid: CidOpt = None,
     schema: SchemaOpt = None,
@@ -231,6 +244,7 @@ def run_options(
         temperature=temperature,
         no_log=no_log,
         threads=threads,
+        ctx=ctx,
         continue_conversation=continue_conversation,
         cid=cid,
         schema=schema,
@@ -290,6 +304,7 @@ def build_session(opts: RunOptions, stderr: Console, *, lines: Printer | None = 
         action_format=opts.action_format,
         rules_off=opts.rule_off,
         threads=opts.threads,
+        n_ctx=opts.ctx,
     )
     resumed = None
     if opts.continue_conversation or opts.cid is not None:

@@ -12,6 +12,8 @@ from parlay.cli.serve_options import (
     ActionFormatOpt,
     BodyTimeoutOpt,
     ClientKeyOpt,
+    ContextWindowOpt,
+    CtxOpt,
     HeaderTimeoutOpt,
     HostOpt,
     ImagesOpt,
@@ -58,6 +60,8 @@ def serve(
     header_timeout: HeaderTimeoutOpt = None,
     body_timeout: BodyTimeoutOpt = None,
     threads: ThreadsOpt = None,
+    ctx: CtxOpt = None,
+    context_window: ContextWindowOpt = None,
     log_level: LogLevelOpt = "info",
 ) -> None:
     """Serve OpenAI chat completions and Anthropic messages, with tools, before any model.
@@ -89,6 +93,8 @@ def serve(
             header_timeout=header_timeout,
             body_timeout=body_timeout,
             threads=threads,
+            ctx=ctx,
+            context_window=context_window,
         )
     except ConfigurationError as exc:
         typer.echo(f"parlay serve: {exc}", err=True)

@@ -153,4 +153,24 @@ ThreadsOpt = Annotated[
     ),
 ]
 
+CtxOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--ctx",
+        envvar="PARLAY_CTX",
+        show_envvar=False,
+        help="The embedded model's context window in tokens (default: the window it was "
+        "trained for, at most 32768) (env PARLAY_CTX)",
+    ),
+]
+
+ContextWindowOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="The upstream model's context window in tokens (default: asked of the "
+        "upstream once: llama.cpp, vLLM, LM Studio, Ollama) "
+        "(env PARLAY_SERVE_CONTEXT_WINDOW)",
+    ),
+]
+
 LogLevelOpt = Annotated[str, typer.Option(help="uvicorn log level")]

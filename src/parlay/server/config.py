@@ -72,6 +72,10 @@ class ServerConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     # The embedded model's llama.cpp threads (None: $PARLAY_THREADS, else the cores free).
     threads: int | None = None
+    # The embedded model's window (None: $PARLAY_CTX, else the one it was trained for).
+    ctx: int | None = None
+    # An upstream's window in tokens (None: asked of the upstream once).
+    context_window: int | None = None
     # Seconds a client has to send a request's line and headers (`server.slow_clients`).
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     # Seconds a client has to send a request's whole body once its head is read (408).
@@ -136,6 +140,21 @@ class ServerConfig:
         ):
             if not math.isfinite(seconds) or seconds <= 0:
                 raise ConfigurationError(f"{flag} must be positive seconds, got {seconds}")
+        self._check_windows()
+
+    def _check_windows(self) -> None:
+        for flag, tokens in (("--ctx", self.ctx), ("--context-window", self.context_window)):
+            if tokens is not None and tokens < 256:
+                raise ConfigurationError(f"{flag} must be at least 256 tokens, got {tokens}")
+        if self.ctx is not None and self.upstream_url is not None:
+            raise ConfigurationError(
+                "--ctx sets the embedded model's window; for an upstream's, say "
+                "--context-window (or let parlay ask the upstream)"
+            )
+        if self.context_window is not None and self.upstream_url is None:
+            raise ConfigurationError(
+                "--context-window is an upstream's window; the embedded model's is --ctx"
+            )
 
     def _check_access(self) -> None:
         if any(not key.strip() for key in self.client_keys):
@@ -187,6 +206,7 @@ class ServerConfig:
             ("max_body_bytes", "MAX_BODY_BYTES", int),
             ("header_timeout", "HEADER_TIMEOUT", float),
             ("body_timeout", "BODY_TIMEOUT", float),
+            ("context_window", "CONTEXT_WINDOW", int),
         ):
             if env.get(ENV_PREFIX + key):
                 try:
@@ -221,7 +241,7 @@ def build_backend(config: ServerConfig) -> Backend:
     if config.upstream_url is None:
         from parlay.server.embedded import embedded_backend
 
-        return embedded_backend(config.threads, **options)
+        return embedded_backend(config.threads, config.ctx, **options)
     native = config.tools == "native"
     caps = Capabilities(native_tools=native, json_schema=config.upstream_kind == "openai")
     backend_class: type[AnthropicBackend] | type[OpenAIBackend]
@@ -240,6 +260,7 @@ def build_backend(config: ServerConfig) -> Backend:
         capabilities=caps,
         stream=config.stream_upstream,
         timeout=config.timeout,
+        context_window=config.context_window,
     )
     if native:
         return inner

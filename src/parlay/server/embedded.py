@@ -43,13 +43,13 @@ class Greedy:
         return self.inner.stream(request)
 
 
-def embedded_backend(threads: int | None, **engine: Any) -> Backend:
-    """Exactly `parlay.start.default_backend(threads=...)`, greedy by default; `engine`
-    settings given on the command line change the prompt-contract engine's own."""
+def embedded_backend(threads: int | None, n_ctx: int | None = None, **engine: Any) -> Backend:
+    """Exactly `parlay.start.default_backend(threads=..., n_ctx=...)`, greedy by default;
+    `engine` settings given on the command line change the prompt-contract engine's own."""
     from parlay.engine.backend import PromptedBackend, behind_engine
     from parlay.start import default_backend
 
-    backend = default_backend(threads=threads)
+    backend = default_backend(threads=threads, n_ctx=n_ctx)
     if isinstance(backend, PromptedBackend):  # a native server keeps its own tool calling
         backend = behind_engine(backend, **engine)
     return Greedy(backend)
