@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import parlay
-from parlay import ScriptedBackend, Session, UserMessage
+from parlay import ScriptedBackend, Session, ToolCall, ToolResult, UserMessage
 from parlay.backends.scripted import calls
 from parlay.observers import CompletedTurn
 from parlay.store import LoggedResponse, LoggedSession, Store, TurnRecorder
@@ -169,9 +169,17 @@ async def test_a_cancelled_turn_is_rolled_back_and_told_as_cancelled_with_the_to
 
     added = asyncio.Event()
 
+    class Told(Session):
+        async def acall_tool(self, call: ToolCall) -> ToolResult:
+            # The tool loop runs each call through this hook (a worker thread by default):
+            # the add beside wait_forever has its result once the hook returns.
+            result = await super().acall_tool(call)
+            if call.name == "add" and call.arguments["a"] == 1:
+                added.set()
+            return result
+
     async def add(a: int, b: int) -> int:
         """Add."""
-        added.set()
         return a + b
 
     async def wait_forever(x: int) -> int:
@@ -190,7 +198,7 @@ async def test_a_cancelled_turn_is_rolled_back_and_told_as_cancelled_with_the_to
         ]
     )
     store = Store(tmp_path / "log.db")
-    session = Session(
+    session = Told(
         backend, tools=[add, wait_forever], observers=[seen.append], log=TurnRecorder(store)
     )
     before = session.ctx

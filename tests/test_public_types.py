@@ -23,6 +23,10 @@ PUBLIC = {
     "tool", "Tool", "Toolbox", "MCPTools",
     "Store", "TurnRecorder", "TurnObserver", "CompletedTurn",
     "BranchTree", "compare", "Comparison", "replay_all", "areplay_all",
+    # requirements checked and repaired (parlay.requirements)
+    "req", "check", "simple_validate", "Requirement", "Validation", "JudgedBy",
+    "Strategy", "RejectionSampling", "Repair", "BestOfN", "SampledThunk", "SamplingResult",
+    "Attempt", "RequirementsNotMetError",
     # the backends
     "Backend", "Capabilities", "OpenAIBackend", "AnthropicBackend", "LocalBackend",
     "PromptedBackend", "ScriptedBackend",

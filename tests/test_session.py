@@ -243,16 +243,46 @@ def test_the_old_positional_form_is_a_clear_error():
         Session(ScriptedBackend(["hi"]), [len])
 
 
-def test_the_protocol_mixin_in_the_wrong_base_order_is_refused_at_class_definition():
-    with pytest.raises(TypeError, match="put SessionToolCallingProtocol before Session"):
+def test_a_hook_is_found_by_plain_method_resolution_in_any_base_order():
+    # Once a base-order check refused `(Session, SessionToolCallingProtocol)`, and the
+    # loop sniffed which hook was overridden; now every Session has the hooks.
+    seen: list[str] = []
 
-        class Backwards(Session, SessionToolCallingProtocol):
-            pass
+    class Plain(Session):
+        def call_tool(self, call: ToolCall) -> ToolResult:
+            seen.append(f"plain {call.arguments['name']}")
+            return super().call_tool(call)
 
-    class Right(SessionToolCallingProtocol, Session):
-        pass
+    class Backwards(Session, SessionToolCallingProtocol):
+        async def acall_tool(self, call: ToolCall) -> ToolResult:
+            seen.append(f"backwards {call.arguments['name']}")
+            return await super().acall_tool(call)
 
-    assert Right(ScriptedBackend(["hi"])).call_tools([]) == []
+    for kind, name in ((Plain, "ada"), (Backwards, "bob")):
+        backend = ScriptedBackend([calls(("secret_number", {"name": name})), "done"])
+        reply = kind(backend, tools=[secret_number]).query("x", "go")
+        assert [m.output for m in reply.steps if isinstance(m, ToolResult)] == [
+            "7321" if name == "ada" else "12"
+        ]
+    assert seen == ["plain ada", "backwards bob"]
+    assert Backwards(ScriptedBackend(["hi"])).call_tools([]) == []
+
+
+def test_a_result_formatting_hook_applies_to_the_loop_and_to_tool_result():
+    class Marked(Session):
+        def tool_call_result(self, call: ToolCall, result: object) -> ToolResult:
+            # The loop hands over the tool's ToolResult; by hand, any value.
+            text = result.output if isinstance(result, ToolResult) else result
+            return super().tool_call_result(call, f"<{text}>")
+
+    backend = ScriptedBackend([calls(("secret_number", {"name": "ada"})), "done"])
+    session = Marked(backend, tools=[secret_number])
+    reply = session.query("x", "go")
+    [result] = [m for m in reply.steps if isinstance(m, ToolResult)]
+    assert result.output == "<7321>"
+    assert [m.role for m in session.ctx.messages()].count("tool") == 1  # in the turn only
+    session.tool_result(ToolCall("secret_number", {"name": "x"}, id="m1"), "seven")
+    assert session.ctx.last == ToolResult("m1", "secret_number", output="<seven>", value="<seven>")
 
 
 def test_chat_with_run_tools_runs_the_loop_through_the_protocol_hooks():

@@ -2,8 +2,9 @@
 
 What a user needs is here: the session side (`start_session`, `Session`, `Context` and
 its messages, `ModelOutputThunk`, tools, the log, branches and replays), the backends,
-the values they share (`ChatRequest`, `ToolSpec`, `Diagnostics`, ...), every event a
-stream yields and every error a user may catch. The list is pinned by
+the values they share (`ChatRequest`, `ToolSpec`, `Diagnostics`, ...), requirements
+checked and repaired (`req`, `check`, `RejectionSampling`, ... of `parlay.requirements`),
+every event a stream yields and every error a user may catch. The list is pinned by
 tests/test_public_types.py. The engine's parts stay in their modules: checks of your
 own are written against `parlay.engine.checks`, a retry's record is
 `parlay.diagnostics.RetryRecord`.
@@ -73,6 +74,22 @@ from parlay.image import Image
 from parlay.observers import CompletedTurn, TurnObserver
 from parlay.replay import areplay_all, replay_all
 from parlay.request import ChatRequest, GenerationOptions, ResponseFormat, ToolChoice, ToolSpec
+from parlay.requirements import (
+    Attempt,
+    BestOfN,
+    JudgedBy,
+    RejectionSampling,
+    Repair,
+    Requirement,
+    RequirementsNotMetError,
+    SampledThunk,
+    SamplingResult,
+    Strategy,
+    Validation,
+    check,
+    req,
+    simple_validate,
+)
 from parlay.session import Session, SessionToolCallingProtocol
 from parlay.start import start_session
 from parlay.store import Store, TurnRecorder
@@ -98,6 +115,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "AnthropicBackend",
     "AssistantMessage",
+    "Attempt",
     "Backend",
     "BackendConnectionError",
     "BackendError",
@@ -107,6 +125,7 @@ __all__ = [
     "BackendStatusError",
     "BackendStreamCutError",
     "BackendTimeoutError",
+    "BestOfN",
     "BranchTree",
     "Capabilities",
     "ChatRequest",
@@ -124,6 +143,7 @@ __all__ = [
     "Image",
     "Instruction",
     "InvalidRequestError",
+    "JudgedBy",
     "LocalBackend",
     "MCPServerError",
     "MCPToolSkippedWarning",
@@ -134,13 +154,20 @@ __all__ = [
     "ParlayError",
     "PromptedBackend",
     "ReasoningDelta",
+    "RejectionSampling",
+    "Repair",
+    "Requirement",
+    "RequirementsNotMetError",
     "ResponseFormat",
+    "SampledThunk",
+    "SamplingResult",
     "ScoredTextDelta",
     "ScriptedBackend",
     "Session",
     "SessionToolCallingProtocol",
     "Store",
     "StoreError",
+    "Strategy",
     "SystemMessage",
     "TemplateFolderNotAllowedError",
     "TemplateSecurityError",
@@ -167,9 +194,13 @@ __all__ = [
     "UndescribedToolWarning",
     "Usage",
     "UserMessage",
+    "Validation",
     "areplay_all",
+    "check",
     "compare",
     "replay_all",
+    "req",
+    "simple_validate",
     "start_session",
     "tool",
 ]

@@ -21,12 +21,22 @@ class PortalWaits:
     """The portal work a worker thread is waiting on, so that cancelling the coroutine
     that started the thread (`parlay.calls.in_thread`) cancels that work too: a sync hook
     blocked in `run_sync` on an async tool would otherwise hold its thread for as long as
-    the tool runs, after the turn that wanted it is gone."""
+    the tool runs, after the turn that wanted it is gone.
 
-    def __init__(self) -> None:
+    `loop` is the loop that started the thread: `run_sync` in the thread runs its work
+    there (it is free, awaiting the thread), so a sync hook's async tool runs on the
+    turn's loop, as it would without the hook, not on the portal."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self._lock = threading.Lock()
         self._futures: set[concurrent.futures.Future[Any]] = set()
         self.cancelled = False
+        self.loop = loop
+
+    @property
+    def pending(self) -> bool:
+        with self._lock:
+            return bool(self._futures)
 
     def add(self, future: concurrent.futures.Future[Any]) -> None:
         with self._lock:
@@ -94,8 +104,11 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     if in_portal():
         coro.close()
         raise RuntimeError("run_sync called from parlay's own loop; await instead")
-    future = asyncio.run_coroutine_threadsafe(coro, portal_loop())
     waits = current_waits.get()
+    loop = waits.loop if waits is not None else None
+    if loop is None or loop.is_closed():
+        loop = portal_loop()
+    future = asyncio.run_coroutine_threadsafe(coro, loop)
     if waits is None:
         return future.result()
     waits.add(future)

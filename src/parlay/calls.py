@@ -67,13 +67,21 @@ async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     Cancelling the caller cancels what the thread waits for through `run_sync`."""
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
-    waits = PortalWaits()
+    waits = PortalWaits(loop)
     context.run(current_waits.set, waits)
     call = functools.partial(context.run, fn, *args, **kwargs)
+    running = loop.run_in_executor(tool_executor(), call)
     try:
-        return await loop.run_in_executor(tool_executor(), call)
+        return await asyncio.shield(running)
     except asyncio.CancelledError:
-        waits.cancel()  # what the thread awaits on the portal stops; the thread then returns
+        if waits.pending:
+            # The thread waits on work of this loop: cancel it and let it unwind, so the
+            # cancelled tool has run its cleanup when the caller goes on. (A thread
+            # blocked in plain code cannot be stopped; it is not waited for.)
+            waits.cancel()
+            await asyncio.wait([running], timeout=CANCEL_GRACE_SECONDS)
+        else:
+            waits.cancel()
         raise
 
 

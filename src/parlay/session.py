@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from functools import partial
-from typing import TYPE_CHECKING, Any, Self
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Self, overload
 
 from pydantic import BaseModel
 from typing_extensions import TypeVar
@@ -14,19 +12,19 @@ from typing_extensions import TypeVar
 from parlay.backends.base import Backend
 from parlay.branches import Branch, BranchTree
 from parlay.components import Instruction
-from parlay.context import Context, Item, SystemMessage, ToolCall, ToolResult, UserMessage
-from parlay.errors import InvalidRequestError, TurnCancelledError
-from parlay.events import Event
+from parlay.context import Context, SystemMessage, UserMessage
+from parlay.errors import InvalidRequestError
 from parlay.image import Image
-from parlay.observers import CompletedTurn, TurnClock, TurnObserver, notify
-from parlay.request import GenerationOptions, ResponseFormat, ToolChoice
+from parlay.observers import TurnObserver
+from parlay.request import GenerationOptions, ToolChoice
 from parlay.requirements import Requirement, Strategy, as_requirements
-from parlay.requirements.sampling import SampledThunk, Sampler
+from parlay.requirements.sampling import SampledThunk
 from parlay.requirements.verbs import CheckedTurns
-from parlay.thunk import ModelOutputThunk, RoundDone
-from parlay.tool_loop import ToolLoop, settle
-from parlay.tool_protocol import SessionToolCallingProtocol, as_tool_result
+from parlay.thunk import ModelOutputThunk
+from parlay.tool_loop import settle
+from parlay.tool_protocol import SessionToolCallingProtocol, ToolHooks, as_tool_result
 from parlay.tools import DEFAULT_TOOL_TIMEOUT, Tool, Toolbox, timeout_problem
+from parlay.turn_runner import TurnRunner
 
 if TYPE_CHECKING:
     from parlay.replay import ResultSource
@@ -39,7 +37,7 @@ M = TypeVar("M", bound=BaseModel, default=Any)
 DEFAULT_CHAIN_LIMIT = 5
 
 
-class Session(ToolLoop, CheckedTurns):
+class Session(ToolHooks, TurnRunner, CheckedTurns):
     """A conversation with one backend.
 
     `ctx` is the immutable context so far; every verb inserts its input and the model's
@@ -57,19 +55,6 @@ class Session(ToolLoop, CheckedTurns):
     from turn n), `replay(backend)` (the user's turns again, on another backend, as a
     branch), `branches` (the tree of them).
     """
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        mro = cls.__mro__
-        if SessionToolCallingProtocol in mro and mro.index(SessionToolCallingProtocol) > mro.index(
-            Session
-        ):
-            # Session's own loop would shadow the mixin's hooks: `query` would run calls
-            # without `call_tool`, silently.
-            raise TypeError(
-                f"class {cls.__name__}: put SessionToolCallingProtocol before Session in its "
-                f"bases: class {cls.__name__}(SessionToolCallingProtocol, Session)"
-            )
 
     def __init__(
         self,
@@ -111,6 +96,7 @@ class Session(ToolLoop, CheckedTurns):
         if log is not False:
             self.log = _sqlite_log(log, getattr(backend, "name", None), system, self.tools.names)
             self.observers.append(self.log)
+        self._held_calls: set[str] = set()
         self.branch = Branch("main", self)
 
     # -- the context -----------------------------------------------------------------
@@ -141,6 +127,7 @@ class Session(ToolLoop, CheckedTurns):
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
         clone._ctx = ctx
+        clone._held_calls = set()
         clone.observers = list(self.observers)  # the same observers, a list of its own
         if self.log is not None:
             clone.log = self.log.forked(clone._ctx)
@@ -250,6 +237,38 @@ class Session(ToolLoop, CheckedTurns):
         item = UserMessage.of(text)
         return self._turn(item, tool_choice, format, options, run_tools, chain_limit)
 
+    @overload
+    def instruct(
+        self,
+        description: str,
+        *,
+        requirements: Sequence[str | Requirement] = ...,
+        strategy: Strategy,
+        grounding: Mapping[str, Any] | None = ...,
+        examples: Sequence[str] = ...,
+        tool_choice: ToolChoice | str | None = ...,
+        format: type[M] | None = ...,
+        options: GenerationOptions | None = ...,
+        run_tools: bool = ...,
+        chain_limit: int | None = ...,
+    ) -> SampledThunk[M]: ...
+
+    @overload
+    def instruct(
+        self,
+        description: str,
+        *,
+        requirements: Sequence[str | Requirement] = ...,
+        strategy: None = ...,
+        grounding: Mapping[str, Any] | None = ...,
+        examples: Sequence[str] = ...,
+        tool_choice: ToolChoice | str | None = ...,
+        format: type[M] | None = ...,
+        options: GenerationOptions | None = ...,
+        run_tools: bool = ...,
+        chain_limit: int | None = ...,
+    ) -> ModelOutputThunk[M]: ...
+
     def instruct(
         self,
         description: str,
@@ -321,7 +340,9 @@ class Session(ToolLoop, CheckedTurns):
         return await self.chat(text, **kwargs)
 
     async def ainstruct(self, description: str, **kwargs: Any) -> ModelOutputThunk[Any]:
-        return await self.instruct(description, **kwargs)
+        """`instruct` from async code (with a `strategy`, the thunk is a `SampledThunk`)."""
+        reply: ModelOutputThunk[Any] = await self.instruct(description, **kwargs)
+        return reply
 
     async def aquery(self, obj: Any, question: str, **kwargs: Any) -> ModelOutputThunk[Any]:
         return await self.query(obj, question, **kwargs)
@@ -331,98 +352,6 @@ class Session(ToolLoop, CheckedTurns):
 
     async def arespond(self, **kwargs: Any) -> ModelOutputThunk[Any]:
         return await self.respond(**kwargs)
-
-    # -- recording by hand -----------------------------------------------------------
-    def tool_result(self, call: ToolCall, output: Any) -> ToolResult:
-        """Record a result you produced for `call` (any value, an exception, or a
-        `ToolResult`): the call goes into the context first when it is not there yet,
-        then the result. Returns the recorded `ToolResult`; `respond()` then asks the
-        model to go on."""
-        recorded = as_tool_result(call, output)
-        ctx = self._ctx
-        if ctx.find_call(call.id) is None:
-            ctx = ctx.insert(call)
-        self.ctx = ctx.insert(recorded)
-        return recorded
-
-    # -- the turn machinery -------------------------------------------------------------
-    def _turn(
-        self,
-        item: Item | None,
-        tool_choice: ToolChoice | str | None,
-        format: type[BaseModel] | None,
-        options: GenerationOptions | None,
-        run_tools: bool,
-        chain_limit: int | None = None,
-        sampler: Sampler | None = None,
-    ) -> ModelOutputThunk[Any]:
-        choice = ToolChoice.coerce(tool_choice)
-        if choice.mode == "tool" and choice.name not in self.tools:
-            raise InvalidRequestError(
-                f"tool_choice names {choice.name!r}, which is not one of this session's "
-                f"tools ({', '.join(self.tools.names) or 'none'})"
-            )
-        limit = self.chain_limit if chain_limit is None else chain_limit
-        before = self._ctx
-        prompt_ctx = before.insert(item) if item is not None else before
-        response_format = (
-            ResponseFormat(format.model_json_schema(), name=format.__name__)
-            if format is not None
-            else None
-        )
-        parse = format.model_validate_json if format is not None else None
-
-        def produce() -> AsyncIterator[Event | RoundDone]:
-            return self._run_turn(
-                prompt_ctx,
-                choice,
-                response_format,
-                options or self.options,
-                run_tools,
-                limit,
-                told=clock.rounds,
-            )
-
-        clock = TurnClock(item, prompt_ctx)
-        inserted: list[Context] = []
-        kind = ModelOutputThunk if sampler is None else partial(SampledThunk, sampler=sampler)
-        thunk: ModelOutputThunk[Any] = kind(
-            clock.wrap(produce if sampler is None else sampler.run),
-            parse=parse,
-            on_complete=lambda done: self._completed(clock, done),
-            on_failure=lambda error: self._failed(error, inserted[0], before, clock, thunk),
-        )
-        inserted.append(prompt_ctx.insert(thunk))
-        self._ctx = inserted[0]
-        return thunk
-
-    def _completed(self, clock: TurnClock, thunk: ModelOutputThunk[Any]) -> Awaitable[None]:
-        turn = clock.completed(thunk)
-        thunk.duration_ms, thunk.first_event_ms = turn.duration_ms, turn.first_event_ms
-        return self.turn_completed(turn)
-
-    def _failed(
-        self,
-        error: BaseException,
-        after: Context,
-        before: Context,
-        clock: TurnClock,
-        thunk: ModelOutputThunk[Any],
-    ) -> Awaitable[None] | None:
-        # A failed turn leaves the context as it was, unless the user moved on already.
-        if self._ctx is after:
-            self._ctx = before
-        if isinstance(error, asyncio.CancelledError):
-            error = TurnCancelledError("the turn was cancelled before it finished")
-        elif not isinstance(error, Exception):
-            return None  # the process is being interrupted: no one is told
-        return self.turn_completed(clock.failed(thunk, error))
-
-    async def turn_completed(self, turn: CompletedTurn) -> None:
-        """Called once per finished turn (`turn.error` says whether it failed), before
-        its thunk reports done: tells the observers (in a worker thread). Override to act
-        on turns in a subclass; call `super()` to keep the observers (and the log) told."""
-        await notify(self.observers, turn)
 
 
 def _sqlite_log(

@@ -1,14 +1,14 @@
 """The tool loop of a turn: ask the model, run the calls it made, ask again.
 
-`Session` inherits it; a `SessionToolCallingProtocol` overrides `_execute_in_loop` (it
-comes first in the subclass's bases), so its hooks see every call the loop runs.
+`Session` inherits it; every call the loop runs goes through the session's `acall_tool`
+hook (`parlay.tool_protocol`), so an override in a subclass sees them all.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from parlay.backends.base import Backend
 from parlay.backends.offered import offered_calls_only
@@ -29,6 +29,11 @@ class ToolLoop:
     tools: Toolbox
     tool_timeout: float | None
     parallel_tools: bool
+    _held_calls: set[str]
+
+    if TYPE_CHECKING:  # the protocol hook, `ToolHooks.acall_tool`
+
+        async def acall_tool(self, call: ToolCall) -> ToolResult: ...
 
     def _request(
         self,
@@ -105,15 +110,17 @@ class ToolLoop:
         can still tell which of its tools ran."""
 
         async def execute(call: ToolCall) -> ToolResult:
-            result = await self._execute_in_loop(call)
+            # The round records its results itself: the hooks leave the context alone.
+            self._held_calls.add(call.id)
+            try:
+                result = await self.acall_tool(call)
+            finally:
+                self._held_calls.discard(call.id)
             if finished is not None:
                 finished[call.id] = result
             return result
 
         return await run_round(calls, execute, together=self._runs_together)
-
-    async def _execute_in_loop(self, call: ToolCall) -> ToolResult:
-        return await self.tools.arun(call, timeout=self.tool_timeout)
 
 
 def _stop_before_running(

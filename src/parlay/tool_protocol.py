@@ -1,11 +1,13 @@
-"""`SessionToolCallingProtocol`: the hooks through which a session runs and records calls.
+"""`ToolHooks`: the hooks through which a session runs and records calls.
 
-Kept apart from `Session` (and re-exported by `parlay.session`) so each module has one job.
+`Session` inherits them, so a protocol is a subclass of `Session` that overrides a hook:
+ordinary method resolution. Kept apart from `Session` (and re-exported by
+`parlay.session`) so each module has one job. `SessionToolCallingProtocol`, the mixin
+these hooks once needed, is kept as an empty class so code written for it still runs.
 """
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,36 +18,40 @@ from parlay.errors import InvalidRequestError
 from parlay.tool_text import render_output
 from parlay.tools import Toolbox
 
-# Set while a session's own tool loop runs calls, so protocol hooks know not to insert
-# into `session.ctx` (the loop records the round in its thunk instead).
-_running_loop_of: contextvars.ContextVar[SessionToolCallingProtocol | None]
-_running_loop_of = contextvars.ContextVar("parlay_tool_loop", default=None)
 
+class ToolHooks:
+    """The hooks of a protocol, on every `Session`: override them in a subclass.
 
-class SessionToolCallingProtocol:
-    """A mixin for `Session` that runs and records tool calls: the hooks of a protocol.
-
-    `class MySession(SessionToolCallingProtocol, Session)` gets:
-
-    - `call_tool(call)` / `acall_tool(call)`: run the tool, record the call and its
-      result in the context, return the `ToolResult`. Override for approval or caching.
-    - `tool_call_result(call, result)` / `atool_call_result(...)`: record a result you
-      produced (a `ToolResult`, any value, or an exception). Override to format results.
+    - `call_tool(call)` / `acall_tool(call)`: run the tool and return the `ToolResult`
+      (recorded in the context, with its call, when you call it yourself). Override
+      either for approval or caching: the tool loop awaits `acall_tool`, whose default
+      runs `call_tool` in a worker thread, so a sync override is seen there too.
+    - `tool_call_result(call, result)` / `atool_call_result(...)`: make the result from
+      what the tool gave (a `ToolResult`, any value, or an exception) and record it.
+      Override to format results. `tool_result(call, output)` is the same hook.
     - `call_tools(calls)` / `acall_tools(calls)`: several calls at once, each through
-      `call_tool`, recorded in the order of the calls.
+      `acall_tool`, recorded in the order of the calls.
 
-    `query` and `transform` run their calls through these hooks too, so a protocol
-    written once applies everywhere (inside the loop the round is recorded in the turn).
-    The calls of one round run at once (sync hooks in worker threads), so a hook that
-    must see calls one at a time needs `parallel_tools=False` on the session.
+    `query`, `transform` and `chat(run_tools=True)` run their calls through these hooks
+    too; a call the loop (or `acall_tools`) is running is recorded by it, in the turn,
+    not by the hook. The calls of one round run at once (sync hooks in worker threads),
+    so a hook that must see calls one at a time needs `parallel_tools=False`.
     """
 
-    ctx: Context
     tools: Toolbox
     tool_timeout: float | None
     parallel_tools: bool
+    # Ids of the calls a tool loop or `acall_tools` is running: it records their results
+    # itself (in order, or in its turn), so the hooks do not insert them into the context.
+    _held_calls: set[str]
 
     if TYPE_CHECKING:  # Session's; declared here for the type checker only
+
+        @property
+        def ctx(self) -> Context: ...
+
+        @ctx.setter
+        def ctx(self, value: Context) -> None: ...
 
         async def _execute_round(
             self, calls: list[ToolCall], finished: dict[str, ToolResult] | None = None
@@ -56,8 +62,7 @@ class SessionToolCallingProtocol:
         return self.tool_call_result(call, result)
 
     async def acall_tool(self, call: ToolCall) -> ToolResult:
-        result = await self.tools.arun(call, timeout=self.tool_timeout)
-        return await self.atool_call_result(call, result)
+        return await in_thread(self.call_tool, call)
 
     def call_tools(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
         return run_sync(self.acall_tools(calls))
@@ -77,7 +82,7 @@ class SessionToolCallingProtocol:
 
     def tool_call_result(self, call: ToolCall, result: Any) -> ToolResult:
         recorded = as_tool_result(call, result)
-        if _running_loop_of.get() is not self:
+        if call.id not in self._held_calls:
             ctx = self.ctx
             if ctx.find_call(call.id) is None:
                 ctx = ctx.insert(call)
@@ -88,20 +93,17 @@ class SessionToolCallingProtocol:
         return self.tool_call_result(call, result)
 
     def tool_result(self, call: ToolCall, output: Any) -> ToolResult:
-        """`Session.tool_result` through this protocol's hook: `tool_call_result`."""
+        """Record a result you produced for `call` (any value, an exception, or a
+        `ToolResult`): the call goes into the context first when it is not there yet,
+        then the result. Returns the recorded `ToolResult`; `respond()` then asks the
+        model to go on. Goes through `tool_call_result`, so an override formats it."""
         return self.tool_call_result(call, output)
 
-    async def _execute_in_loop(self, call: ToolCall) -> ToolResult:
-        token = _running_loop_of.set(self)
-        try:
-            cls = type(self)
-            overrides_sync = cls.call_tool is not SessionToolCallingProtocol.call_tool
-            overrides_async = cls.acall_tool is not SessionToolCallingProtocol.acall_tool
-            if overrides_sync and not overrides_async:
-                return await in_thread(self.call_tool, call)
-            return await self.acall_tool(call)
-        finally:
-            _running_loop_of.reset(token)
+
+class SessionToolCallingProtocol:
+    """Once the mixin that gave a session its hooks; every `Session` has them now
+    (`ToolHooks`). `class MySession(SessionToolCallingProtocol, Session)` still works,
+    in either base order: this class adds nothing."""
 
 
 def as_tool_result(call: ToolCall, result: Any) -> ToolResult:

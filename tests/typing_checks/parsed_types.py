@@ -4,7 +4,7 @@ from typing import Any, assert_type
 
 from pydantic import BaseModel
 
-from parlay import ModelOutputThunk, ScriptedBackend, Session
+from parlay import ModelOutputThunk, Repair, SampledThunk, SamplingResult, ScriptedBackend, Session
 
 
 class Weather(BaseModel):
@@ -15,3 +15,10 @@ session = Session(ScriptedBackend(['{"city": "Oslo"}']))
 assert_type(session.chat("Weather?", format=Weather).parsed, Weather)
 assert_type(session.query({"a": 1}, "Weather?", format=Weather).parsed, Weather)
 assert_type(session.chat("hi"), ModelOutputThunk[Any])  # no format: as before
+
+# With a strategy, instruct's thunk is a SampledThunk: `.sampling` needs no isinstance.
+checked = session.instruct("Weather?", requirements=["Name a city"], strategy=Repair(2))
+assert_type(checked, SampledThunk[Any])
+assert_type(checked.sampling, SamplingResult)
+assert_type(session.instruct("Weather?", format=Weather, strategy=Repair(2)).parsed, Weather)
+assert_type(session.instruct("Weather?"), ModelOutputThunk[Any])  # no strategy: as before
