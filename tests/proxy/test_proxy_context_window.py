@@ -87,6 +87,10 @@ def test_claude_codes_first_request_on_a_small_window_is_shrunk_to_fit(stream: b
         reply = post(url, "anthropic", SMALL, stream)
     assert reply.status_code == 200, reply.text
     assert reply.headers["x-parlay-shrunk"] == "examples,descriptions"
+    # What the prompt came to against the window, for whoever sizes a client's context.
+    tokens, method = reply.headers["x-parlay-prompt-tokens"].split("; ")
+    assert int(tokens) <= 1024 - 256 and method == "tokenizer"
+    assert reply.headers["x-parlay-context-window"] == "1024"
     sent = "\n".join(m.content for m in inner.requests[-1].messages)
     assert SMALL in sent and "Runs a shell command." in sent
     assert "Quote paths" not in sent

@@ -21,17 +21,19 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from parlay.backends.base import Backend
 from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.backends.tokens import count_tokens
-from parlay.engine.contract.fit import shrunk_here
+from parlay.engine.contract.fit import FitNote, fit_here
 from parlay.events import Event
 from parlay.request import ChatRequest
+from parlay.server.body import read_body
 from parlay.server.errors import SHUTTING_DOWN, Failure, ProxyError, classify, log_failure
+from parlay.server.fit_headers import fit_headers
 from parlay.server.shutdown import drain_on_signals, mark_exited
 from parlay.server.slow_clients import DEFAULT_BODY_TIMEOUT
 from parlay.server.streaming import DRAIN, EventStream, Pump, cancel_on_disconnect, frames
@@ -45,39 +47,6 @@ from parlay.wire.validate import DEFAULT_LIMITS, Limits, load_json
 THREAD_DECODE_BYTES = 256 * 1024
 # How a token count was made: tokenizer, upstream or estimate.
 COUNT_HEADER = "x-parlay-token-count"
-# What the engine took back of its own additions to fit the model's window.
-SHRUNK_HEADER = "x-parlay-shrunk"
-
-
-async def read_body(request: Request, limit: int, timeout: float | None = None) -> bytes:
-    """The body, refused with a 413 as soon as it is known to exceed `limit` bytes:
-    from its Content-Length when it has one, else while it arrives (never buffered);
-    with a 408 when all of it has not arrived within `timeout` seconds (a total, so a
-    client sending a byte now and then cannot stretch it)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and (len(declared) > 15 or int(declared) > limit):
-        raise ProxyError(413, f"the request body is over {limit:,} bytes, the limit here")
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        async with asyncio.timeout(timeout):
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > limit:
-                    raise ProxyError(
-                        413, f"the request body is over {limit:,} bytes, the limit here"
-                    )
-                chunks.append(chunk)
-    except TimeoutError:
-        raise ProxyError(
-            408,
-            f"the request body did not arrive within {timeout:g} s ({size:,} bytes came); "
-            "send it again, all at once",
-            close=True,
-        ) from None
-    except ClientDisconnect:
-        raise ProxyError(499, "the client hung up while sending the request body") from None
-    return b"".join(chunks)
 
 
 class Proxy:
@@ -162,15 +131,13 @@ class Proxy:
             chat = chat.replace(model=None)
         except Exception as exc:
             return wire.error(log_failure(exc, "decoding a request"))
-        shrunk: list[str] = []  # filled by the engine if it shrinks its contract to fit
-        shrunk_here.set(shrunk)
+        fitting = FitNote()  # filled by the engine when it fits its contract to the window
+        fit_here.set(fitting)
         if stream:
             reply = await self._stream(wire, request, chat, model, body)
         else:
             reply = await self._whole_reply(wire, request, chat, model, body)
-        extra = wire.headers(body)
-        if shrunk:
-            extra = {**extra, SHRUNK_HEADER: ",".join(shrunk)}
+        extra = {**wire.headers(body), **fit_headers(fitting)}
         if extra:
             reply.headers.update(extra)
         return reply

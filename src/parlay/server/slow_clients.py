@@ -8,7 +8,7 @@ client likes (outside probes held 20 connections for minutes; enough of them exh
 process's file descriptors).
 
 The app answers a body that is too slow with a 408 in the caller's protocol
-(`server.app.read_body`). This protocol is uvicorn's h11 protocol with one timer for what
+(`server.body.read_body`). This protocol is uvicorn's h11 protocol with one timer for what
 the app cannot see: armed when a connection opens and when the first byte of a later
 request arrives, it closes a connection whose head is not complete within the header
 timeout (h11 cannot answer a request it has not read); re-armed once the head is read,

@@ -22,7 +22,7 @@ import contextvars
 import enum
 from collections.abc import Awaitable, Callable, Sequence
 
-from attrs import evolve, frozen
+from attrs import define, evolve, field, frozen
 
 from parlay.backends.tokens import CountMethod, TokenCount
 from parlay.context import Message
@@ -138,7 +138,7 @@ async def fit(
             continue
         fitted = Fitted(*changed, shrunk=(*fitted.shrunk, shrink))
         count = await _tokens(fitted, constrained, budget)
-    note_shrunk(fitted.shrunk)
+    note_fit(fitted.shrunk, count, budget.window)
     if count is None:
         return fitted
     # An estimate never refuses: the model server has the last word.
@@ -169,14 +169,30 @@ def too_long(tokens: int, budget: Budget) -> ContextWindowExceeded:
     return ContextWindowExceeded(message, tokens=tokens, window=budget.prompt)
 
 
-# What the steps shrank for the request being served, for a response header: the server
-# puts a list here before the backend runs (the backend's task sees the same list).
-shrunk_here: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
-    "parlay_shrunk", default=None
+@define
+class FitNote:
+    """What fitting found for the request being served, for its response headers: what
+    was shrunk, the prompt's tokens (None: small enough not to be counted) and how they
+    were counted, and the window."""
+
+    shrunk: list[str] = field(factory=list)
+    tokens: int | None = None
+    counted: str | None = None
+    window: int | None = None
+
+
+# The server puts a note here before the backend runs (the backend's task sees the same
+# object); outside the server there is none and nothing is noted.
+fit_here: contextvars.ContextVar[FitNote | None] = contextvars.ContextVar(
+    "parlay_fit", default=None
 )
 
 
-def note_shrunk(shrunk: Sequence[Shrink]) -> None:
-    holder = shrunk_here.get()
-    if holder is not None and shrunk:
-        holder.extend(s.value for s in shrunk if s.value not in holder)
+def note_fit(shrunk: Sequence[Shrink], count: TokenCount | None, window: int) -> None:
+    note = fit_here.get()
+    if note is None:
+        return
+    note.shrunk.extend(s.value for s in shrunk if s.value not in note.shrunk)
+    note.window = window
+    if count is not None:
+        note.tokens, note.counted = count.tokens, count.method.value
