@@ -1,0 +1,106 @@
+"""bench/results/agents.md from the rows bench/agents.py keeps: a line per cell, then the
+completion rate per client and model, and turn 2's time to first token against turn 1's."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from bench._table import markdown_table, write_result
+
+# The proxy's headers that say what a request cost against the window, when it sends them.
+TOKENS = ("x-parlay-prompt-tokens",)
+WINDOW = "x-parlay-context-window"
+SHRUNK = "x-parlay-shrunk"
+
+
+def _first_header(requests: list[dict[str, Any]], names: tuple[str, ...]) -> str:
+    for request in requests:
+        for name in names:
+            if name in request["headers"]:
+                return str(request["headers"][name])
+    return ""
+
+
+def _fit(requests: list[dict[str, Any]]) -> str:
+    tokens = _first_header(requests, TOKENS)
+    window = _first_header(requests, (WINDOW,))
+    if not tokens:
+        return f"small / {window}" if window else "?"
+    count, _, how = tokens.partition("; ")
+    shown = count if how == "tokenizer" else f"~{count}"
+    return f"{shown} / {window}" if window else shown
+
+
+def _shrunk(requests: list[dict[str, Any]]) -> str:
+    kinds = {r["headers"].get(SHRUNK, "") for r in requests} - {""}
+    return ", ".join(sorted(kinds)) or "nothing"
+
+
+def _errors(requests: list[dict[str, Any]]) -> str:
+    statuses = [str(r["status"]) for r in requests if r["status"] >= 400]
+    return ", ".join(statuses) or "0"
+
+
+def _ttft(requests: list[dict[str, Any]]) -> str:
+    firsts = [r["first_content_s"] for r in requests if r["status"] < 400]
+    return " / ".join("-" if t is None else f"{t:.0f}" for t in firsts[:6]) or "-"
+
+
+def cell_rows(rows: list[dict[str, Any]]) -> list[list[object]]:
+    out: list[list[object]] = []
+    for row in sorted(rows, key=lambda r: (r["model"], r["client"], r["task"])):
+        requests = row["requests"]
+        out.append([
+            row["model"], f"{row['client']} {row['version']}", row["task"],
+            "yes" if row["completed"] else "no", row["reason"] or "",
+            len(requests), _errors(requests), _fit(requests), _shrunk(requests),
+            _ttft(requests), row["seconds"],
+        ])  # fmt: skip
+    return out
+
+
+def rates(rows: list[dict[str, Any]]) -> list[list[object]]:
+    cells: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    for row in rows:
+        cells[(row["model"], row["client"])].append(bool(row["completed"]))
+    return [[model, client, f"{sum(done)} of {len(done)}"]
+            for (model, client), done in sorted(cells.items())]  # fmt: skip
+
+
+def turn_ratio(rows: list[dict[str, Any]]) -> str:
+    """Median of turn 2's time to first token over turn 1's, over cells with both."""
+    ratios = []
+    for row in rows:
+        firsts = [r["first_content_s"] for r in row["requests"] if r["status"] < 400]
+        if len(firsts) >= 2 and firsts[0] and firsts[1] is not None:
+            ratios.append(firsts[1] / firsts[0])
+    if not ratios:
+        return "no cell had two answered turns."
+    return (f"median {median(ratios):.2f} over {len(ratios)} cells "
+            f"(lowest {min(ratios):.2f}, highest {max(ratios):.2f}).")  # fmt: skip
+
+
+def write_page(rows: list[dict[str, Any]]) -> Path:
+    headers = ["model", "client", "task", "done", "why not", "requests", "4xx/5xx",
+               "tokens / window", "shrunk", "first token per turn (s)", "seconds"]  # fmt: skip
+    return write_result(
+        "agents",
+        "Agent clients on real local models through parlay serve",
+        [
+            (
+                "What ran",
+                "Each client does three small real tasks through `parlay serve` "
+                "(prompted) in front of the embedded model, recorded by a relay between the "
+                "client and the proxy. `python -m bench.agents`; rows in agents.jsonl.",
+            ),
+            ("Completion", markdown_table(["model", "client", "done"], rates(rows))),
+            (
+                "Turn 2 against turn 1",
+                "Time to first token of the second request over the first's: " + turn_ratio(rows),
+            ),
+            ("Every cell", markdown_table(headers, cell_rows(rows))),
+        ],
+    )
