@@ -165,3 +165,19 @@ def test_codex_over_the_window_gets_context_length_exceeded(
     assert "context window" in said.lower() or "context_length_exceeded" in said, said[-3000:]
     assert "upstream refused" not in said
     assert upstream.prompts == []
+
+
+@pytest.mark.parametrize("windowed", [8192], indirect=True)
+def test_codex_on_a_small_window_runs_once_parlay_has_shrunk_its_own_additions(
+    windowed: tuple[WindowedUpstream, str], work: Path
+) -> None:
+    upstream, url = windowed
+    upstream.play(shell_script("exec_command", "cmd"))
+    done = codex(url, work)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "done-alpha-archived" in done.stdout
+    check_ran(work)
+    # The example turns went (they come between the instructions and the client's first
+    # message); what was sent stayed within the window less the reply's reserve.
+    assert "assistant" not in upstream.roles[0], upstream.roles[0]
+    assert max(upstream.prompts) <= 8192 - 2048
