@@ -3,6 +3,13 @@
 One daemon thread owns an event loop (the portal); synchronous calls submit coroutines to
 it and wait. This works the same in scripts, in threads and inside Jupyter, whose own loop
 is already running in the main thread.
+
+Not anyio's `from_thread.start_blocking_portal` (checked against anyio 4.16): its portal
+runs work on its own loop only, where `run_sync` must run a sync hook's async work on
+the turn's loop (`PortalWaits.loop`) so that cancelling the turn cancels it; it stops
+serving for good once a task lets KeyboardInterrupt or SystemExit out (every later call
+is "This portal is not running", where `_serve` goes on: tests/test_portal.py); and it
+has no bridge for async iterators (`iterate_sync`). What would remain is this module.
 """
 
 from __future__ import annotations
