@@ -1,4 +1,11 @@
-"""Server-sent events: reading them from a byte stream, writing them to one."""
+"""Server-sent events: reading them from a byte stream, writing them to one.
+
+Not httpx-sse (checked against 0.4.3) for reading: it refuses a reply whose Content-Type
+is not text/event-stream with an `SSEError` of its own, before the backends can say what
+the upstream sent; it makes an event of an `event:` line with no data; and it drops a
+last event that no blank line ends. Neither it nor this reader bounds a line's length
+(httpx's `aiter_lines` buffers it). The writing half has no counterpart there.
+"""
 
 from __future__ import annotations
 
