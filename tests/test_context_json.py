@@ -187,7 +187,14 @@ def test_session_save_and_load_go_on_from_the_same_context(tmp_path: Path) -> No
     path = tmp_path / "kept.json"
     session.save(path)
     meta = json.loads(path.read_text())["meta"]
-    assert meta == {"backend": "scripted", "tools": ["add"], "branch": "main"}
+    assert meta == {
+        "backend": "scripted",
+        "model": None,
+        "tools": ["add"],
+        "tool_paths": {"add": f"{add.__module__}:add"},
+        "session_class": "parlay.session:Session",
+        "branch": "main",
+    }
     backend = ScriptedBackend(["two"])
     loaded = Session.load(path, backend, tools=[add])
     assert loaded.ctx.messages() == session.ctx.messages()

@@ -336,7 +336,9 @@ class Context:
         return result
 
     def __repr__(self) -> str:
-        return f"<Context {self._len} items>"
+        # Both counts: `len(ctx)` is items, while `fork(at=n)` and `at_turn(n)` count turns.
+        turns = len(self.turns)
+        return f"<Context {self._len} items, {turns} turn{'' if turns == 1 else 's'}>"
 
     def _repr_html_(self) -> str:
         """The conversation as turns, for notebooks (`parlay.display`)."""

@@ -303,12 +303,9 @@ def from_json(
 
 def save(session: Session, path: str | os.PathLike[str]) -> None:
     """`session.ctx` to `path`, replaced whole: a reader never sees half a file."""
-    meta = {
-        "backend": getattr(session.backend, "name", type(session.backend).__name__),
-        "tools": session.tools.names,
-        "branch": session.branch.name,
-    }
-    text = to_json(session.ctx, meta=meta)
+    from parlay.session_load import meta_of
+
+    text = to_json(session.ctx, meta=meta_of(session))
     target = Path(path)
     fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     try:
@@ -327,11 +324,21 @@ def load(
     trust_template_dirs: bool = False,
 ) -> Context:
     """The context saved at `path` (template folders: as in `from_json`)."""
-    return from_json(
-        Path(path).read_bytes(),
-        template_dirs=template_dirs,
-        trust_template_dirs=trust_template_dirs,
-    )
+    return load_with_meta(
+        path, template_dirs=template_dirs, trust_template_dirs=trust_template_dirs
+    )[0]
+
+
+def load_with_meta(
+    path: str | os.PathLike[str],
+    *,
+    template_dirs: Folders = (),
+    trust_template_dirs: bool = False,
+) -> tuple[Context, dict[str, Any]]:
+    """The context saved at `path`, and what `save` wrote beside it (`meta`)."""
+    document = read_document(Path(path).read_bytes())
+    folders = TemplateFolders(template_dirs, trust_template_dirs)
+    return from_document(document, folders), dict(document.meta)
 
 
 __all__ = [
@@ -340,6 +347,7 @@ __all__ = [
     "document_schema",
     "from_json",
     "load",
+    "load_with_meta",
     "read_document",
     "save",
     "to_json",

@@ -51,7 +51,7 @@ class Session(ToolHooks, TurnRunner, CheckedTurns):
     is an error result the model sees. `close()` (or
     `with session:`) stops the MCP servers whose tools the session holds.
 
-    Keep and branch: `save(path)` / `Session.load(path, backend)`, `fork(at=n)` (a branch
+    Keep and branch: `save(path)` / `Session.load(path)`, `fork(at=n)` (a branch
     from turn n), `replay(backend)` (the user's turns again, on another backend, as a
     branch), `branches` (the tree of them).
     """
@@ -143,8 +143,9 @@ class Session(ToolHooks, TurnRunner, CheckedTurns):
 
     # -- keeping -------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the context to `path` as JSON (`Context.to_json`), with the backend's and
-        the tools' names; `Session.load(path, backend)` reads it back."""
+        """Write the context to `path` as JSON (`Context.to_json`), with what reopens it
+        (`parlay.session_load`: the backend's name and embedded model, the tools' names
+        and import paths, the session's class); `Session.load(path)` reads it back."""
         from parlay.context_json import save
 
         save(self, path)
@@ -153,21 +154,31 @@ class Session(ToolHooks, TurnRunner, CheckedTurns):
     def load(
         cls,
         path: str | os.PathLike[str],
-        backend: Backend,
+        backend: Backend | None = None,
         *,
+        tools: Iterable[Tool | Callable[..., Any]] | Toolbox | None = None,
+        session_class: type[Session] | None = None,
         template_dirs: Folders = (),
         trust_template_dirs: bool = False,
         **kwargs: Any,
     ) -> Self:
-        """A session on `backend` whose context is the one saved at `path`; `kwargs` go to
-        the constructor (`tools=`, `options=`, `log=`...). A file never chooses a template
-        folder: an instruction naming one is refused unless it is one of `template_dirs`
-        or you trust the file (`trust_template_dirs=True`); either way templates render
-        in a sandbox."""
-        from parlay.context_json import load
+        """The session saved at `path`, reopened from what `save` wrote: the embedded
+        model it ran (else pass `backend`), its tools (found among `tools`, else imported
+        by the path saved, see `parlay.session_load`), and its class (the one `load` is
+        called on or `session_class`, else a subclass of Session already imported).
+        What it cannot rebuild it names, in one `ConfigurationError`. `kwargs` go to the
+        constructor (`options=`, `log=`...). A file never chooses a template folder: an
+        instruction naming one is refused unless it is one of `template_dirs` or you
+        trust the file (`trust_template_dirs=True`); either way templates render in a
+        sandbox."""
+        from parlay.context_json import load_with_meta
+        from parlay.session_load import reopen
 
-        ctx = load(path, template_dirs=template_dirs, trust_template_dirs=trust_template_dirs)
-        return cls(backend, ctx=ctx, **kwargs)
+        ctx, meta = load_with_meta(
+            path, template_dirs=template_dirs, trust_template_dirs=trust_template_dirs
+        )
+        kind, backend, found, kwargs = reopen(cls, meta, backend, tools, session_class, kwargs)
+        return kind(backend, ctx=ctx, tools=found, **kwargs)  # type: ignore[return-value]
 
     # -- replaying -----------------------------------------------------------------------
     def replay(self, backend: Backend | None = None, **kwargs: Any) -> Session:
