@@ -27,6 +27,7 @@ from parlay.backends.local import LlamaServer
 from parlay.context import UserMessage
 from parlay.engine.backend import NAME_ALTERNATIVES
 from parlay.engine.contract.constrain import action_response_format
+from parlay.engine.policy import TurnPolicy
 from parlay.request import AUTO, ChatRequest, GenerationOptions, ToolSpec
 from parlay.wire.openai_client import encode_request
 
@@ -41,7 +42,7 @@ PROMPT = "Write three sentences about the weather in Paris in spring."
 def body(alternatives: int | None, max_tokens: int) -> dict[str, Any]:
     request = ChatRequest(
         (UserMessage(PROMPT),),
-        response_format=action_response_format((WEATHER,), AUTO, "json"),
+        response_format=action_response_format((WEATHER,), TurnPolicy.of_choice(AUTO), "json"),
         options=GenerationOptions(
             temperature=0, max_tokens=max_tokens, seed=0, top_logprobs=alternatives
         ),

@@ -11,6 +11,7 @@ from parlay.engine.backend import PromptedBackend
 from parlay.engine.checks.retry import DEFAULT_CHECKS, CallRule
 from parlay.engine.checks.retry_message import retry_instruction
 from parlay.engine.contract.pieces import ContractOptions
+from parlay.engine.policy import TurnPolicy
 from parlay.errors import ConfigurationError
 from parlay.request import ToolChoice, ToolSpec
 
@@ -101,7 +102,7 @@ def test_the_retry_message_of_a_users_rule(snapshot, choice: str) -> None:
         "write the city's full name, not 'NYC'.",
         1,
         TOOLS,
-        ToolChoice.coerce(choice),
+        TurnPolicy.of_choice(ToolChoice.coerce(choice)),
         ContractOptions(action_format="json"),
         TOOLS[0],
     )

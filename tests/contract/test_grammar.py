@@ -13,6 +13,7 @@ from parlay.context import UserMessage
 from parlay.engine.contract.constrain import action_schema, final_schema
 from parlay.engine.contract.pieces import FORMATS
 from parlay.engine.judging import words_format
+from parlay.engine.policy import TurnPolicy
 from parlay.request import ChatRequest, ToolChoice
 
 from .conftest import TOOLS
@@ -28,13 +29,13 @@ CHOICES = {
 @pytest.mark.parametrize("choice", list(CHOICES))
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_action_grammar(snapshot, fmt: str, choice: str, parallel: bool) -> None:
-    schema = action_schema(TOOLS, CHOICES[choice], fmt, parallel=parallel)
+    schema = action_schema(TOOLS, TurnPolicy.of_choice(CHOICES[choice]), fmt, parallel=parallel)
     assert json.dumps(schema, indent=1) == snapshot
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_an_empty_answer_is_outside_every_answer_grammar(fmt: str) -> None:
-    schema = action_schema(TOOLS, ToolChoice("auto"), fmt)
+    schema = action_schema(TOOLS, TurnPolicy.of_choice(ToolChoice("auto")), fmt)
     assert schema is not None
     answer = {"type": "final", "content": ""} if fmt == "typed" else {"final": {"content": ""}}
     with pytest.raises(jsonschema.ValidationError):

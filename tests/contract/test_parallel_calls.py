@@ -16,6 +16,7 @@ from parlay.engine.contract.constrain import action_schema
 from parlay.engine.contract.parser import ActionStreamParser, parse
 from parlay.engine.contract.pieces import ContractOptions
 from parlay.engine.contract.render import project_history, render_contract
+from parlay.engine.policy import TurnPolicy
 from parlay.events import Event, ToolCallEnd, ToolCallStart
 from parlay.request import ChatRequest, ToolChoice
 
@@ -42,8 +43,8 @@ EXPECTED = [("get_weather", {"city": "Paris"}), ("add", {"a": 1, "b": 2})]
 
 @pytest.mark.parametrize("fmt", ["json", "fenced"])
 def test_the_grammar_admits_several_calls_only_when_parallel_calls_are_allowed(fmt: str) -> None:
-    allowed = action_schema(TOOLS, ToolChoice("auto"), fmt, parallel=True)
-    one_only = action_schema(TOOLS, ToolChoice("auto"), fmt, parallel=False)
+    allowed = action_schema(TOOLS, TurnPolicy.of_choice(ToolChoice("auto")), fmt, parallel=True)
+    one_only = action_schema(TOOLS, TurnPolicy.of_choice(ToolChoice("auto")), fmt, parallel=False)
     assert '"actions"' in json.dumps(allowed) and '"actions"' not in json.dumps(one_only)
     several = next(o for o in allowed["anyOf"] if "actions" in o.get("properties", {}))
     assert several["properties"]["actions"]["minItems"] == 1  # never a second call forced

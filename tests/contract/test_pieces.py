@@ -9,6 +9,7 @@ from parlay.engine.checks.refusal import DEFAULT_REFUSALS, detect_refusal
 from parlay.engine.contract.constrain import action_schema
 from parlay.engine.contract.repair import repair_call
 from parlay.engine.contract.state import ToolState, tool_state
+from parlay.engine.policy import TurnPolicy
 from parlay.request import ToolChoice, ToolSpec
 
 from .conftest import ADD, TOOLS, WEATHER
@@ -106,13 +107,13 @@ def test_state_from_history() -> None:
 
 
 def test_constraint_schemas() -> None:
-    assert action_schema(TOOLS, ToolChoice("none"), "fenced") is None
-    named = action_schema(TOOLS, ToolChoice("tool", "add"), "fenced")
+    assert action_schema(TOOLS, TurnPolicy.of_choice(ToolChoice("none")), "fenced") is None
+    named = action_schema(TOOLS, TurnPolicy.of_choice(ToolChoice("tool", "add")), "fenced")
     assert named["properties"]["tool"] == {"type": "string", "enum": ["add"]}
-    required = action_schema(TOOLS, ToolChoice("required"), "json")
+    required = action_schema(TOOLS, TurnPolicy.of_choice(ToolChoice("required")), "json")
     assert len(required["anyOf"]) == 2
     assert required["anyOf"][0]["properties"]["action"]["required"] == ["tool", "args"]
-    auto = action_schema(TOOLS, ToolChoice("auto"), "fenced")
+    auto = action_schema(TOOLS, TurnPolicy.of_choice(ToolChoice("auto")), "fenced")
     assert len(auto["anyOf"]) == 3
 
 

@@ -9,6 +9,7 @@ from parlay.engine.checks.retry_message import retry_instruction
 from parlay.engine.contract.pieces import FORMATS, ContractOptions, render_results
 from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import ToolState
+from parlay.engine.policy import TurnPolicy
 from parlay.request import ChatRequest, ToolChoice, ToolSpec
 
 from .conftest import FRESH, HISTORY, TOOLS
@@ -169,7 +170,7 @@ def test_retry_messages(snapshot, reason: str, choice: str, attempt: int) -> Non
         RETRY_REASONS[reason],
         attempt,
         TOOLS,
-        CHOICES[choice],
+        TurnPolicy.of_choice(CHOICES[choice]),
         ContractOptions(action_format="json"),
         tool,
         constrained=True,

@@ -9,8 +9,9 @@ import pytest
 
 from parlay.context import ToolCall
 from parlay.engine.backend import PromptedBackend
-from parlay.engine.checks.retry import CallIssue, Reply, RetryPolicy
+from parlay.engine.checks.retry import CallIssue, Evidence, RetryPolicy
 from parlay.engine.checks.rules import VALUE_RULES, VERDICT_RULES, Rules
+from parlay.engine.policy import TurnPolicy
 from parlay.errors import ConfigurationError
 from parlay.request import ToolChoice
 
@@ -45,7 +46,9 @@ def test_with_a_verdict_rule_off_the_next_verdict_in_order_is_given() -> None:
     ]
 
     def judge(policy: RetryPolicy) -> str | None:
-        verdict = policy.judge(Reply([call], issues, [], ToolChoice("auto"), [WEATHER]))
+        verdict = policy.judge(
+            Evidence([call], issues, [], TurnPolicy.of_choice(ToolChoice("auto")), [WEATHER])
+        )
         return verdict.reason if verdict else None
 
     assert judge(RetryPolicy()) == "unknown_tool"
@@ -115,12 +118,12 @@ def test_the_policys_checks_are_an_ordered_list_a_user_can_extend() -> None:
     from parlay.engine.checks.retry import DEFAULT_CHECKS, RuleCheck, Verdict
     from parlay.engine.checks.rules import OwnRuleName
 
-    def no_paris(reply: Reply) -> Verdict | None:
+    def no_paris(reply: Evidence) -> Verdict | None:
         paris = any(c.arguments.get("city") == "Paris" for c in reply.calls)
         return Verdict(OwnRuleName("no_paris"), "Paris") if paris else None
 
     call = ToolCall("get_weather", {"city": "Paris"}, "c1")
-    reply = Reply([call], [], [], ToolChoice("auto"), [WEATHER])
+    reply = Evidence([call], [], [], TurnPolicy.of_choice(ToolChoice("auto")), [WEATHER])
     assert RetryPolicy().judge(reply) is None
     extended = RetryPolicy(checks=(*DEFAULT_CHECKS, RuleCheck("no_paris", no_paris)))
     verdict = extended.judge(reply)

@@ -15,6 +15,7 @@ from parlay.backends.scripted import ScriptedBackend
 from parlay.context import AssistantMessage, ToolCall, ToolResult, UserMessage
 from parlay.engine.backend import PromptedBackend
 from parlay.engine.contract.constrain import action_schema
+from parlay.engine.policy import TurnPolicy
 from parlay.request import ChatRequest, ResponseFormat, ToolChoice, ToolSpec
 
 from .conftest import TOOLS
@@ -35,7 +36,9 @@ def add(a: int, b: int) -> int:
 
 def test_the_answer_option_of_the_grammar_is_the_callers_schema() -> None:
     schema = Weather.model_json_schema()
-    options = action_schema(TOOLS, ToolChoice("auto"), "json", schema)["anyOf"]
+    options = action_schema(TOOLS, TurnPolicy.of_choice(ToolChoice("auto")), "json", schema)[
+        "anyOf"
+    ]
     answer = options[-1]
     assert set(answer["properties"]) == {"reasoning", "city", "temp"}
     # An object opening with an action key (`reasoning`) would be read as an action.
@@ -58,7 +61,9 @@ def test_a_callers_schema_with_nested_models_keeps_its_references_resolvable() -
     schema = Person.model_json_schema()
     assert "$defs" in schema
     for action_format in ("json", "typed"):
-        grammar = action_schema(TOOLS, ToolChoice("auto"), action_format, schema, parallel=True)
+        grammar = action_schema(
+            TOOLS, TurnPolicy.of_choice(ToolChoice("auto")), action_format, schema, parallel=True
+        )
         assert "Address" in grammar["$defs"]
         assert all("$defs" not in option for option in grammar["anyOf"])
         person = {"name": "Ada", "home": {"city": "London"}}
@@ -70,7 +75,7 @@ def test_a_callers_schema_with_nested_models_keeps_its_references_resolvable() -
 
 def test_a_forced_call_keeps_only_calls() -> None:
     schema = Weather.model_json_schema()
-    options = action_schema(TOOLS, ToolChoice("required"), "json", schema)
+    options = action_schema(TOOLS, TurnPolicy.of_choice(ToolChoice("required")), "json", schema)
     assert "reasoning" not in json.dumps(options)
 
 
@@ -124,7 +129,7 @@ def test_a_tool_with_a_recursive_model_gets_a_grammar_whose_references_resolve()
 
     spec = Tool.from_function(draw).spec
     assert "$defs" in json.dumps(spec.parameters)  # a recursive model is not inlined
-    grammar = action_schema((spec,), ToolChoice("auto"), "json")
+    grammar = action_schema((spec,), TurnPolicy.of_choice(ToolChoice("auto")), "json")
     call = {
         "action": {"tool": "draw", "args": {"tree": {"label": "a", "children": [{"label": "b"}]}}}
     }
@@ -162,7 +167,9 @@ TO_DO = {
 
 def test_two_tools_naming_different_models_alike_keep_each_its_own() -> None:
     specs = (_with_item("order", "line", BASKET_LINE), _with_item("remember", "item", TO_DO))
-    grammar = action_schema(specs, ToolChoice("auto"), "json", Person.model_json_schema())
+    grammar = action_schema(
+        specs, TurnPolicy.of_choice(ToolChoice("auto")), "json", Person.model_json_schema()
+    )
     jsonschema.validate(
         {"action": {"tool": "order", "args": {"line": {"sku": "a1", "quantity": 2}}}}, grammar
     )
@@ -181,7 +188,7 @@ def test_two_tools_naming_different_models_alike_keep_each_its_own() -> None:
 
 def test_tools_sharing_one_model_share_its_name() -> None:
     specs = (_with_item("order", "line", BASKET_LINE), _with_item("cancel", "line", BASKET_LINE))
-    grammar = action_schema(specs, ToolChoice("auto"), "json")
+    grammar = action_schema(specs, TurnPolicy.of_choice(ToolChoice("auto")), "json")
     assert grammar["$defs"] == {"Item": BASKET_LINE}
 
 

@@ -19,6 +19,7 @@ from parlay.engine.contract.constrain import action_schema
 from parlay.engine.contract.parser import parse
 from parlay.engine.contract.pieces import ContractOptions
 from parlay.engine.contract.render import project_history, render_contract
+from parlay.engine.policy import TurnPolicy
 from parlay.events import ToolCallEnd
 from parlay.request import ChatRequest, ToolChoice
 
@@ -82,8 +83,10 @@ def test_a_content_key_is_an_answer_only_after_a_final_kind() -> None:
 
 
 def test_the_grammar_asks_two_or_more_entries_of_the_several_form() -> None:
-    allowed = action_schema(TOOLS, ToolChoice("auto"), "typed", parallel=True)
-    one_only = action_schema(TOOLS, ToolChoice("auto"), "typed", parallel=False)
+    allowed = action_schema(TOOLS, TurnPolicy.of_choice(ToolChoice("auto")), "typed", parallel=True)
+    one_only = action_schema(
+        TOOLS, TurnPolicy.of_choice(ToolChoice("auto")), "typed", parallel=False
+    )
     kinds = [o["properties"]["type"]["const"] for o in allowed["anyOf"]]
     assert kinds == ["tool_call", "tool_call", "tool_calls", "final"]
     several = allowed["anyOf"][2]["properties"]["tools"]

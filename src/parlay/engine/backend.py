@@ -33,7 +33,7 @@ from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import has_tool_activity
 from parlay.engine.judging import asked_for_words, retry, to_release, verdict_on
 from parlay.engine.settings import EngineSettings, engine_settings
-from parlay.engine.turn import NAME_ALTERNATIVES, Turn, open_turn
+from parlay.engine.turn import NAME_ALTERNATIVES, TurnState, open_turn
 from parlay.errors import BackendStatusError, ConfigurationError
 from parlay.events import Event, Finish, TextDelta
 from parlay.reasoning import split_reasoning
@@ -200,7 +200,7 @@ class PromptedBackend:
         logger.debug("prompted reply: %s", finish.diagnostics)
         yield finish
 
-    def _grammar_refused(self, turn: Turn, exc: BackendStatusError) -> bool:
+    def _grammar_refused(self, turn: TurnState, exc: BackendStatusError) -> bool:
         """Whether to go on without the grammar: only when the server rejected the schema
         itself, nothing was shown and the caller did not insist on it."""
         rejected = turn.constrained and schema_rejected(exc)
@@ -244,7 +244,7 @@ class PromptedBackend:
             )  # fmt: skip
         return fitted.request, evolve(self.settings, options=fitted.options), shrunk
 
-    async def _attempts(self, turn: Turn) -> AsyncIterator[Event]:
+    async def _attempts(self, turn: TurnState) -> AsyncIterator[Event]:
         """The turn's attempts, until one is released (or dropped) or none is left."""
         for attempt_no in range(self.policy.max_retries + 1):
             can_retry = turn.policy.may_retry(attempt_no)
@@ -267,7 +267,7 @@ class PromptedBackend:
                     yield out
             return
 
-    async def _closing(self, turn: Turn, request: ChatRequest) -> AsyncIterator[Event]:
+    async def _closing(self, turn: TurnState, request: ChatRequest) -> AsyncIterator[Event]:
         """When nothing was left to show, the user still gets text: words asked for once
         more, else the tool results, else the last reply the echo filter held back."""
         if turn.dropped and turn.policy.may_call and self.rules.on("words_after_drop"):

@@ -22,7 +22,7 @@ from parlay.engine.attempt import Attempt
 from parlay.engine.checks.confidence import NameChoice, leans_to_words, name_choices
 from parlay.engine.checks.placeholders import is_debris, is_placeholder
 from parlay.engine.checks.refusal import RefusalSignal, asks_user, detect_refusal
-from parlay.engine.checks.retry import Reply, Verdict, only_repeats
+from parlay.engine.checks.retry import Evidence, Verdict, only_repeats
 from parlay.engine.checks.retry_message import retry_instruction
 from parlay.engine.checks.rules import EngineRule, VerdictReason
 from parlay.engine.contract.constrain import final_schema
@@ -30,7 +30,7 @@ from parlay.engine.contract.grounding import copied_answer, echoes
 from parlay.engine.contract.pieces import ActionFormat
 from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import ToolState
-from parlay.engine.turn import Turn
+from parlay.engine.turn import TurnState
 from parlay.request import NONE, ChatRequest, ResponseFormat, ToolSpec
 
 logger = logging.getLogger("parlay.prompted")
@@ -54,7 +54,7 @@ def words_format(request: ChatRequest, action_format: ActionFormat) -> ResponseF
     return request.response_format or only
 
 
-def asked_for_words(turn: Turn, attempt: Attempt, attempt_no: int) -> bool:
+def asked_for_words(turn: TurnState, attempt: Attempt, attempt_no: int) -> bool:
     """Under tool_choice="none", a reply that left no text of its own (only calls,
     nothing, or parlay's words echoed) is asked again for words: the turn must end in
     text. After an echo of the instruction, or on the last try, the answer-only grammar
@@ -71,13 +71,13 @@ def asked_for_words(turn: Turn, attempt: Attempt, attempt_no: int) -> bool:
     if turn.settings.grammar_available and (echo or tries >= policy.retries):
         answer_only(turn)
     else:
-        tools, choice = turn.contract.tools, turn.request.tool_choice
-        turn.instruction = retry_instruction("words_only", "", tries, tools, choice, options)
+        tools, policy = turn.contract.tools, turn.policy
+        turn.instruction = retry_instruction("words_only", "", tries, tools, policy, options)
         _after_reply(turn, attempt)
     return True
 
 
-def verdict_on(turn: Turn, attempt: Attempt, can_retry: bool) -> Verdict | None:
+def verdict_on(turn: TurnState, attempt: Attempt, can_retry: bool) -> Verdict | None:
     """Why the attempt should be retried, or None: it is released."""
     text = attempt.parsed.text
     signal = detect_refusal(text, turn.settings.refusal_phrases)
@@ -95,15 +95,15 @@ def verdict_on(turn: Turn, attempt: Attempt, can_retry: bool) -> Verdict | None:
     return verdict
 
 
-def _reply(turn: Turn, attempt: Attempt, signal: RefusalSignal | None) -> Reply:
+def _reply(turn: TurnState, attempt: Attempt, signal: RefusalSignal | None) -> Evidence:
     """What the policy's checks judge of the reply, gathered here."""
     contract, parsed, text = turn.contract, attempt.parsed, attempt.parsed.text
     copied = copied_answer(text, contract.example_answers) if turn.settings.check_values else ""
-    return Reply(
+    return Evidence(
         calls=parsed.calls,
         issues=attempt.issues,
         problems=parsed.problems,
-        choice=turn.request.tool_choice,
+        policy=turn.policy,
         tools=contract.tools,
         text=text,
         refusal=signal,
@@ -116,7 +116,7 @@ def _reply(turn: Turn, attempt: Attempt, signal: RefusalSignal | None) -> Reply:
     )
 
 
-def retry(turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
+def retry(turn: TurnState, verdict: Verdict, attempt: Attempt) -> None:
     """Set the turn up for the attempt after `verdict`."""
     turn.fired.append(verdict.reason)
     turn.retries.append(RetryRecord(verdict.reason, verdict.detail))
@@ -130,7 +130,7 @@ def retry(turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
     turn.shown_text = turn.shown_text or attempt.shown_text
 
 
-def answer_only(turn: Turn) -> None:
+def answer_only(turn: TurnState) -> None:
     """The next attempt under the answer-only grammar: the conversation rendered as under
     tool_choice="none", with no examples and no instruction (models copy both)."""
     turn.messages = _without_examples(turn, turn.request.replace(tool_choice=NONE), True)
@@ -138,7 +138,7 @@ def answer_only(turn: Turn) -> None:
     turn.instruction = ""
 
 
-def _ask_again(turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
+def _ask_again(turn: TurnState, verdict: Verdict, attempt: Attempt) -> None:
     if verdict.reason == "repeated_call":
         _away_from_repeats(turn, attempt)
     elif verdict.reason == "pretended_call" and verdict.tool is not None and turn.constrained:
@@ -149,7 +149,7 @@ def _ask_again(turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
         verdict.detail,
         len(turn.retries),
         turn.contract.tools,
-        turn.request.tool_choice,
+        turn.policy,
         turn.settings.options,
         verdict.tool,
         constrained=turn.constrained,
@@ -162,18 +162,20 @@ def _ask_again(turn: Turn, verdict: Verdict, attempt: Attempt) -> None:
         _after_reply(turn, attempt)
 
 
-def _after_reply(turn: Turn, attempt: Attempt) -> None:
+def _after_reply(turn: TurnState, attempt: Attempt) -> None:
     """The next messages: these, the reply, and the retry's instruction."""
     reply = AssistantMessage("".join(attempt.raw))
     turn.messages = (*turn.messages, reply, UserMessage(turn.instruction))
 
 
-def _without_examples(turn: Turn, request: ChatRequest, constrained: bool) -> tuple[Message, ...]:
+def _without_examples(
+    turn: TurnState, request: ChatRequest, constrained: bool
+) -> tuple[Message, ...]:
     plain = evolve(turn.settings.options, few_shot=False)
     return render_contract(request, plain, constrained=constrained).messages
 
 
-def _words_rule(turn: Turn, verdict: Verdict) -> EngineRule | None:
+def _words_rule(turn: TurnState, verdict: Verdict) -> EngineRule | None:
     """The rule sending the retry after `verdict` under the answer-only grammar, if one
     does. `words_fallback`: after a forced or unsure call, a stand-in, or a made-up value
     after an earlier doubt, the user most likely asked for what no tool does (a grammar
@@ -190,7 +192,7 @@ def _words_rule(turn: Turn, verdict: Verdict) -> EngineRule | None:
     return None
 
 
-def _away_from_repeats(turn: Turn, attempt: Attempt) -> None:
+def _away_from_repeats(turn: TurnState, attempt: Attempt) -> None:
     """The retry held to a grammar that leaves out the tools the model keeps repeating
     (under `auto` with none left, an answer only)."""
     settings = turn.settings
@@ -203,7 +205,7 @@ def _away_from_repeats(turn: Turn, attempt: Attempt) -> None:
         turn.response_format = words_format(turn.request, settings.options.action_format)
 
 
-def to_release(turn: Turn, attempt: Attempt, can_retry: bool) -> Attempt | None:
+def to_release(turn: TurnState, attempt: Attempt, can_retry: bool) -> Attempt | None:
     """The attempt whose events go out (None: nothing does, the reply was dropped)."""
     rules, calls = turn.settings.policy.rules, attempt.parsed.calls
     if (repeated := own_words(turn, attempt)) and rules.on("echo_filter"):
@@ -225,13 +227,13 @@ def to_release(turn: Turn, attempt: Attempt, can_retry: bool) -> Attempt | None:
     return attempt
 
 
-def _drop(turn: Turn, rule: str, note: str) -> None:
+def _drop(turn: TurnState, rule: str, note: str) -> None:
     turn.fired.append(rule)
     turn.notes.append(note)
     turn.dropped = True
 
 
-def _drop_repeats_beside_new(turn: Turn, released: Attempt) -> None:
+def _drop_repeats_beside_new(turn: TurnState, released: Attempt) -> None:
     """Calls repeating answered ones leave a reply that makes new calls as well: their
     results are in the history, and a tool that acts would act twice."""
     repeats = {issue.call.id for issue in released.issues if issue.kind == "repeated_call"}
@@ -242,7 +244,7 @@ def _drop_repeats_beside_new(turn: Turn, released: Attempt) -> None:
         turn.notes.append(f"dropped {dropped} call(s) repeating answered ones beside new calls")
 
 
-def _unsure_share(turn: Turn) -> float | None:
+def _unsure_share(turn: TurnState) -> float | None:
     """The first reply's share of weight on answering, when it leaves calling less than
     `min_call_confidence` (see `leaning`); None otherwise, and after a tool result."""
     threshold = turn.settings.min_call_confidence
@@ -252,7 +254,7 @@ def _unsure_share(turn: Turn) -> float | None:
     return turn.answer_share if leans_to_words(turn.answer_share, 1 - threshold) else None
 
 
-def forced_choice(turn: Turn, attempt: Attempt) -> NameChoice | None:
+def forced_choice(turn: TurnState, attempt: Attempt) -> NameChoice | None:
     """The first call, when every call of the reply was forced on the model by the
     grammar (`checks.confidence.name_choices` below `min_call_confidence`); a reply that
     also makes a call of its own choosing stands."""
@@ -262,7 +264,7 @@ def forced_choice(turn: Turn, attempt: Attempt) -> NameChoice | None:
     return choices[0] if forced else None
 
 
-def own_words(turn: Turn, attempt: Attempt) -> str:
+def own_words(turn: TurnState, attempt: Attempt) -> str:
     """What of parlay's own a plain reply, not yet shown, only repeats ("" if nothing):
     a stand-in of the format instructions, the retry message it answers, or the words
     of the continuation around the tool results, copied."""

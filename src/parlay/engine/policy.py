@@ -1,30 +1,42 @@
 """What a turn allows, decided once from the request (`tool_choice`,
-`parallel_tool_calls`, the retry budget), so no other part tests `tool_choice` itself."""
+`parallel_tool_calls`, the retry budget): the one place that reads `tool_choice`. The
+checks, the grammar, the contract and the retry messages read the `TurnPolicy`
+(`tests/contract/test_policy_reads.py` keeps it so)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import Literal, TypeVar
 
 from attrs import frozen
 
-from parlay.request import ChatRequest, ToolChoiceMode
+from parlay.request import ChatRequest, ToolChoice, ToolChoiceMode, ToolSpec
 
 # How an attempt streams (`Diagnostics.streaming`): every event at once; text at once
 # and calls held until judged; everything held.
 StreamingMode = Literal["live", "hybrid", "buffered"]
+Named = TypeVar("Named", bound=ToolSpec)
 
 
 @frozen
 class TurnPolicy:
     mode: ToolChoiceMode
     tool: str | None  # the one tool a named tool_choice asks for
-    parallel: bool  # may a reply carry several calls
-    retries: int  # how many times the engine may ask again
+    parallel: bool = True  # may a reply carry several calls
+    retries: int = 0  # how many times the engine may ask again
 
     @classmethod
-    def of(cls, request: ChatRequest, retries: int) -> TurnPolicy:
-        choice = request.tool_choice
-        return cls(choice.mode, choice.name, request.parallel_tool_calls, retries)
+    def of(cls, request: ChatRequest, retries: int = 0) -> TurnPolicy:
+        return cls.of_choice(request.tool_choice, request.parallel_tool_calls, retries)
+
+    @classmethod
+    def of_choice(cls, choice: ToolChoice, parallel: bool = True, retries: int = 0) -> TurnPolicy:
+        return cls(choice.mode, choice.name, parallel, retries)
+
+    @property
+    def choice(self) -> ToolChoice:
+        """The choice as the templates read it (`choice.mode`, `choice.name`)."""
+        return ToolChoice(self.mode, self.tool)
 
     @property
     def may_call(self) -> bool:
@@ -38,6 +50,14 @@ class TurnPolicy:
     def model_decides(self) -> bool:
         """`auto`: a call or an answer in words, the model's choice."""
         return self.mode == "auto"
+
+    def allowed(self, tools: Sequence[Named]) -> list[Named]:
+        """The tools a call may name: all, or the one a named choice asks for."""
+        return [t for t in tools if self.tool is None or t.name == self.tool]
+
+    def named(self, tools: Sequence[Named]) -> Named | None:
+        """The tool a named choice asks for, when it is among `tools`."""
+        return next((t for t in tools if self.tool is not None and t.name == self.tool), None)
 
     def budget_left(self, attempt: int) -> bool:
         """May attempt number `attempt` (0-based) be followed by another?"""

@@ -18,6 +18,7 @@ from parlay.engine.checks.retry import Check, RetryPolicy
 from parlay.engine.checks.rules import VALUE_RULES, Rules
 from parlay.engine.contract.constrain import action_response_format
 from parlay.engine.contract.pieces import DEFAULT_FORMAT, ContractOptions
+from parlay.engine.policy import TurnPolicy
 from parlay.errors import ConfigurationError
 from parlay.request import ChatRequest, ResponseFormat, ToolSpec
 
@@ -39,14 +40,14 @@ class EngineSettings:
         return any(self.policy.rules.on(rule) for rule in VALUE_RULES)
 
     def uses_constraint(self, request: ChatRequest) -> bool:
-        return self.grammar_available and request.tool_choice.mode != "none"
+        return self.grammar_available and TurnPolicy.of(request).may_call
 
     def grammar(self, tools: tuple[ToolSpec, ...], request: ChatRequest) -> ResponseFormat | None:
         """The grammar of a reply calling one of `tools` or, under `auto`, answering (in
         the caller's `response_format` when the request has one)."""
         return action_response_format(
             tools,
-            request.tool_choice,
+            TurnPolicy.of(request),
             self.options.action_format,
             answer=request.response_format.schema if request.response_format else None,
             parallel=request.parallel_tool_calls,

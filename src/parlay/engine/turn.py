@@ -30,7 +30,7 @@ NAME_ALTERNATIVES = 5
 
 
 @define
-class Turn:
+class TurnState:
     """The state of one request while the engine works on it."""
 
     settings: EngineSettings
@@ -162,7 +162,7 @@ class Turn:
         return Finish(reason, self.usage, raw=raw, diagnostics=diagnostics, model=model)
 
 
-def open_turn(settings: EngineSettings, request: ChatRequest) -> Turn:
+def open_turn(settings: EngineSettings, request: ChatRequest) -> TurnState:
     """The contract rendered, the first grammar, and parlay's own words the model sees."""
     policy = TurnPolicy.of(request, settings.policy.max_retries)
     constrained = settings.uses_constraint(request)
@@ -184,13 +184,13 @@ def open_turn(settings: EngineSettings, request: ChatRequest) -> Turn:
         asked = [m.content for m in request.messages if isinstance(m, UserMessage)]
         own_words = own_words.with_instructions(not_to_call(settings, request), asked)
     messages = contract.messages
-    return Turn(settings, request, policy, contract, messages, grammar, own_words, constrained)
+    return TurnState(settings, request, policy, contract, messages, grammar, own_words, constrained)
 
 
 def not_to_call(settings: EngineSettings, request: ChatRequest) -> tuple[str, ...]:
     """parlay's words telling the model not to call, under tool_choice="none" (the rule of
     the system prompt and the retry message): a model may answer with them."""
-    options, choice = settings.options, request.tool_choice
-    rule = render_template(options, "contract/choice_rule.j2", choice=choice)
-    retry = retry_instruction("words_only", "", 1, request.tools, choice, options)
+    options, policy = settings.options, TurnPolicy.of(request)
+    rule = render_template(options, "contract/choice_rule.j2", choice=policy.choice)
+    retry = retry_instruction("words_only", "", 1, request.tools, policy, options)
     return rule.strip().removeprefix("- "), retry

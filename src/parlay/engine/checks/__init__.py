@@ -8,9 +8,9 @@
   probabilities, held against `min_call_confidence`), `refusal`, `placeholders` and
   `own_words` (parlay's own text coming back), `echo_trim`, `results_answer`.
 
-Write your own check against `Check`, `Reply` and `Verdict`, imported from here.
+Write your own check against `Check`, `Evidence` and `Verdict`, imported from here.
 """
 
-from parlay.engine.checks.retry import DEFAULT_CHECKS, CallRule, Check, Reply, Verdict
+from parlay.engine.checks.retry import DEFAULT_CHECKS, CallRule, Check, Evidence, Verdict
 
-__all__ = ["DEFAULT_CHECKS", "CallRule", "Check", "Reply", "Verdict"]
+__all__ = ["DEFAULT_CHECKS", "CallRule", "Check", "Evidence", "Verdict"]

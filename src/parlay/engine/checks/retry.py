@@ -19,8 +19,9 @@ from parlay.engine.checks.refusal import RefusalSignal
 from parlay.engine.checks.rules import RULES, OwnRuleName, Rules, VerdictReason, unknown_rules
 from parlay.engine.contract.parser import ParseProblem
 from parlay.engine.contract.parser.results import ProblemKind
+from parlay.engine.policy import TurnPolicy
 from parlay.errors import ConfigurationError
-from parlay.request import ToolChoice, ToolSpec
+from parlay.request import ToolSpec
 
 UNREADABLE: tuple[ProblemKind, ...] = ("no_tool_name", "unreadable_arguments")
 # What `calls.check_call` finds wrong with one call: each is also its verdict's reason.
@@ -52,14 +53,14 @@ class Verdict:
 
 
 @frozen
-class Reply:
+class Evidence:
     """What a check judges of one reply: its calls (as written, then `issues` found in
-    them once repaired), the turn's `choice` and `tools`, and what the engine read."""
+    them once repaired), the turn's `policy` and `tools`, and what the engine read."""
 
     calls: Sequence[ToolCall]
     issues: Sequence[CallIssue]
     problems: Sequence[ParseProblem]
-    choice: ToolChoice
+    policy: TurnPolicy
     tools: Sequence[ToolSpec]
     text: str = ""
     refusal: RefusalSignal | None = None
@@ -80,7 +81,7 @@ class Check(Protocol):
     @property
     def name(self) -> str: ...
 
-    def judge(self, reply: Reply) -> Verdict | None: ...
+    def judge(self, reply: Evidence) -> Verdict | None: ...
 
 
 @frozen
@@ -88,29 +89,29 @@ class RuleCheck:
     """A check made of a rule's name and a function judging a reply."""
 
     name: str
-    judge: Callable[[Reply], Verdict | None]
+    judge: Callable[[Evidence], Verdict | None]
 
 
-def _first_issue(reply: Reply, kind: str) -> Verdict | None:
+def _first_issue(reply: Evidence, kind: str) -> Verdict | None:
     issue = next((i for i in reply.issues if i.kind == kind), None)
     if issue is None:
         return None
     return Verdict(issue.kind, issue.detail, issue.spec, argument=issue.argument)
 
 
-def _issue(kind: IssueKind, auto_only: bool = False) -> Callable[[Reply], Verdict | None]:
+def _issue(kind: IssueKind, auto_only: bool = False) -> Callable[[Evidence], Verdict | None]:
     """`auto_only`: under a forced choice the user asked for a call; under `auto` a made-up
     value most often means the request was not for this tool at all."""
-    return lambda r: None if auto_only and r.choice.mode != "auto" else _first_issue(r, kind)
+    return lambda r: None if auto_only and not r.policy.model_decides else _first_issue(r, kind)
 
 
-def _repeated_call(reply: Reply) -> Verdict | None:
+def _repeated_call(reply: Evidence) -> Verdict | None:
     """Every call asks again for a result the history already holds."""
     names = ", ".join(i.call.name for i in reply.issues if i.kind == "repeated_call")
     return Verdict("repeated_call", names) if only_repeats(reply.calls, reply.issues) else None
 
 
-def _unreadable(reply: Reply) -> Verdict | None:
+def _unreadable(reply: Evidence) -> Verdict | None:
     unreadable = [p.detail for p in reply.problems if p.kind in UNREADABLE]
     return Verdict("unreadable", "; ".join(unreadable)) if unreadable else None
 
@@ -119,63 +120,63 @@ def _tool_named(tools: Sequence[ToolSpec], name: str) -> ToolSpec | None:
     return next((tool for tool in tools if tool.name == name), None)
 
 
-def _forced_call(reply: Reply) -> Verdict | None:
-    if reply.forced is None or reply.choice.mode != "auto":
+def _forced_call(reply: Evidence) -> Verdict | None:
+    if reply.forced is None or not reply.policy.model_decides:
         return None
     spec = _tool_named(reply.tools, reply.forced.call.name)
     return Verdict("forced_call", reply.forced.describe(), spec)
 
 
-def _unsure_call(reply: Reply) -> Verdict | None:
-    if reply.unsure is None or reply.choice.mode != "auto" or not reply.calls:
+def _unsure_call(reply: Evidence) -> Verdict | None:
+    if reply.unsure is None or not reply.policy.model_decides or not reply.calls:
         return None
     share = f"{1 - reply.unsure:.0%} of its weight on calling"
     return Verdict("unsure_call", share, _tool_named(reply.tools, reply.calls[0].name))
 
 
-def _good(reply: Reply) -> list[ToolCall]:
+def _good(reply: Evidence) -> list[ToolCall]:
     return [c for c in reply.calls if _tool_named(reply.tools, c.name)]
 
 
-def _wrong_tool(reply: Reply) -> Verdict | None:
-    good, choice = _good(reply), reply.choice
-    if choice.mode != "tool" or not good or any(c.name == choice.name for c in good):
+def _wrong_tool(reply: Evidence) -> Verdict | None:
+    good, policy = _good(reply), reply.policy
+    if policy.tool is None or not good or any(c.name == policy.tool for c in good):
         return None
     return Verdict("wrong_tool", ", ".join(c.name for c in good))
 
 
-def _forced_refusal(reply: Reply) -> Verdict | None:
-    if not reply.choice.forces_call or _good(reply) or reply.refusal is None:
+def _forced_refusal(reply: Evidence) -> Verdict | None:
+    if not reply.policy.must_call or _good(reply) or reply.refusal is None:
         return None
     return Verdict("refusal", reply.refusal.phrase, about_text=True)
 
 
-def _no_call(reply: Reply) -> Verdict | None:
-    no_call = reply.choice.forces_call and not _good(reply)
+def _no_call(reply: Evidence) -> Verdict | None:
+    no_call = reply.policy.must_call and not _good(reply)
     return Verdict("no_call", about_text=True) if no_call else None
 
 
-def _answer(find: Callable[[Reply], Verdict | None]) -> Callable[[Reply], Verdict | None]:
+def _answer(find: Callable[[Evidence], Verdict | None]) -> Callable[[Evidence], Verdict | None]:
     """`find` on a reply that makes no call: a plain answer."""
     return lambda reply: None if reply.calls else find(reply)
 
 
-def _placeholder(reply: Reply) -> Verdict | None:
+def _placeholder(reply: Evidence) -> Verdict | None:
     return Verdict("placeholder_answer", about_text=True) if reply.placeholder else None
 
 
-def _pretended_call(reply: Reply) -> Verdict | None:
+def _pretended_call(reply: Evidence) -> Verdict | None:
     if not reply.copied_answer or (tool := reply.pretended_tool) is None:
         return None
     return Verdict("pretended_call", tool.name, tool, about_text=True)
 
 
-def _example_answer(reply: Reply) -> Verdict | None:
+def _example_answer(reply: Evidence) -> Verdict | None:
     copied = reply.copied_answer
     return Verdict("example_answer", copied, about_text=True) if copied else None
 
 
-def _refusal(reply: Reply) -> Verdict | None:
+def _refusal(reply: Evidence) -> Verdict | None:
     """A refusal while tools are offered, asked about once: the model decides whether a
     tool answers it after all or its answer stands."""
     if reply.refusal is None or not reply.tools or "refusal" in reply.earlier:
@@ -203,7 +204,7 @@ class CallRule:
     name: str = field(validator=_own_name)
     check: Callable[[ToolCall, ToolSpec], str | None]
 
-    def judge(self, reply: Reply) -> Verdict | None:
+    def judge(self, reply: Evidence) -> Verdict | None:
         return _first_issue(reply, self.name)
 
 
@@ -259,10 +260,10 @@ class RetryPolicy:
         """The checks of single calls among them that are switched on, in order."""
         return tuple(c for c in self.checks if isinstance(c, CallRule) and self.rules.on(c.name))
 
-    def judge(self, reply: Reply) -> Verdict | None:
+    def judge(self, reply: Evidence) -> Verdict | None:
         """Why this reply should be asked again, or None when it is fine: the first
         verdict of a check whose rule is on, in the order of `checks`."""
-        if reply.choice.mode == "none":
+        if not reply.policy.may_call:
             return None
         for check in self.checks:
             if self.rules.on(check.name) and (verdict := check.judge(reply)) is not None:

@@ -10,7 +10,8 @@ from parlay.context import ToolCall
 from parlay.engine.checks.rules import RULES, OwnRuleName, VerdictReason
 from parlay.engine.contract import pieces
 from parlay.engine.contract.examples import example_arguments
-from parlay.request import ToolChoice, ToolSpec
+from parlay.engine.policy import TurnPolicy
+from parlay.request import ToolSpec
 
 # What a retry message answers: a verdict, or under tool_choice none a reply without words.
 RetryReason = VerdictReason | OwnRuleName | Literal["words_only"]
@@ -21,7 +22,7 @@ def retry_instruction(
     detail: str,
     attempt: int,
     tools: tuple[ToolSpec, ...],
-    choice: ToolChoice,
+    policy: TurnPolicy,
     options: pieces.ContractOptions,
     tool: ToolSpec | None = None,
     *,
@@ -34,8 +35,7 @@ def retry_instruction(
     it copied or invented writes it again. The call it shows (of `tool`, the named tool
     or the first) has placeholders, not example values: a model told "in this shape"
     copies values."""
-    named = (t for t in tools if choice.mode == "tool" and t.name == choice.name)
-    target = tool or next(named, tools[0] if tools else None)
+    target = tool or policy.named(tools) or (tools[0] if tools else None)
     skeleton = ""
     if target is not None:
         call = ToolCall(target.name, {key: f"<{key}>" for key in example_arguments(target)}, "x")
@@ -49,7 +49,7 @@ def retry_instruction(
         argument=argument,
         attempt=attempt,
         names=[t.name for t in tools],
-        choice=choice,
+        choice=policy.choice,
         tool=pieces.tool_view(tool) if tool is not None else None,
         skeleton=skeleton,
         own_rule=reason not in RULES,

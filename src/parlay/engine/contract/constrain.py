@@ -15,7 +15,8 @@ from attrs import evolve
 
 from parlay.engine.contract.parser.vocabulary import BLOCK_KEYS
 from parlay.engine.contract.pieces import ActionFormat
-from parlay.request import ResponseFormat, ToolChoice, ToolSpec
+from parlay.engine.policy import TurnPolicy
+from parlay.request import ResponseFormat, ToolSpec
 
 # An answer has at least one character, or a model may close the string at once and
 # leave the user an empty message.
@@ -68,7 +69,7 @@ def calls_schema(tools: list[ToolSpec], action_format: ActionFormat) -> dict[str
 
 def action_schema(
     tools: tuple[ToolSpec, ...],
-    choice: ToolChoice,
+    policy: TurnPolicy,
     action_format: ActionFormat,
     answer: dict[str, Any] | None = None,
     *,
@@ -80,16 +81,16 @@ def action_schema(
     or a value of the `answer` schema when the caller asked for structured output.
     `parallel` also admits several calls in one reply.
     """
-    if choice.mode == "none" or not tools:
+    if not policy.may_call or not tools:
         return None
-    allowed = [t for t in tools if choice.mode != "tool" or t.name == choice.name]
+    allowed = policy.allowed(tools)
     *parameters, answer_or_none = distinct([t.parameters or {} for t in allowed] + [answer or {}])
     allowed = [evolve(t, parameters=p) for t, p in zip(allowed, parameters, strict=True)]
     answer = answer_or_none if answer is not None else None
     options = [call_schema(t, action_format) for t in allowed]
     if parallel:
         options.append(calls_schema(allowed, action_format))
-    if choice.mode == "auto":
+    if policy.model_decides:
         options.append(_answer_first(answer) if answer is not None else final_schema(action_format))
     return at_root(options, parameters)
 
@@ -113,13 +114,13 @@ def _answer_first(schema: dict[str, Any]) -> dict[str, Any]:
 
 def action_response_format(
     tools: tuple[ToolSpec, ...],
-    choice: ToolChoice,
+    policy: TurnPolicy,
     action_format: ActionFormat,
     *,
     answer: dict[str, Any] | None = None,
     parallel: bool = False,
 ) -> ResponseFormat | None:
-    schema = action_schema(tools, choice, action_format, answer, parallel=parallel)
+    schema = action_schema(tools, policy, action_format, answer, parallel=parallel)
     return None if schema is None else ResponseFormat(schema, name="action", strict=True)
 
 

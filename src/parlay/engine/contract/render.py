@@ -26,6 +26,7 @@ from parlay.engine.contract import examples, pieces
 from parlay.engine.contract.grounding import Grounds
 from parlay.engine.contract.pieces import ContractOptions
 from parlay.engine.contract.state import ToolState, has_tool_activity, tool_state
+from parlay.engine.policy import TurnPolicy
 from parlay.request import ChatRequest, ToolSpec
 
 # The line that begins each turn of the rendered few-shot examples.
@@ -196,7 +197,7 @@ def render_contract(
     shown = _shape(options, constrained)
     system = tuple(takewhile(lambda m: isinstance(m, SystemMessage), messages))
     out: list[Message] = [_system_message(request, tools, shown, system)]
-    may_call = request.tool_choice.mode != "none"
+    may_call = TurnPolicy.of(request).may_call
     values: frozenset[str | int | float] = frozenset()
     answers: frozenset[str] = frozenset()
     if options.few_shot and tools and not from_history and may_call:
@@ -222,7 +223,7 @@ def _system_message(
         tools=[pieces.tool_view(t) for t in tools],
         shape=shown.shape,
         constrained=shown.constrained,
-        choice=request.tool_choice,
+        choice=TurnPolicy.of(request).choice,
         thought_limit=shown.options.thought_limit,
         parallel=request.parallel_tool_calls,
     )
