@@ -1,10 +1,11 @@
 """`Context.to_json` / `Context.from_json`: a context as a versioned JSON document.
 
-The document is described by pydantic models (`parlay.context_schema`: validated on
-load, its JSON Schema committed and checked by a test), so it is never parsed by hand.
-Every item keeps what it is:
+The document is described by one pydantic `TypeAdapter` (`parlay.context_schema`:
+a file is validated straight into the attrs values, its JSON Schema committed and
+checked by a test), so it is never parsed by hand. Every item keeps what it is:
 
-- messages, loose tool calls and tool results (a result's Python `value` is kept as its
+- messages, loose tool calls and tool results with their images and the deferred tools
+  they name (`references`; a result's Python `value` is kept as its
   JSON form: a dict, list, str, number, bool or null; a pydantic model comes back as its
   dict, a value with no JSON form as null with its type's name in `value_type`);
 - `Instruction`s with their template and variables (which must be JSON values), and
@@ -30,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError, to_jsonable_python
+from pydantic_core import to_json as json_bytes
+from pydantic_core import to_jsonable_python
 
 from parlay.components import Instruction
 from parlay.context import (
@@ -51,26 +53,16 @@ from parlay.context_problems import (
 )
 from parlay.context_schema import (
     DOCUMENT,
-    AssistantJSON,
-    CallJSON,
+    FORMAT,
+    VALUE_TYPE,
+    VERSION,
     ComponentJSON,
     ContextDocument,
-    DiagnosticsJSON,
-    ImageJSON,
-    InstructionJSON,
     ModelOutputJSON,
-    SystemJSON,
-    ToolCallJSON,
-    ToolResultJSON,
-    UsageJSON,
-    UserJSON,
-    back,
     document_schema,
-    to_attrs,
 )
 from parlay.errors import InvalidRequestError, ThunkError
-from parlay.events import Event, Finish, TextDelta, ToolCallEnd, Usage
-from parlay.image import Image
+from parlay.events import Event, Finish, TextDelta, ToolCallEnd
 from parlay.template_folders import NO_FOLDERS, Folders, TemplateFolders
 from parlay.thunk import ModelOutputThunk
 
@@ -90,16 +82,56 @@ class RenderedComponent:
 
 
 # -- writing ---------------------------------------------------------------------------
-def _call(call: ToolCall) -> CallJSON:
-    arguments = _json(call.arguments, "tool call", "arguments")
-    return CallJSON(name=call.name, arguments=arguments, id=call.id)
+_KINDS: tuple[tuple[type[Any], str], ...] = (
+    (SystemMessage, "system"),
+    (UserMessage, "user"),
+    (AssistantMessage, "assistant"),
+    (ToolCall, "tool_call"),
+    (ToolResult, "tool_result"),
+    (Instruction, "instruction"),
+    (ModelOutputThunk, "model_output"),
+)
+# Written only when not empty, so a document without them reads as it did before they
+# were kept.
+_WHEN_ANY = ("images", "references")
 
 
-def _json(value: Any, what: str, field: str) -> Any:
+def _kind(item: Any) -> str:
+    return next((kind for cls, kind in _KINDS if isinstance(item, cls)), "component")
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    """An attrs value as its fields (attrs values in tuples too), in their order."""
+    out: dict[str, Any] = {}
+    for name in (f.name for f in attrs.fields(type(value))):
+        inner = getattr(value, name)
+        if isinstance(value, ToolResult) and name == "value":
+            out |= _value(value)
+        elif inner or name not in _WHEN_ANY:
+            out[name] = _plain(inner)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if attrs.has(type(value)):
+        return _fields(value)
+    return [_plain(v) for v in value] if isinstance(value, tuple) else value
+
+
+def _value(result: ToolResult) -> dict[str, Any]:
+    try:
+        return {"value": to_jsonable_python(result.value), VALUE_TYPE: None}
+    except Exception as exc:  # a DataFrame, a socket: its output text is what the model saw
+        _refuse_surrogates(result.value, "value", exc)
+        kept = f"{type(result.value).__module__}.{type(result.value).__name__}"
+        return {"value": None, VALUE_TYPE: kept}
+
+
+def _jsonable(value: Any, what: str) -> Any:
     try:
         return to_jsonable_python(value)
     except Exception as exc:  # pydantic's serialization error, or the value's own
-        _refuse_surrogates(value, field, exc)
+        _refuse_surrogates(value, "", exc)
         raise InvalidRequestError(f"a {what} holds a value with no JSON form: {exc}") from exc
 
 
@@ -110,110 +142,61 @@ def _refuse_surrogates(value: Any, field: str, exc: Exception) -> None:
         raise InvalidRequestError(surrogate_problem(*found)) from exc
 
 
-def _result(result: ToolResult) -> ToolResultJSON:
-    try:
-        value, kept_type = to_jsonable_python(result.value), None
-    except Exception as exc:  # a DataFrame, a socket: its output text is what the model saw
-        _refuse_surrogates(result.value, "value", exc)
-        value, kept_type = None, f"{type(result.value).__module__}.{type(result.value).__name__}"
-    return ToolResultJSON(
-        images=_images(result.images),
-        call_id=result.call_id,
-        name=result.name,
-        output=result.output,
-        error=result.error,
-        value=value,
-        value_type=kept_type,
-    )
+def _record(value: Any, kind: str) -> dict[str, Any]:
+    """A message, call or instruction as the document holds it."""
+    fields: dict[str, Any] = _jsonable(_plain(value), kind.replace("_", " "))
+    # Version 1 wrote a loose call's kind after its fields.
+    return fields | {"kind": kind} if kind == "tool_call" else {"kind": kind} | fields
 
 
-def _images(images: tuple[Image, ...]) -> tuple[Any, ...]:
-    return tuple(ImageJSON(**attrs.asdict(image)) for image in images)
-
-
-def _message(message: Message) -> Any:
-    if isinstance(message, SystemMessage):
-        return SystemJSON(content=message.content)
-    if isinstance(message, UserMessage):
-        return UserJSON(content=message.content, images=_images(message.images))
-    if isinstance(message, AssistantMessage):
-        return AssistantJSON(
-            content=message.content, tool_calls=tuple(_call(c) for c in message.tool_calls)
-        )
-    return _result(message)
-
-
-def _output(thunk: ModelOutputThunk[Any]) -> ModelOutputJSON:
-    duration, first = thunk.duration_ms, thunk.first_event_ms
+def _output(thunk: ModelOutputThunk[Any]) -> dict[str, Any]:
+    out = ModelOutputJSON(duration_ms=thunk.duration_ms, first_event_ms=thunk.first_event_ms)
     try:
         text = thunk.value
     except Exception as exc:
-        failed = f"{type(exc).__name__}: {exc}"
-        return ModelOutputJSON(error=failed, duration_ms=duration, first_event_ms=first)
-    usage, diagnostics = thunk.usage, thunk.diagnostics
-    return ModelOutputJSON(
-        text=text,
-        calls=tuple(_call(c) for c in thunk.tools),
-        steps=tuple(_message(m) for m in thunk.steps),
-        finish_reason=thunk.finish_reason,
-        usage=UsageJSON(**attrs.asdict(usage)) if usage is not None else None,
-        model=thunk.model,
-        diagnostics=(
-            DiagnosticsJSON(**attrs.asdict(diagnostics)) if diagnostics is not None else None
-        ),
-        duration_ms=duration,
-        first_event_ms=first,
-    )
+        return out.model_copy(update={"error": f"{type(exc).__name__}: {exc}"}).model_dump()
+    return out.model_dump() | {
+        "text": text,
+        "calls": [_jsonable(_plain(c), "tool call") for c in thunk.tools],
+        "steps": [_record(m, _kind(m)) for m in thunk.steps],
+        "finish_reason": thunk.finish_reason,
+        "usage": _plain(thunk.usage),
+        "model": thunk.model,
+        "diagnostics": _jsonable(_plain(thunk.diagnostics), "diagnostics"),
+    }
 
 
-def item_json(item: Item) -> Any:
-    """One item as its document model."""
-    if isinstance(item, ToolCall):
-        return ToolCallJSON(**_call(item).model_dump())
-    if isinstance(item, SystemMessage | UserMessage | AssistantMessage | ToolResult):
-        return _message(item)
-    if isinstance(item, Instruction):
-        return InstructionJSON(
-            template=item.template,
-            variables=_json(item.variables, "instruction", "variables"),
-            template_dir=item.template_dir,
-        )
-    if isinstance(item, ModelOutputThunk):
-        return _output(item)
-    kind = item.type if isinstance(item, RenderedComponent) else _type_name(item)
-    return ComponentJSON(type=kind, messages=tuple(_message(m) for m in item.as_messages()))
+def item_json(item: Item) -> dict[str, Any]:
+    """One item as the document holds it."""
+    kind = _kind(item)
+    if kind == "model_output":
+        return _output(item)  # type: ignore[arg-type]
+    if kind != "component":
+        return _record(item, kind)
+    name = item.type if isinstance(item, RenderedComponent) else _type_name(item)
+    messages = [_record(m, _kind(m)) for m in item.as_messages()]  # type: ignore[union-attr]
+    return {"kind": kind, "type": name, "messages": messages}
 
 
 def _type_name(item: Any) -> str:
     return f"{type(item).__module__}.{type(item).__qualname__}"
 
 
-_KINDS: dict[type[Any], str] = {
-    SystemMessage: "system",
-    UserMessage: "user",
-    AssistantMessage: "assistant",
-    ToolCall: "tool_call",
-    ToolResult: "tool_result",
-    Instruction: "instruction",
-    ModelOutputThunk: "model_output",
-}
-
-
-def _item_model(index: int, item: Item) -> Any:
+def _item_record(index: int, item: Item) -> dict[str, Any]:
     try:
         return item_json(item)
     except InvalidRequestError as exc:
-        kind = _KINDS.get(type(item), "component")
-        raise InvalidRequestError(f"item {index} ({kind}) cannot be written: {exc}") from exc
+        raise InvalidRequestError(f"item {index} ({_kind(item)}) cannot be written: {exc}") from exc
 
 
 def to_json(ctx: Context, *, indent: int | None = None, meta: dict[str, Any] | None = None) -> str:
-    models = tuple(_item_model(index, item) for index, item in enumerate(ctx))
-    document = ContextDocument(items=models, meta=meta or {})
+    records = [_item_record(index, item) for index, item in enumerate(ctx)]
+    meta = _jsonable(meta or {}, "meta")
+    document = {"format": FORMAT, "version": VERSION, "items": records, "meta": meta}
     try:
-        return document.model_dump_json(indent=indent)
-    except PydanticSerializationError as exc:
-        raise InvalidRequestError(unwritable(models, document.meta, exc)) from exc
+        return json_bytes(document, indent=indent, inf_nan_mode="null").decode()
+    except ValueError as exc:  # pydantic's serialization error: text with no UTF-8 form
+        raise InvalidRequestError(unwritable(records, meta, exc)) from exc
 
 
 # -- reading ---------------------------------------------------------------------------
@@ -228,60 +211,33 @@ def read_document(text: str | bytes) -> ContextDocument:
         ) from exc
 
 
-def _tool_call(call: CallJSON) -> ToolCall:
-    return ToolCall(call.name, dict(call.arguments), id=call.id)
-
-
-def _loaded_message(message: Any) -> Message:
-    if isinstance(message, SystemJSON):
-        return SystemMessage(message.content)
-    if isinstance(message, UserJSON):
-        return UserMessage(message.content, back(message.images))
-    if isinstance(message, AssistantJSON):
-        return AssistantMessage(message.content, tuple(_tool_call(c) for c in message.tool_calls))
-    return ToolResult(
-        message.call_id,
-        message.name,
-        message.output,
-        message.error,
-        message.value,
-        back(message.images),
-    )
-
-
 def _loaded_output(output: ModelOutputJSON) -> ModelOutputThunk[Any]:
     if output.error is not None:
         thunk = ModelOutputThunk.restored((), error=ThunkError(output.error))
     else:
         events: list[Event] = [TextDelta(output.text)] if output.text else []
-        events.extend(ToolCallEnd(_tool_call(c)) for c in output.calls)
-        usage = to_attrs(Usage, output.usage) if output.usage is not None else None
-        diagnostics = back(output.diagnostics)
+        events.extend(ToolCallEnd(c) for c in output.calls)
         if output.finish_reason is not None:  # a thunk has usage, model... only from one
+            diagnostics, model = output.diagnostics, output.model
             events.append(
-                Finish(output.finish_reason, usage, diagnostics=diagnostics, model=output.model)
+                Finish(output.finish_reason, output.usage, diagnostics=diagnostics, model=model)
             )
-        steps = tuple(_loaded_message(m) for m in output.steps)
-        thunk = ModelOutputThunk.restored(events, steps)
+        thunk = ModelOutputThunk.restored(events, output.steps)
     thunk.duration_ms, thunk.first_event_ms = output.duration_ms, output.first_event_ms
     return thunk
 
 
 def loaded_item(item: Any, folders: TemplateFolders = NO_FOLDERS, where: str = "an item") -> Item:
-    """The item a document model holds; an instruction's template folder only as
+    """The item a validated document holds; an instruction's template folder only as
     `folders` admits it."""
-    if isinstance(item, ToolCallJSON):
-        return _tool_call(item)
-    if isinstance(item, InstructionJSON):
-        folder = item.template_dir
-        if folder is not None:
-            folder = folders.admit(folder, f"{where} (instruction {item.template!r})")
-        return Instruction(item.template, dict(item.variables), folder)
+    if isinstance(item, Instruction) and item.template_dir is not None:
+        folder = folders.admit(item.template_dir, f"{where} (instruction {item.template!r})")
+        return attrs.evolve(item, template_dir=folder)
     if isinstance(item, ModelOutputJSON):
         return _loaded_output(item)
     if isinstance(item, ComponentJSON):
-        return RenderedComponent(item.type, tuple(_loaded_message(m) for m in item.messages))
-    return _loaded_message(item)
+        return RenderedComponent(item.type, item.messages)
+    return item  # type: ignore[no-any-return]
 
 
 def from_document(document: ContextDocument, folders: TemplateFolders = NO_FOLDERS) -> Context:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticSerializationError
+from pydantic import ValidationError
+from pydantic_core import to_json
 
 from parlay._text import one_line
 
@@ -56,15 +56,15 @@ def _why(value: Any, exc: Exception) -> str:
     return surrogate_problem(*found) if found is not None else one_line(str(exc), 300)
 
 
-def unwritable(models: Sequence[BaseModel], meta: Any, exc: Exception) -> str:
-    """Why a document of `models` and `meta` could not be written: the first item that
-    fails on its own, and where in it (or the meta, if no item fails)."""
-    for index, model in enumerate(models):
+def unwritable(records: Sequence[dict[str, Any]], meta: Any, exc: Exception) -> str:
+    """Why a document of `records` (items as the document holds them) and `meta` could
+    not be written: the first item that fails on its own, and where in it (or the meta,
+    if no item fails)."""
+    for index, record in enumerate(records):
         try:
-            model.model_dump_json()
-        except PydanticSerializationError as failed:
-            kind = getattr(model, "kind", type(model).__name__)
-            return f"item {index} ({kind}) cannot be written: {_why(model.model_dump(), failed)}"
+            to_json(record)
+        except ValueError as failed:  # pydantic's serialization error
+            return f"item {index} ({record['kind']}) cannot be written: {_why(record, failed)}"
     return f"the document's meta cannot be written: {_why({'meta': meta}, exc)}"
 
 

@@ -1,200 +1,162 @@
-"""The JSON document of a context, as pydantic models: version 1 (`parlay.context_json`
-writes and reads it; the JSON Schema is `document_schema()`, committed as
-`parlay/schemas/context-v1.schema.json` and checked by a test).
+"""The JSON document of a context, version 1: one pydantic `TypeAdapter` (`DOCUMENT`)
+that validates a file straight into the attrs values, and whose JSON Schema
+(`document_schema()`) is committed as `parlay/schemas/context-v1.schema.json` and checked
+by a test. `parlay.context_json` writes and reads the document.
 
-`Usage`, `Diagnostics` and `RetryRecord` are attrs classes: their models are made from
-their fields (`mirror`), so a field they gain is in the document, and in its schema,
-whose committed copy the test then flags as changed.
+The attrs values are described to pydantic from their own fields (`AttrsFields`), so a
+field a value gains is in the document, and in its schema, whose committed copy the test
+then flags. Only what a file holds beyond the values has a model here: a model output
+(a thunk is not a value) and a component of the user's own.
 """
 
 from __future__ import annotations
 
-import functools
-import operator
 import types
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import attrs
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    JsonValue,
-    SerializerFunctionWrapHandler,
-    TypeAdapter,
-    create_model,
-    model_serializer,
-)
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, JsonValue, TypeAdapter
+from pydantic_core import CoreSchema, core_schema
 
+from parlay.components import Instruction
+from parlay.context import AssistantMessage, SystemMessage, ToolCall, ToolResult, UserMessage
 from parlay.diagnostics import Diagnostics
 from parlay.events import FinishReason, Usage
-from parlay.image import Image
 
 FORMAT = "parlay.context"
 VERSION = 1
+VALUE_TYPE = "value_type"
 
-_MIRRORS: dict[type[Any], type[BaseModel]] = {}
+
+@attrs.frozen
+class AttrsFields:
+    """pydantic validation and schema for an attrs class, made from its fields: `Any`
+    is a JSON value in a file. `kind` names the item (after the fields when `kind_last`,
+    as version 1 wrote a loose tool call); `required`: every field, defaults or not;
+    `extra`: document-only fields, read and dropped."""
+
+    kind: str | None = None
+    kind_last: bool = False
+    required: bool = False
+    extra: tuple[tuple[str, Any, Any], ...] = ()
+
+    def __get_pydantic_core_schema__(self, cls: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        attrs.resolve_types(cls)
+        names = [f.name for f in attrs.fields(cls)]
+        fields = {
+            f.name: self._field(handler, in_file(f.type), f.default, self.required)
+            for f in attrs.fields(cls)
+        }
+        fields |= {name: self._field(handler, kind, default) for name, kind, default in self.extra}
+        if self.kind is not None:
+            tag = self._field(handler, Literal[self.kind], self.kind)
+            fields = fields | {"kind": tag} if self.kind_last else {"kind": tag} | fields
+        name = f"{cls.__name__}{'Item' if self.kind_last else ''}"
+        titled: Any = {"pydantic_js_updates": {"title": name}}
+        shape = core_schema.typed_dict_schema(
+            fields, extra_behavior="forbid", ref=name, metadata=titled
+        )
+        return core_schema.no_info_after_validator_function(
+            lambda found: cls(**{n: found[n] for n in names if n in found}), shape
+        )
+
+    @staticmethod
+    def _field(
+        handler: Any, annotation: Any, default: Any, required: bool = False
+    ) -> core_schema.TypedDictField:
+        schema = handler.generate_schema(annotation)
+        factory = getattr(default, "factory", None)  # an attrs.Factory
+        if callable(factory):
+            default = factory()
+        if required or default is attrs.NOTHING:
+            return core_schema.typed_dict_field(schema, required=True)
+        return core_schema.typed_dict_field(
+            core_schema.with_default_schema(schema, default=default), required=False
+        )
 
 
-def _mirrored(annotation: Any) -> Any:
-    """`annotation` with every attrs class in it replaced by its pydantic mirror."""
+def in_file(annotation: Any) -> Any:
+    """`annotation` as a file holds it: attrs classes described by their fields, `Any`
+    as a JSON value."""
+    if annotation is Any:
+        return JsonValue
     if attrs.has(annotation):
-        return mirror(annotation)
+        return Annotated[annotation, _AS_FILED.get(annotation, AttrsFields())]
     origin, args = get_origin(annotation), get_args(annotation)
-    if origin is tuple:
-        return tuple[tuple(_mirrored(a) for a in args)]  # type: ignore[misc]
     if origin in (Union, types.UnionType):
-        return functools.reduce(operator.or_, (_mirrored(a) for a in args))
+        return Union[tuple(in_file(a) for a in args)]  # noqa: UP007
+    if origin in (tuple, dict):
+        return origin[tuple(in_file(a) for a in args)]
     return annotation
 
 
-def mirror(cls: type[Any]) -> type[BaseModel]:
-    """A pydantic model with the fields of the attrs class `cls`: a field the class gains
-    is in the document (and its schema, whose committed copy a test then flags)."""
-    if cls not in _MIRRORS:
-        attrs.resolve_types(cls)
-        fields: dict[str, Any] = {}
-        for f in attrs.fields(cls):
-            factory = getattr(f.default, "factory", None)  # an attrs.Factory
-            default = factory() if callable(factory) else f.default
-            fields[f.name] = (_mirrored(f.type), default)
-        config = ConfigDict(extra="forbid", frozen=True)
-        _MIRRORS[cls] = create_model(cls.__name__, __config__=config, **fields)
-    return _MIRRORS[cls]
+# A call's id is what ties it to its result: a file must say it, and its arguments.
+_CALL = AttrsFields(required=True)
+_AS_FILED: dict[Any, AttrsFields] = {ToolCall: _CALL}
+_Strict = ConfigDict(extra="forbid", frozen=True)
+_NOT_KEPT = Annotated[str | None, Field(description="The Python type of a value not kept.")]
+
+System = Annotated[SystemMessage, AttrsFields("system")]
+User = Annotated[UserMessage, AttrsFields("user")]
+Assistant = Annotated[AssistantMessage, AttrsFields("assistant")]
+Call = Annotated[ToolCall, _CALL]
+LooseCall = Annotated[ToolCall, AttrsFields("tool_call", kind_last=True, required=True)]
+Result = Annotated[ToolResult, AttrsFields("tool_result", extra=((VALUE_TYPE, _NOT_KEPT, None),))]
+Message = Annotated[System | User | Assistant | Result, Field(discriminator="kind")]
 
 
-def to_attrs(cls: type[Any], model: BaseModel) -> Any:
-    return cls(**{f.name: back(getattr(model, f.name)) for f in attrs.fields(cls)})
-
-
-def back(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        (cls,) = [c for c, m in _MIRRORS.items() if isinstance(value, m)]
-        return to_attrs(cls, value)
-    if isinstance(value, (tuple, list)):
-        return tuple(back(v) for v in value)
-    return value
-
-
-UsageJSON = mirror(Usage)
-DiagnosticsJSON = mirror(Diagnostics)
-ImageJSON = mirror(Image)
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class CallJSON(_Strict):
-    name: str
-    arguments: dict[str, JsonValue]
-    id: str
-
-
-class SystemJSON(_Strict):
-    kind: Literal["system"] = "system"
-    content: str
-
-
-class _WithImages(_Strict):
-    """A message that may carry images: written only when it has some, so a document
-    without images reads as it did before images were kept."""
-
-    @model_serializer(mode="wrap")
-    def _images_when_any(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        out: dict[str, Any] = handler(self)
-        if not out.get("images"):
-            out.pop("images", None)
-        return out
-
-
-class UserJSON(_WithImages):
-    kind: Literal["user"] = "user"
-    content: str
-    images: tuple[ImageJSON, ...] = ()  # type: ignore[valid-type]
-
-
-class AssistantJSON(_Strict):
-    kind: Literal["assistant"] = "assistant"
-    content: str = ""
-    tool_calls: tuple[CallJSON, ...] = ()
-
-
-class ToolCallJSON(CallJSON):
-    kind: Literal["tool_call"] = "tool_call"
-
-
-class ToolResultJSON(_WithImages):
-    kind: Literal["tool_result"] = "tool_result"
-    call_id: str
-    name: str
-    output: str = ""
-    error: str | None = None
-    value: JsonValue = None
-    value_type: str | None = Field(default=None, description="The Python type of a value not kept.")
-    images: tuple[ImageJSON, ...] = ()  # type: ignore[valid-type]
-
-
-MessageJSON = Annotated[
-    SystemJSON | UserJSON | AssistantJSON | ToolResultJSON, Field(discriminator="kind")
-]
-
-
-class InstructionJSON(_Strict):
-    kind: Literal["instruction"] = "instruction"
-    template: str
-    variables: dict[str, JsonValue] = {}
-    template_dir: str | None = None
-
-
-class ModelOutputJSON(_Strict):
+class ModelOutputJSON(BaseModel):
     """A turn's output: its final round (text, calls) and the rounds before it."""
 
+    model_config = _Strict
     kind: Literal["model_output"] = "model_output"
     text: str = ""
-    calls: tuple[CallJSON, ...] = ()
-    steps: tuple[MessageJSON, ...] = ()
+    calls: tuple[Call, ...] = ()
+    steps: tuple[Message, ...] = ()
     finish_reason: FinishReason | None = None
-    usage: UsageJSON | None = None  # type: ignore[valid-type]
+    usage: in_file(Usage | None) = None  # type: ignore[valid-type]
     model: str | None = None
-    diagnostics: DiagnosticsJSON | None = None  # type: ignore[valid-type]
+    diagnostics: in_file(Diagnostics | None) = None  # type: ignore[valid-type]
     duration_ms: float | None = None
     first_event_ms: float | None = None
     error: str | None = Field(default=None, description="What the turn failed with, if it failed.")
 
 
-class ComponentJSON(_Strict):
+class ComponentJSON(BaseModel):
     """A component of the user's own, as the messages it rendered to."""
 
+    model_config = _Strict
     kind: Literal["component"] = "component"
     type: str
-    messages: tuple[MessageJSON, ...]
+    messages: tuple[Message, ...]
 
 
-ItemJSON = Annotated[
-    SystemJSON
-    | UserJSON
-    | AssistantJSON
-    | ToolCallJSON
-    | ToolResultJSON
-    | InstructionJSON
+Item = Annotated[
+    System
+    | User
+    | Assistant
+    | LooseCall
+    | Result
+    | Annotated[Instruction, AttrsFields("instruction")]
     | ModelOutputJSON
     | ComponentJSON,
     Field(discriminator="kind"),
 ]
 
 
-class ContextDocument(_Strict):
+class ContextDocument(BaseModel):
     """A context, oldest item first. `meta` is free for the caller (`Session.save` keeps
     the backend's name and the tool names there)."""
 
+    model_config = _Strict
     format: Literal["parlay.context"] = "parlay.context"
     version: Literal[1] = 1
-    items: tuple[ItemJSON, ...] = ()
+    items: tuple[Item, ...] = ()
     meta: dict[str, JsonValue] = {}
 
 
 DOCUMENT = TypeAdapter(ContextDocument)
+DIAGNOSTICS: TypeAdapter[Diagnostics] = TypeAdapter(in_file(Diagnostics))
 
 
 def document_schema() -> dict[str, Any]:

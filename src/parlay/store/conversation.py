@@ -30,7 +30,7 @@ from parlay.context import (
     ToolResult,
     UserMessage,
 )
-from parlay.context_schema import DiagnosticsJSON, back
+from parlay.context_schema import DIAGNOSTICS
 from parlay.diagnostics import Diagnostics
 from parlay.errors import ConfigurationError
 from parlay.events import Event, Finish, FinishReason, TextDelta, Usage
@@ -168,8 +168,7 @@ def _diagnostics(logged: dict[str, Any] | None) -> Diagnostics | None:
     if not logged:
         return None
     try:
-        diagnostics: Diagnostics = back(DiagnosticsJSON.model_validate(logged))
-        return diagnostics
+        return DIAGNOSTICS.validate_python(logged)
     except ValueError:
         return None
 
