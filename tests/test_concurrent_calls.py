@@ -3,7 +3,7 @@
 No timing assertions: overlap is shown by calls that wait for each other (a barrier
 only opens once every call has started, so run one by one they would never finish);
 every wait has a generous guard so a regression fails instead of hanging. The speed
-figures are in bench/tools_bench.py.
+figures are in bench/results/tools.md.
 """
 
 from __future__ import annotations

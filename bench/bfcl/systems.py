@@ -7,7 +7,8 @@
   auto, parallel calls allowed, no `max_tokens` of the caller (the engine's own budget).
 - `parlay:<variant>`: the same engine with `PromptedBackend.configure(**kwargs)`, for an
   ablation: add a line to `VARIANTS` (or pass `--variant name=JSON` to the CLI).
-- `naive`, `toolproxy`: see `bench.bfcl.naive` and `bench.bfcl.toolproxy_system`.
+- `naive`, `toolproxy`: baselines the stored outcomes still show (their scripts are in
+  git: `git show 1741c63:bench/bfcl/naive.py`, `...:bench/bfcl/toolproxy_system.py`).
 - `llama.cpp`: `tools` sent natively to llama.cpp's server (jinja templates on, as
   `LlamaServer` starts it), `tool_choice` auto, `parallel_tool_calls` true (llama.cpp's
   own default is false).
@@ -36,7 +37,7 @@ from parlay.request import ChatRequest, GenerationOptions
 from parlay.server.config import ServerConfig, build_backend
 from parlay.start import embedded_engine
 
-BASELINES = ("naive", "toolproxy", "llama.cpp")
+BASELINES = ("llama.cpp",)
 DEFAULT_SYSTEMS = ("parlay", *BASELINES)
 # Ablations of the engine: name -> PromptedBackend.configure(**kwargs).
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -81,8 +82,7 @@ class Setup:
     baseline_tag: str = ""
     # False: llama.cpp reads every prompt from its start (`cache_prompt: false`), so a
     # question asked again gets the same reply whatever ran before it. With the cache,
-    # SmolLM2 answered 3 of 5 questions asked again in other words. Honoured by the
-    # systems that talk to the server through parlay (not toolproxy).
+    # SmolLM2 answered 3 of 5 questions asked again in other words.
     prompt_cache: bool = True
 
     def config(self, kind: str, **more: Any) -> dict[str, Any]:
@@ -264,14 +264,6 @@ def build(
             out.append(parlay_system(setup, variant, variants[variant]))
         elif name == "llama.cpp":
             out.append(native_system(setup))
-        elif name == "naive":
-            from bench.bfcl.naive import naive_system
-
-            out.append(naive_system(setup))
-        elif name == "toolproxy":
-            from bench.bfcl.toolproxy_system import toolproxy_system
-
-            out.append(toolproxy_system(setup))
         else:
             raise ValueError(
                 f"unknown system {name!r}: parlay, parlay:<variant>, {', '.join(BASELINES)}"

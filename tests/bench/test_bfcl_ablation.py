@@ -218,21 +218,6 @@ def test_the_pooled_gain_is_the_mean_of_the_models_and_relevance_is_shown_apart(
     assert "| refusal | 3 | 3 | 1 / 0 | 0 / 1 | +50.0 (" in page
 
 
-def test_promoting_an_ablated_engine_copies_its_outcomes_as_the_shipped_ones() -> None:
-    from bench.bfcl.promote import promoted
-
-    base = {"half": "validate", "category": "multiple", "right": True, "config": "abc"}
-    outcomes = [
-        {**base, "model": "qwen", "system": "parlay:no-x", "tag": "s14", "question": "q1"},
-        {**base, "model": "qwen", "system": "parlay:no-y", "tag": "s14", "question": "q1"},
-        {**base, "model": "qwen", "system": "parlay:no-x", "tag": "s13", "question": "q1"},
-        {**base, "model": "smollm2", "system": "parlay:no-x", "tag": "s14", "question": "q1"},
-    ]
-    (row,) = promoted(outcomes, "parlay:no-x", ["qwen"], "s14", "s16")
-    assert (row["system"], row["tag"], row["promoted"]) == ("parlay", "s16", "parlay:no-x")
-    assert row["config"] != "abc" and row["right"] is True
-
-
 def test_an_engine_no_rule_was_switched_off_on_has_no_section() -> None:
     outcomes = [ablation_outcome("qwen", "s14"), ablation_outcome("qwen", "s15")]
     outcomes.append(ablation_outcome("qwen", "s15", "parlay:no-refusal"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.bfcl import before_after, knob
+from bench.bfcl import knob
 
 
 def first_reply(
@@ -50,23 +50,6 @@ def test_the_rule_picks_the_best_balanced_score_at_values_the_run_can_show() -> 
     assert [s.value for s in knob.scores(rows, full, 0.5)] == [1.0, 1.0, 1.0]
     # A run made at 0.6 cannot show what 0.5 would have kept: the rule looks from 0.6 on.
     assert knob.best(rows, full, 0.6) == 0.6
-
-
-def test_before_and_after_are_compared_on_the_questions_both_answered() -> None:
-    rows = []
-    for system, tag, right in (("parlay:typed", "stop23", False), ("parlay", "issue38", True)):
-        for n in range(before_after.MIN_QUESTIONS + 5):
-            category = "live_irrelevance" if n % 2 else "simple_python"
-            rows.append({
-                "model": "qwen", "half": "validate", "system": system, "tag": tag,
-                "question": f"q{n}", "category": category, "right": right,
-                "seconds": 2.0, "requests": 1 if tag == "issue38" else None,
-            })  # fmt: skip
-    rows += [{**row, "system": "naive", "tag": "stop13"} for row in rows[:22]]
-    page = "\n".join(before_after.section(rows, "qwen"))
-    assert "(22 questions)" in page
-    assert "| after (issue 38) | 100.0" in page and "| 1.00 |" in page
-    assert "| before (stop 23, typed) | 0.0" in page
 
 
 def test_a_real_run_at_the_knobs_value_is_shown_with_how_often_the_derivation_agreed() -> None:

@@ -8,10 +8,8 @@ from pathlib import Path
 import pytest
 from bench.bfcl.data import Question
 from bench.bfcl.models import Model
-from bench.bfcl.naive import parse_calls, prompt
 from bench.bfcl.store import config_key
 from bench.bfcl.systems import VARIANTS, Setup, build
-from bench.bfcl.toolproxy_system import args_model
 
 from parlay.backends.local import LocalBackend
 from parlay.backends.openai import OpenAIBackend
@@ -96,37 +94,6 @@ def test_llama_cpp_gets_the_tools_natively_with_parallel_calls_allowed() -> None
     assert body["tools"][0]["function"]["description"].endswith("in Python 3 syntax.")
 
 
-def test_the_naive_prompt_is_one_system_message_with_the_functions_and_one_example() -> None:
-    messages = prompt(QUESTION)
-    assert [type(m) for m in messages] == [SystemMessage, UserMessage]
-    text = messages[0].content
-    assert '"name": "math.area"' in text and text.count("```json") == 1
-    assert text.endswith("Be brief.")
-
-
-def test_the_naive_reply_is_read_block_by_block() -> None:
-    reply = (
-        'Sure.\n```json\n{"name": "a", "arguments": {"x": 1}}\n```\nand\n'
-        '```json\n[{"name": "b", "parameters": "{\\"y\\": 2}"}, {"name": "c"}]\n```\n'
-        "```python\nprint('no json')\n```"
-    )
-    assert parse_calls(reply) == (("a", {"x": 1}), ("b", {"y": 2}), ("c", {}))
-    assert parse_calls('{"name": "a", "arguments": {}}') == (("a", {}),)
-    assert parse_calls("No tool fits this.") == ()
-
-
-def test_toolproxy_sees_each_parameter_with_its_name_type_and_description() -> None:
-    model = args_model(FUNCTION, QUESTION.offered_tools[0].parameters)
-    schema = model.model_json_schema()
-    assert schema["required"] == ["radius"]
-    assert schema["properties"]["radius"]["type"] == "integer"
-    assert schema["properties"]["from"]["default"] == "m"
-    assert model.model_validate({"radius": 3, "from": "cm"}).model_dump(by_alias=True) == {
-        "radius": 3,
-        "from": "cm",
-    }
-
-
 def test_a_variant_from_the_command_line_is_configure_keyword_arguments() -> None:
     from bench.bfcl.dev import variants
 
@@ -142,13 +109,13 @@ def test_a_variant_from_the_command_line_is_configure_keyword_arguments() -> Non
 
 
 def test_a_new_engine_tag_reuses_the_baselines_outcomes_but_not_the_engines() -> None:
-    names = ["parlay", "naive", "llama.cpp"]
+    names = ["parlay", "llama.cpp"]
     old = build(names, Setup(QWEN, URL, 4096, 512, tag="stop13", baseline_tag="b"))
     new = build(names, Setup(QWEN, URL, 4096, 512, tag="stop14", baseline_tag="b"))
     keys = [(config_key(a.config), config_key(b.config)) for a, b in zip(old, new, strict=True)]
     assert keys[0][0] != keys[0][1]
     assert all(before == after for before, after in keys[1:])
-    rebased = build(["naive"], Setup(QWEN, URL, 4096, 512, tag="stop14", baseline_tag="c"))
+    rebased = build(["llama.cpp"], Setup(QWEN, URL, 4096, 512, tag="stop14", baseline_tag="c"))
     assert config_key(rebased[0].config) != keys[1][0]
 
 
@@ -212,7 +179,7 @@ def test_without_the_prompt_cache_every_request_says_so_and_the_key_changes() ->
     cached = Setup(QWEN, URL, 4096, 512, tag="t")
     uncached = Setup(QWEN, URL, 4096, 512, tag="t", prompt_cache=False)
     question = Question("simple_python_1", "simple_python", (UserMessage("hi"),), (), None)
-    for name in ("parlay", "naive", "llama.cpp"):
+    for name in ("parlay", "llama.cpp"):
         (before,) = build([name], cached)
         (after,) = build([name], uncached)
         assert "prompt_cache" not in before.config  # earlier outcomes keep their keys
@@ -220,5 +187,3 @@ def test_without_the_prompt_cache_every_request_says_so_and_the_key_changes() ->
         assert config_key(after.config) != config_key(before.config)
         assert before.request(question).extra_body.get("cache_prompt") is None
         assert after.request(question).extra_body["cache_prompt"] is False
-    with pytest.raises(ValueError, match="prompt cache"):
-        build(["toolproxy"], uncached)

@@ -1,6 +1,5 @@
 """Malformed requests, one per kind, for both protocols: each must get a 4xx in the
-client's protocol before anything goes upstream. Used by test_proxy_malformed.py and
-bench/reliability.py.
+client's protocol before anything goes upstream. Used by test_proxy_malformed.py.
 
 A kind is a name, the status it must get, and how to make it from a valid request of
 either protocol (`build(api)` gives the method, path and raw body).

@@ -1,7 +1,8 @@
 """A tiny OpenAI-compatible upstream on raw asyncio: answers at once, or fails on purpose.
 
-Used by the fault tests and by bench/proxy_bench.py. The behaviour is chosen by the
-`model` field of the request (the proxy's upstream backend sends its configured model):
+Used by the fault tests (and by the benchmark behind bench/results/proxy.md). The
+behaviour is chosen by the `model` field of the request (the proxy's upstream backend
+sends its configured model):
 
 - anything else: a short text reply ("Hello from the stub."), streamed or not
 - "call": a native tool call (get_weather {"city": "Paris"})
