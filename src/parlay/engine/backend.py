@@ -31,7 +31,7 @@ from parlay.engine.contract.images import text_only
 from parlay.engine.contract.pieces import DEFAULT_MAX_RESULT_CHARS
 from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import has_tool_activity
-from parlay.engine.judging import asked_for_words, retry, to_release, verdict_on
+from parlay.engine.judging import retry, to_release, verdict_on
 from parlay.engine.settings import EngineSettings, engine_settings
 from parlay.engine.turn import NAME_ALTERNATIVES, TurnState, open_turn
 from parlay.errors import BackendStatusError, ConfigurationError
@@ -256,9 +256,7 @@ class PromptedBackend:
             for out in attempt.end():
                 yield out
             turn.record(attempt)
-            if asked_for_words(turn, attempt, attempt_no):
-                continue
-            if (verdict := verdict_on(turn, attempt, can_retry)) is not None:
+            if (verdict := verdict_on(turn, attempt, attempt_no)) is not None:
                 retry(turn, verdict, attempt)
                 continue
             if (released := to_release(turn, attempt, can_retry)) is not None:

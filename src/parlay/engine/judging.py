@@ -54,41 +54,20 @@ def words_format(request: ChatRequest, action_format: ActionFormat) -> ResponseF
     return request.response_format or only
 
 
-def asked_for_words(turn: TurnState, attempt: Attempt, attempt_no: int) -> bool:
-    """Under tool_choice="none", a reply that left no text of its own (only calls,
-    nothing, or parlay's words echoed) is asked again for words: the turn must end in
-    text. After an echo of the instruction, or on the last try, the answer-only grammar
-    takes over where there is one, rather than show the instruction again."""
-    policy, echo, parsed = turn.policy, attempt.trim.took_all, attempt.parsed
-    if policy.may_call or (parsed.text.strip() and not echo) or not policy.budget_left(attempt_no):
-        return False
-    if echo:
-        turn.fired.append("echo_filter")
-        turn.notes.append("dropped a reply that only repeated the instruction not to call")
-    turn.fired.append("words_only")
-    turn.retries.append(RetryRecord("words_only", ", ".join(c.name for c in parsed.calls)))
-    tries, options = len(turn.retries), turn.settings.options
-    if turn.settings.grammar_available and (echo or tries >= policy.retries):
-        answer_only(turn)
-    else:
-        tools, policy = turn.contract.tools, turn.policy
-        turn.instruction = retry_instruction("words_only", "", tries, tools, policy, options)
-        _after_reply(turn, attempt)
-    return True
-
-
-def verdict_on(turn: TurnState, attempt: Attempt, can_retry: bool) -> Verdict | None:
-    """Why the attempt should be retried, or None: it is released."""
+def verdict_on(turn: TurnState, attempt: Attempt, attempt_no: int) -> Verdict | None:
+    """Why attempt number `attempt_no` should be retried, or None: it is released."""
     text = attempt.parsed.text
     signal = detect_refusal(text, turn.settings.refusal_phrases)
     if signal is not None and signal.kind == "soft" and asks_user(text):
         # "Which city? I can't check the weather without one." asks for what a tool
         # needs: the right reply, not a claim that no tool could help.
         signal = None
-    turn.refusal = turn.refusal or signal
-    if not can_retry:
+    if not turn.policy.budget_left(attempt_no):
+        turn.refusal = turn.refusal or signal
         return None
     verdict = turn.settings.policy.judge(_reply(turn, attempt, signal))
+    if verdict is None or turn.policy.may_call:  # a reply asked again for words is none
+        turn.refusal = turn.refusal or signal
     if verdict is not None and verdict.about_text and attempt.shown_text:
         turn.notes.append(f"not retried ({verdict.reason}): the text was already shown")
         return None
@@ -113,17 +92,26 @@ def _reply(turn: TurnState, attempt: Attempt, signal: RefusalSignal | None) -> E
         placeholder=is_placeholder(text) or is_debris(text),
         unsure=_unsure_share(turn),
         earlier=tuple(record.reason for record in turn.retries),
+        echo=attempt.trim.took_all,
     )
 
 
 def retry(turn: TurnState, verdict: Verdict, attempt: Attempt) -> None:
     """Set the turn up for the attempt after `verdict`."""
+    words_only, echo = verdict.reason == "words_only", attempt.trim.took_all
+    if words_only and echo:
+        turn.fired.append("echo_filter")
+        turn.notes.append("dropped a reply that only repeated the instruction not to call")
     turn.fired.append(verdict.reason)
     turn.retries.append(RetryRecord(verdict.reason, verdict.detail))
     tries, most = len(turn.retries), turn.policy.retries
     logger.info("retry %d/%d: %s %s", tries, most, verdict.reason, verdict.detail)
     if (to_words := _words_rule(turn, verdict)) is not None:
         turn.fired.append(to_words)
+        answer_only(turn)
+    elif words_only and turn.settings.grammar_available and (echo or tries >= most):
+        # After an echo of the instruction not to call, or on the last try, the
+        # answer-only grammar rather than the instruction shown again.
         answer_only(turn)
     else:
         _ask_again(turn, verdict, attempt)

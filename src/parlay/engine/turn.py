@@ -168,7 +168,7 @@ def open_turn(settings: EngineSettings, request: ChatRequest) -> TurnState:
     constrained = settings.uses_constraint(request)
     # Under tool_choice="none" a reply must be words, but is not held to the answer
     # grammar (under it a small model answers with a fragment of the question); a reply
-    # that is only an action is asked again in words instead (`asked_for_words`).
+    # that is only an action is asked again in words instead (the `words_only` check).
     contract = render_contract(request, settings.options, constrained=constrained)
     grammar = settings.grammar(contract.tools, request) if constrained else request.response_format
     logger.debug(

@@ -72,6 +72,8 @@ class Evidence:
     # than `min_call_confidence` leaves to it (`leaning`).
     unsure: float | None = None
     earlier: tuple[str, ...] = ()  # the reasons of the retries this turn made so far
+    # The reply's text was only parlay's own words, taken out whole by the echo trim.
+    echo: bool = False
 
 
 class Check(Protocol):
@@ -86,10 +88,12 @@ class Check(Protocol):
 
 @frozen
 class RuleCheck:
-    """A check made of a rule's name and a function judging a reply."""
+    """A check made of a rule's name and a function judging a reply; `under_none`: it
+    judges replies under tool_choice none too (where no other check does)."""
 
     name: str
     judge: Callable[[Evidence], Verdict | None]
+    under_none: bool = False
 
 
 def _first_issue(reply: Evidence, kind: str) -> Verdict | None:
@@ -184,6 +188,14 @@ def _refusal(reply: Evidence) -> Verdict | None:
     return Verdict("refusal", reply.refusal.phrase, about_text=True)
 
 
+def _words_only(reply: Evidence) -> Verdict | None:
+    """Under tool_choice none, a reply that left no text of its own (only calls, nothing,
+    or parlay's words echoed): the turn must end in text."""
+    if reply.policy.may_call or (reply.text.strip() and not reply.echo):
+        return None
+    return Verdict("words_only", ", ".join(call.name for call in reply.calls))
+
+
 def _own_name(_: object, __: object, name: str) -> None:
     if not name.isidentifier():
         raise ConfigurationError(f"a rule's name is a Python identifier, not {name!r}")
@@ -225,6 +237,7 @@ DEFAULT_CHECKS: tuple[Check, ...] = (
     RuleCheck("pretended_call", _answer(_pretended_call)),
     RuleCheck("example_answer", _answer(_example_answer)),
     RuleCheck("refusal", _answer(_refusal)),
+    RuleCheck("words_only", _words_only, under_none=True),
 )
 
 
@@ -262,10 +275,11 @@ class RetryPolicy:
 
     def judge(self, reply: Evidence) -> Verdict | None:
         """Why this reply should be asked again, or None when it is fine: the first
-        verdict of a check whose rule is on, in the order of `checks`."""
-        if not reply.policy.may_call:
-            return None
+        verdict of a check whose rule is on, in the order of `checks` (under tool_choice
+        none, of those marked `under_none`)."""
         for check in self.checks:
+            if not (reply.policy.may_call or getattr(check, "under_none", False)):
+                continue  # under tool_choice none, only a check meant for it judges
             if self.rules.on(check.name) and (verdict := check.judge(reply)) is not None:
                 return verdict
         return None

@@ -17,11 +17,11 @@ from attrs import field, frozen
 VerdictReason = Literal[
     "unknown_tool", "invalid_arguments", "repeated_call", "unreadable", "forced_call",
     "unsure_call", "wrong_tool", "example_value", "invented_value", "no_call",
-    "placeholder_answer", "pretended_call", "example_answer", "refusal",
+    "placeholder_answer", "pretended_call", "example_answer", "refusal", "words_only",
 ]  # fmt: skip
 # What the engine does besides asking again.
 EngineRule = Literal[
-    "words_fallback", "echo_filter", "words_only", "duplicate_calls", "repeat_to_words",
+    "words_fallback", "echo_filter", "duplicate_calls", "repeat_to_words",
     "repeat_beside_new", "words_after_drop", "results_as_answer",
 ]  # fmt: skip
 RuleName = VerdictReason | EngineRule
@@ -45,6 +45,8 @@ VERDICT_RULES: dict[VerdictReason, str] = {
     "example_answer": "a plain answer quoting the examples' made-up result",
     "refusal": "with tools offered, a hard or soft refusal ('I don't have access to real-time "
     "data') is asked once more: a call, or an answer that is no refusal",
+    "words_only": "under tool_choice none, a reply that is only a call, empty, or only the "
+    "instruction not to call is asked again in words",
 }
 OTHER_RULES: dict[EngineRule, str] = {
     "words_fallback": "after a doubt about the turn, a forced call or a made-up value is asked "
@@ -53,8 +55,6 @@ OTHER_RULES: dict[EngineRule, str] = {
     "continuation wraps tool results in or, under tool_choice none, the instruction not to "
     "call is dropped; from a reply that says more, the clauses that only repeat them are "
     "taken out (`parlay.engine.checks.echo_trim`)",
-    "words_only": "under tool_choice none, a reply that is only a call, empty, or only the "
-    "instruction not to call is asked again in words",
     "duplicate_calls": "in the typed format, whose grammar holds its plural form to two calls "
     "or more, a call identical to an earlier one of the same reply is dropped",
     "repeat_to_words": "under auto, a reply whose every call repeats one the history answered "
