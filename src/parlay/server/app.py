@@ -15,8 +15,8 @@ import asyncio
 import hmac
 import os
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import aclosing, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from typing import Any
 
 from starlette.applications import Starlette
@@ -305,6 +305,37 @@ async def _crash(request: Request, exc: Exception) -> Response:
     return wire.error(classify(exc))
 
 
+def _routes(proxy: Proxy) -> list[Route]:
+    return [
+        Route("/v1/chat/completions", proxy.openai_chat, methods=["POST"]),
+        Route("/chat/completions", proxy.openai_chat, methods=["POST"]),
+        Route("/v1/responses", proxy.openai_responses, methods=["POST"]),
+        Route("/responses", proxy.openai_responses, methods=["POST"]),
+        Route("/v1/messages", proxy.anthropic_messages, methods=["POST"]),
+        Route("/v1/messages/count_tokens", proxy.anthropic_count_tokens, methods=["POST"]),
+        Route("/v1/models", proxy.list_models, methods=["GET"]),
+        Route("/models", proxy.list_models, methods=["GET"]),
+        Route("/health", proxy.health, methods=["GET"]),
+    ]
+
+
+def _lifespan(
+    proxy: Proxy, hard_exit_after: float | None
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """SIGTERM drains the replies in flight while the server runs (see `create_app`)."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        restore = drain_on_signals(proxy.drain, hard_exit_after=hard_exit_after)
+        try:
+            yield
+        finally:
+            restore()
+            mark_exited()
+
+    return lifespan
+
+
 def create_app(
     backend: Backend,
     *,
@@ -345,30 +376,10 @@ def create_app(
         body_timeout=body_timeout,
     )
 
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        restore = drain_on_signals(proxy.drain, hard_exit_after=hard_exit_after)
-        try:
-            yield
-        finally:
-            restore()
-            mark_exited()
-
-    routes = [
-        Route("/v1/chat/completions", proxy.openai_chat, methods=["POST"]),
-        Route("/chat/completions", proxy.openai_chat, methods=["POST"]),
-        Route("/v1/responses", proxy.openai_responses, methods=["POST"]),
-        Route("/responses", proxy.openai_responses, methods=["POST"]),
-        Route("/v1/messages", proxy.anthropic_messages, methods=["POST"]),
-        Route("/v1/messages/count_tokens", proxy.anthropic_count_tokens, methods=["POST"]),
-        Route("/v1/models", proxy.list_models, methods=["GET"]),
-        Route("/models", proxy.list_models, methods=["GET"]),
-        Route("/health", proxy.health, methods=["GET"]),
-    ]
     app = Starlette(
-        routes=routes,
+        routes=_routes(proxy),
         exception_handlers={HTTPException: _http_error, Exception: _crash},
-        lifespan=lifespan,
+        lifespan=_lifespan(proxy, hard_exit_after),
     )
     app.state.proxy = proxy
     return app
