@@ -16,7 +16,7 @@ from attrs import evolve, frozen
 
 from parlay.diagnostics import Diagnostics
 from parlay.errors import ConfigurationError
-from parlay.events import Event, Finish, ScoredTextDelta, TextDelta, TokenChoice
+from parlay.events import Event, Finish, ScoredTextDelta, TextDelta, TokenChoice, ToolCallStart
 from parlay.request import ChatRequest
 
 # Token budgets when the caller sets none: an engine attempt may hold a file in an argument.
@@ -269,3 +269,25 @@ def _delta(text: str, tokens: list[TokenChoice]) -> TextDelta:
     delta = ScoredTextDelta(text, tokens=tuple(tokens))
     tokens.clear()
     return delta
+
+
+async def loops_end_the_turn(events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    """`events` as a client should read them: a reply the loop guard stopped (with no call
+    in it) ends as a finished turn, not as the client's token limit reached.
+
+    Said as "length", Claude Code takes it for its own 64,000-token limit, asks the model
+    to go on (which loops again) and fails the task ("exceeded the 64000 output token
+    maximum"). The loop is over by parlay's judgement; the diagnostics still name it. A
+    reply with a call keeps "length", so no client takes a cut call for a whole one.
+    """
+    called = False
+    async for event in events:
+        called = called or isinstance(event, ToolCallStart)
+        if isinstance(event, Finish) and not called and _stopped_in_a_loop(event):
+            event = evolve(event, reason="stop")
+        yield event
+
+
+def _stopped_in_a_loop(finish: Finish) -> bool:
+    looped = finish.diagnostics is not None and finish.diagnostics.repetition is not None
+    return finish.reason == "length" and looped

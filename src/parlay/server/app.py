@@ -26,6 +26,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from parlay.backends.base import Backend
+from parlay.backends.bounds import loops_end_the_turn
 from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.backends.tokens import count_tokens
 from parlay.engine.contract.fit import FitNote, fit_here
@@ -143,9 +144,11 @@ class Proxy:
         return reply
 
     def _events(self, chat: ChatRequest) -> AsyncIterator[Event]:
-        """The backend's events, less any call to a tool the client did not offer: the
-        built-in backends drop those themselves; a backend of the user's own may not."""
-        return offered_calls_only(self.backend.stream(chat), offered_names(chat))
+        """The backend's events, less any call to a tool the client did not offer (the
+        built-in backends drop those themselves; a backend of the user's own may not),
+        and a reply stopped in a loop ending as a finished turn."""
+        events = offered_calls_only(self.backend.stream(chat), offered_names(chat))
+        return loops_end_the_turn(events)
 
     async def _whole_reply(
         self, wire: Wire, request: Request, chat: ChatRequest, model: str, body: Any
