@@ -23,7 +23,7 @@ from parlay import (
     tool,
 )
 from parlay.backends.scripted import calls
-from parlay.calls import batches
+from parlay.concurrent_calls import batches
 
 GUARD = 10.0  # seconds a barrier waits before giving up: a hang guard, not a timing claim
 
@@ -266,7 +266,7 @@ async def test_cancelling_a_turn_cancels_its_running_calls():
 
 async def test_cancelling_a_sync_hook_cancels_the_async_work_it_waits_on() -> None:
     from parlay._sync import run_sync
-    from parlay.calls import in_thread
+    from parlay.concurrent_calls import in_thread
 
     started, stopped = threading.Event(), threading.Event()
 

@@ -26,7 +26,7 @@ T = TypeVar("T")
 
 class PortalWaits:
     """The portal work a worker thread is waiting on, so that cancelling the coroutine
-    that started the thread (`parlay.calls.in_thread`) cancels that work too: a sync hook
+    that started the thread (`parlay.concurrent_calls.in_thread`) cancels that work too: a sync hook
     blocked in `run_sync` on an async tool would otherwise hold its thread for as long as
     the tool runs, after the turn that wanted it is gone.
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from parlay.calls import in_thread
+from parlay.concurrent_calls import in_thread
 from parlay.context import Context, Item, Message
 from parlay.errors import ToolLoopError, TurnCancelledError
 from parlay.events import TextDelta, ToolCallStart

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from parlay.backends.base import Backend
 from parlay.backends.offered import offered_calls_only
-from parlay.calls import run_round
+from parlay.concurrent_calls import run_round
 from parlay.context import AssistantMessage, Context, Message, ToolCall, ToolResult
 from parlay.errors import ToolCallTruncatedError, ToolChainLimitError
 from parlay.events import Event

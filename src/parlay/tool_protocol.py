@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from parlay._sync import run_sync
-from parlay.calls import in_thread
+from parlay.concurrent_calls import in_thread
 from parlay.context import Context, ToolCall, ToolResult
 from parlay.errors import InvalidRequestError
 from parlay.tool_text import render_output

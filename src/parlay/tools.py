@@ -22,7 +22,7 @@ from typing import Any, TypeVar, overload
 from attrs import evolve, field, frozen
 from pydantic import BaseModel, ValidationError
 
-from parlay.calls import in_thread
+from parlay.concurrent_calls import in_thread
 from parlay.context import ToolCall, ToolResult
 from parlay.errors import ToolDefinitionError, UndescribedToolWarning
 from parlay.request import ToolSpec

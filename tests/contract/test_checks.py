@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from parlay.context import ToolCall, UserMessage
-from parlay.engine.checks.calls import answered_calls, check_call
+from parlay.engine.checks.checked_calls import answered_calls, check_call
 from parlay.engine.contract.pieces import ContractOptions
 from parlay.engine.contract.render import render_contract
 from parlay.request import ChatRequest

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection
 from attrs import field, frozen
 
 from parlay.context import ToolCall
-from parlay.engine.checks.calls import CheckedCall
+from parlay.engine.checks.checked_calls import CheckedCall
 from parlay.engine.checks.echo_trim import EchoTrim
 from parlay.engine.checks.own_words import OwnWords
 from parlay.engine.checks.placeholders import leading_debris, may_become_placeholder

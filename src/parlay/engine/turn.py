@@ -12,7 +12,7 @@ from parlay.backends.bounds import with_max_tokens
 from parlay.context import Message, UserMessage
 from parlay.diagnostics import Diagnostics, RetryRecord
 from parlay.engine.attempt import Attempt, AttemptSetup
-from parlay.engine.checks.calls import answered_calls, check_call
+from parlay.engine.checks.checked_calls import answered_calls, check_call
 from parlay.engine.checks.confidence import answer_share
 from parlay.engine.checks.own_words import OwnWords, continuation_words
 from parlay.engine.checks.refusal import RefusalSignal

@@ -16,7 +16,7 @@ from typing import Literal
 import attrs
 
 import parlay.engine.contract.parser.vocabulary as vocab
-from parlay.engine.contract.parser.calls import CallAssembler
+from parlay.engine.contract.parser.call_assembly import CallAssembler
 from parlay.engine.contract.parser.state import MAX_DEPTH, Frame, FrameRole, ParserState
 from parlay.engine.contract.parser.strings import FENCE_END, WAIT, StringReader, StringRole
 from parlay.engine.contract.parser.vocabulary import ATOM_CHARS, LITERALS

@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from parlay.context import new_call_id
-from parlay.engine.contract.parser.calls import SUB_NAME, CallAssembler
+from parlay.engine.contract.parser.call_assembly import SUB_NAME, CallAssembler
 from parlay.engine.contract.parser.json_scan import JsonScanner
 from parlay.engine.contract.parser.recognise import TextReader
 from parlay.engine.contract.parser.results import ParseResult

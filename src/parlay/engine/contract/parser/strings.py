@@ -16,7 +16,7 @@ from typing import Literal
 
 import attrs
 
-from parlay.engine.contract.parser.calls import CallAssembler
+from parlay.engine.contract.parser.call_assembly import CallAssembler
 from parlay.engine.contract.parser.state import ParserState
 from parlay.engine.contract.parser.vocabulary import FINAL_KINDS, QUOTES
 
