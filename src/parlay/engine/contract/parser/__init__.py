@@ -11,11 +11,11 @@ property tests check:
 - a call starts when its name is read; its arguments stream as deltas of normalised JSON
   that concatenate to its arguments, however sloppy the model's JSON;
 - nothing raises: what cannot be read becomes text or a `ParseProblem`; cut-off repair
-  closes a cut string but never invents a value (`calls.py`).
+  closes a cut string but never invents a value (`call_assembly.py`).
 
 `ActionStreamParser` (`stream.py`) composes four readers over one shared `ParserState`:
 `TextReader` (`recognise.py`), `JsonScanner` (`json_scan.py`), `StringReader`
-(`strings.py`) and `CallAssembler` (`calls.py`).
+(`strings.py`) and `CallAssembler` (`call_assembly.py`).
 """
 
 from parlay.engine.contract.parser.results import ParseProblem, ParseResult
