@@ -18,24 +18,39 @@ def http_server() -> Iterator[HttpServer]:
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def module_http_server() -> Iterator[Callable[[], HttpServer]]:
+    """One HTTP test server for the tests of a module, started when the first asks for it
+    (a second or so each): every test connects a client of its own, and the tests that
+    kill their server start their own (`http_server`)."""
+    started: list[HttpServer] = []
+
+    def get() -> HttpServer:
+        if not started:
+            started.append(HttpServer())
+        return started[0]
+
+    yield get
+    for server in started:
+        server.stop()
+
+
 @pytest.fixture(params=["stdio", "http"])
-def transport(request: pytest.FixtureRequest) -> Iterator[Callable[..., MCPTools]]:
-    """Makes `MCPTools` for the test server over each transport (closed after the test)."""
+def transport(
+    request: pytest.FixtureRequest, module_http_server: Callable[[], HttpServer]
+) -> Iterator[Callable[..., MCPTools]]:
+    """Makes `MCPTools` for the test server over each transport (closed after the test;
+    over stdio each is a server process of its own, as stdio makes it)."""
     made: list[MCPTools] = []
-    server: HttpServer | None = None
 
     def make(**options: Any) -> MCPTools:
-        nonlocal server
         if request.param == "stdio":
             tools = MCPTools.stdio(SERVER, **options)
         else:
-            server = server or HttpServer()
-            tools = MCPTools.http(server.url, **options)
+            tools = MCPTools.http(module_http_server().url, **options)
         made.append(tools)
         return tools
 
     yield make
     for tools in made:
         within(GUARD, tools.close)
-    if server is not None:
-        server.stop()

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -63,7 +64,7 @@ def test_is_error_and_invalid_arguments_are_error_results_the_model_sees(transpo
 
 
 def test_calls_to_one_server_overlap(transport: Make):
-    script = calls(*[("meet", {"key": f"k-{id(transport)}", "parties": 4})] * 4)
+    script = calls(*[("meet", {"key": f"k-{uuid.uuid4()}", "parties": 4})] * 4)
     session = Session(ScriptedBackend([script, "ok"]), tools=transport())
     thunk = within(GUARD, lambda: session.query("x", "go"))
     assert [r.output for r in results_of(thunk)] == ["met"] * 4
