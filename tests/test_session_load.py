@@ -59,6 +59,7 @@ def test_load_names_every_tool_it_cannot_find_in_one_error(tmp_path: Path) -> No
     assert "backend" in str(caught.value)  # and the backend, in the same error
     reopened = Session.load(path, ScriptedBackend([]), tools=[add, local_tool])
     assert reopened.tools.names == ["add", "local_tool"]
+    assert Session.load(path, ScriptedBackend([]), tools=[]).tools.names == []  # none, said so
 
 
 def test_a_file_cannot_hand_the_model_a_standard_library_function(tmp_path: Path) -> None:

@@ -133,7 +133,8 @@ def test_a_local_backend_refuses_a_loaded_conversation_that_holds_calls(tmp_path
     first = parlay.Session(parlay.ScriptedBackend(model), tools=[parlay.tool(add)])
     assert first.chat("1 + 1?", run_tools=True).value == "it is 2"
     first.save(tmp_path / "saved.json")
-    again = parlay.Session.load(tmp_path / "saved.json", LocalBackend("unused.gguf"))
+    # tools=[]: load would import `add` by the path saved, and the refusal would be for it.
+    again = parlay.Session.load(tmp_path / "saved.json", LocalBackend("unused.gguf"), tools=[])
     with pytest.raises(ConfigurationError, match="holds tool calls, which its chat template"):
         _ = again.chat("and 2 + 2?").value
 

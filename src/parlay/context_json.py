@@ -257,11 +257,10 @@ def from_json(
     return from_document(read_document(text), folders)
 
 
-def save(session: Session, path: str | os.PathLike[str]) -> None:
-    """`session.ctx` to `path`, replaced whole: a reader never sees half a file."""
-    from parlay.session_load import meta_of
-
-    text = to_json(session.ctx, meta=meta_of(session))
+def save(session: Session, path: str | os.PathLike[str], meta: dict[str, Any]) -> None:
+    """`session.ctx` to `path` with `meta` beside it, replaced whole: a reader never sees
+    half a file."""
+    text = to_json(session.ctx, meta=meta)
     target = Path(path)
     fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     try:

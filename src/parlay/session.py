@@ -147,8 +147,9 @@ class Session(ToolHooks, TurnRunner, CheckedTurns):
         (`parlay.session_load`: the backend's name and embedded model, the tools' names
         and import paths, the session's class); `Session.load(path)` reads it back."""
         from parlay.context_json import save
+        from parlay.session_load import meta_of
 
-        save(self, path)
+        save(self, path, meta_of(self))
 
     @classmethod
     def load(
@@ -163,9 +164,9 @@ class Session(ToolHooks, TurnRunner, CheckedTurns):
         **kwargs: Any,
     ) -> Self:
         """The session saved at `path`, reopened from what `save` wrote: the embedded
-        model it ran (else pass `backend`), its tools (found among `tools`, else imported
-        by the path saved, see `parlay.session_load`), and its class (the one `load` is
-        called on or `session_class`, else a subclass of Session already imported).
+        model it ran (else pass `backend`), its tools (imported by the paths saved, see
+        `parlay.session_load`; `tools=` gives them instead, exactly), and its class (the
+        one `load` is called on or `session_class`, else a subclass of Session imported).
         What it cannot rebuild it names, in one `ConfigurationError`. `kwargs` go to the
         constructor (`options=`, `log=`...). A file never chooses a template folder: an
         instruction naming one is refused unless it is one of `template_dirs` or you
@@ -177,7 +178,9 @@ class Session(ToolHooks, TurnRunner, CheckedTurns):
         ctx, meta = load_with_meta(
             path, template_dirs=template_dirs, trust_template_dirs=trust_template_dirs
         )
-        kind, backend, found, kwargs = reopen(cls, meta, backend, tools, session_class, kwargs)
+        kind, backend, found, kwargs = reopen(
+            Session, cls, meta, backend, tools, session_class, kwargs
+        )
         return kind(backend, ctx=ctx, tools=found, **kwargs)  # type: ignore[return-value]
 
     # -- replaying -----------------------------------------------------------------------

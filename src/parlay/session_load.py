@@ -5,9 +5,9 @@ can and asks, in one error that says what, for the rest:
 
 - the backend: the caller's, else an embedded model the file names (`model`, resolved
   through `parlay.backends.catalogue` and started as `parlay.start` starts it);
-- the tools: found by name among those passed, else imported by the dotted path the
-  file wrote (`tool_paths`), only a plain function or a `parlay.Tool` defined at that
-  very path, never one of the standard library's;
+- the tools: the caller's `tools=` exactly (`[]`: none), else each imported by the
+  dotted path the file wrote (`tool_paths`), only a plain function or a `parlay.Tool`
+  defined at that very path, never one of the standard library's;
 - the class: the caller's (`MySession.load(...)`, `session_class=`), else one the file
   names among the subclasses of `Session` already imported. A class is never imported
   from a path in the file: importing a module runs it, and the file may be anyone's.
@@ -19,6 +19,7 @@ import importlib
 import inspect
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parlay.backends.base import Backend
@@ -60,19 +61,22 @@ def meta_of(session: Session) -> dict[str, Any]:
 def embedded_name(backend: Backend) -> str | None:
     """The catalogue's name of the embedded model `backend` runs, if it runs one."""
     from parlay.backends.catalogue import QWEN, QWEN_FILE, SMOLLM2, SMOLLM2_FILE
-    from parlay.backends.local import LocalBackend
 
-    inner: Any = backend
-    while not isinstance(inner, LocalBackend):
-        inner = getattr(inner, "inner", None)
-        if inner is None:
-            return None
-    # By the file's name: locating Qwen's file may join and hash its parts.
+    # Down the wrappers (the engine's `inner`) to a LocalBackend's file, by its name:
+    # locating Qwen's file may join and hash its parts. (Not by class: the session side
+    # never imports the llama.cpp backend, which speaks the wire.)
     files = {SMOLLM2_FILE: SMOLLM2.name, QWEN_FILE: QWEN.name}
-    return files.get(inner.model_path.name)
+    inner: Any = backend
+    while inner is not None:
+        path = getattr(inner, "model_path", None)
+        if isinstance(path, Path):
+            return files.get(path.name)
+        inner = getattr(inner, "inner", None)
+    return None
 
 
 def reopen(
+    base: type[Session],
     cls: type[Session],
     meta: dict[str, Any],
     backend: Backend | None,
@@ -80,11 +84,10 @@ def reopen(
     session_class: type[Session] | None,
     kwargs: dict[str, Any],
 ) -> tuple[type[Session], Backend, list[ToolLike] | Toolbox, dict[str, Any]]:
-    """The class, backend, tools and constructor arguments to reopen with."""
-    from parlay.session import Session
-
+    """The class, backend, tools and constructor arguments to reopen with; `base` is
+    `Session` (passed: this module is imported by it)."""
     missing: list[str] = []
-    kind = session_class or (cls if cls is not Session else _named_class(meta, missing))
+    kind = session_class or (cls if cls is not base else _named_class(base, meta, missing))
     if backend is None:
         backend, kwargs = _saved_backend(meta, kwargs, missing)
     found = _tools(meta, tools, missing)
@@ -96,13 +99,11 @@ def reopen(
     return kind, backend, found, kwargs
 
 
-def _named_class(meta: dict[str, Any], missing: list[str]) -> type[Session]:
-    from parlay.session import Session
-
+def _named_class(base: type[Session], meta: dict[str, Any], missing: list[str]) -> type[Session]:
     wanted = meta.get("session_class")
-    if not wanted or wanted == dotted(Session):
-        return Session
-    for kind in _subclasses(Session):
+    if not wanted or wanted == dotted(base):
+        return base
+    for kind in _subclasses(base):
         if dotted(kind) == wanted:
             return kind
     missing.append(
@@ -110,7 +111,7 @@ def _named_class(meta: dict[str, Any], missing: list[str]) -> type[Session]:
         "is never imported from a file): import it and call its .load(path), or pass "
         "session_class= (session_class=Session opens it without)"
     )
-    return Session
+    return base
 
 
 def _subclasses(kind: type[Session]) -> Iterator[type[Session]]:
@@ -140,10 +141,9 @@ def _saved_backend(
 def _tools(
     meta: dict[str, Any], given: Iterable[ToolLike] | Toolbox | None, missing: list[str]
 ) -> list[ToolLike] | Toolbox:
-    if isinstance(given, Toolbox):
-        have: dict[str, ToolLike] = {t.name: t for t in given}
-    else:
-        have = {_name(t): t for t in given or ()}
+    if given is not None:
+        return given if isinstance(given, Toolbox) else list(given)  # exactly the caller's
+    have: dict[str, ToolLike] = {}
     paths: dict[str, str] = meta.get("tool_paths") or {}
     unfound = []
     for name in meta.get("tools") or ():
@@ -156,11 +156,9 @@ def _tools(
             have[name] = imported
     if unfound:
         missing.append(
-            f"it used the tools {', '.join(unfound)}, found neither among those passed nor "
-            "by an importable path: pass them, Session.load(path, tools=[...])"
+            f"it used the tools {', '.join(unfound)}, which no path saved imports: pass "
+            "the session's tools, Session.load(path, tools=[...]) (tools=[]: none)"
         )
-    if isinstance(given, Toolbox) and set(have) == set(given.names):
-        return given  # as passed: it may own MCP servers that `close()` stops
     return list(have.values())
 
 
