@@ -24,7 +24,7 @@ from parlay.errors import (
     BackendTimeoutError,
     ParlayError,
 )
-from parlay.wire.sse import ServerSentEvent, read_events
+from parlay.wire.sse import ServerSentEvent, bounded_lines, read_events
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=30.0)
 
@@ -135,11 +135,12 @@ class HttpTransport:
     async def _json(self, path: str, body: Mapping[str, Any] | None) -> Any:
         """The JSON answer to a POST of `body`, or to a GET when there is none."""
         async with self._request(path, body) as response:
-            await response.aread()
+            raw = await _bounded_body(response, f"{self._describe(path)} answered with")
             try:
-                return response.json()
-            except json.JSONDecodeError:
-                excerpt = mask_secrets(response.text[:200], self.secrets)
+                return json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                text = raw[:200].decode("utf-8", "replace")
+                excerpt = mask_secrets(text, self.secrets)
                 raise BackendProtocolError(
                     f"{self._describe(path)} answered with a body that is not JSON: {excerpt!r}"
                 ) from None
@@ -147,7 +148,7 @@ class HttpTransport:
     async def post_sse(self, path: str, body: Mapping[str, Any]) -> AsyncIterator[ServerSentEvent]:
         async with self._request(path, body) as response:
             try:
-                async for event in read_events(response.aiter_lines()):
+                async for event in read_events(bounded_lines(response.aiter_text())):
                     yield event
             except httpx.TimeoutException as exc:
                 raise BackendTimeoutError(
@@ -187,16 +188,17 @@ class HttpTransport:
             raise BackendError(f"request to {self._describe(path)} failed: {exc}") from exc
         try:
             if response.status_code >= 400:
-                await response.aread()
-                raise self._status_error(path, response)
+                sample = await _error_sample(response)
+                raise self._status_error(path, response, sample)
             yield response
         finally:
             await response.aclose()
 
-    def _status_error(self, path: str, response: httpx.Response) -> ParlayError:
-        """The error for an HTTP error status, credentials masked in message and body; a
-        prompt over the model's window is `ContextWindowExceeded`."""
-        text = mask_secrets(response.text, self.secrets)
+    def _status_error(self, path: str, response: httpx.Response, sample: bytes) -> ParlayError:
+        """The error for an HTTP error status (from the first `sample` bytes of its body),
+        credentials masked in message and body; a prompt over the model's window is
+        `ContextWindowExceeded`."""
+        text = mask_secrets(sample.decode("utf-8", "replace"), self.secrets)
         payload: Any
         try:
             payload = json.loads(text)
@@ -214,3 +216,36 @@ class HttpTransport:
         if status in (400, 422) and _SCHEMA_WORDS.search(_error_message(payload)):
             return BackendSchemaRejectedError(message, status_code=status, body=payload)
         return BackendStatusError(message, status_code=status, body=payload)
+
+
+# The largest whole (not streamed) answer read from a model server: a reply, a model list.
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+async def _bounded_body(response: httpx.Response, who: str) -> bytes:
+    """The body, read while it stays under `MAX_BODY_BYTES` (a server sending without
+    end fails the request instead of filling the proxy's memory)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise BackendProtocolError(f"{who} a body over {MAX_BODY_BYTES:,} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+# What an error's body is read for (its message): the start is enough, and a server that
+# sends an endless error page is not read to its end.
+ERROR_SAMPLE_BYTES = 64 * 1024
+
+
+async def _error_sample(response: httpx.Response) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= ERROR_SAMPLE_BYTES:
+            break
+    return b"".join(chunks)[:ERROR_SAMPLE_BYTES]

@@ -3,8 +3,10 @@
 Not httpx-sse (checked against 0.4.3) for reading: it refuses a reply whose Content-Type
 is not text/event-stream with an `SSEError` of its own, before the backends can say what
 the upstream sent; it makes an event of an `event:` line with no data; and it drops a
-last event that no blank line ends. Neither it nor this reader bounds a line's length
-(httpx's `aiter_lines` buffers it). The writing half has no counterpart there.
+last event that no blank line ends. Nor does it bound a line's length (httpx's
+`aiter_lines` buffers a line however long): `bounded_lines` splits the text itself, so an
+upstream that never ends a line, or an event, fails the reply at a set size instead of
+growing the proxy's memory without end. The writing half has no counterpart there.
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ from typing import Any
 
 from attrs import frozen
 
+from parlay.errors import BackendProtocolError
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# A line ends at CRLF, LF or CR (the SSE grammar).
+_LINE_BREAK = re.compile("\r\n|\r|\n")
+# The most one line, or one event's data, may hold: far above any delta a model server
+# streams (a whole file as one tool call's arguments included), far below a machine's memory.
+MAX_EVENT_CHARS = 16 * 1024 * 1024
 
 
 @frozen
@@ -25,21 +34,59 @@ class ServerSentEvent:
     event: str | None = None
 
 
-async def read_events(lines: AsyncIterator[str]) -> AsyncIterator[ServerSentEvent]:
-    """Group `data:` / `event:` lines into events (blank line ends an event)."""
+def _too_long(what: str, limit: int) -> BackendProtocolError:
+    return BackendProtocolError(f"the event stream sent {what} over {limit:,} characters")
+
+
+async def bounded_lines(
+    chunks: AsyncIterator[str], limit: int = MAX_EVENT_CHARS
+) -> AsyncIterator[str]:
+    """The lines of a text stream (ended by CRLF, LF or CR, as SSE says), each at most
+    `limit` characters: a longer one raises `BackendProtocolError` as soon as it is known
+    to be longer, however the text is split into chunks. Linear in the text."""
+    parts: list[str] = []
+    size = 0
+    after_cr = False  # the last chunk ended in CR: a LF that opens this one is its pair
+    async for chunk in chunks:
+        if after_cr and chunk.startswith("\n"):
+            chunk = chunk[1:]
+        after_cr = chunk.endswith("\r")
+        *ended, rest = _LINE_BREAK.split(chunk)
+        for piece in ended:
+            if size + len(piece) > limit:
+                raise _too_long("a line", limit)
+            yield "".join(parts) + piece
+            parts, size = [], 0
+        parts.append(rest)
+        size += len(rest)
+        if size > limit:
+            raise _too_long("a line", limit)
+    if size:
+        yield "".join(parts)
+
+
+async def read_events(
+    lines: AsyncIterator[str], limit: int = MAX_EVENT_CHARS
+) -> AsyncIterator[ServerSentEvent]:
+    """Group `data:` / `event:` lines into events (blank line ends an event); an event
+    whose data runs past `limit` characters raises `BackendProtocolError`."""
     data: list[str] = []
+    size = 0
     event: str | None = None
     async for line in lines:
         if not line:
             if data:
                 yield ServerSentEvent("\n".join(data), event)
-            data, event = [], None
+            data, size, event = [], 0, None
             continue
         if line.startswith(":"):
             continue
         key, _, value = line.partition(":")
         value = value.removeprefix(" ")
         if key == "data":
+            size += len(value) + 1
+            if size > limit:
+                raise _too_long("an event", limit)
             data.append(value)
         elif key == "event":
             event = value
