@@ -19,7 +19,6 @@ from parlay import (
     UserMessage,
     compare,
 )
-from parlay.context_json import load, save
 
 PNG = Image.from_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 100, "image/png")
 REMOTE = Image(url="https://example.com/cat.png")
@@ -48,8 +47,8 @@ def test_images_round_trip_through_save_and_load(tmp_path: Path) -> None:
     session.chat(["What is this?", PNG, REMOTE]).value  # noqa: B018
     session.ctx = session.ctx.insert(ToolCall("view", {}, "c1"))
     session.ctx = session.ctx.insert(ToolResult("c1", "view", "shot", images=(PNG,)))
-    save(session, tmp_path / "ctx.json")
-    loaded = load(tmp_path / "ctx.json")
+    session.save(tmp_path / "ctx.json")
+    loaded = Session.load(tmp_path / "ctx.json", ScriptedBackend([])).ctx
     assert loaded.messages() == session.ctx.messages()
     assert Context.from_json(Context([UserMessage("plain")]).to_json()) is not None
 

@@ -15,8 +15,11 @@ from collections.abc import Iterator
 from html import escape
 from typing import TYPE_CHECKING
 
+from parlay.comparison import Comparison
+from parlay.display import page
+from parlay.turns import common_ancestor
+
 if TYPE_CHECKING:
-    from parlay.compare import Comparison
     from parlay.context import Context
     from parlay.session import Session
 
@@ -98,8 +101,6 @@ class BranchTree:
     def forked_at(self, branch: Branch) -> int | None:
         """The turn `branch` left its parent at: the turns of the newest context both
         went through (None for the root, or a parent gone)."""
-        from parlay.turns import common_ancestor
-
         parent = branch.parent.session if branch.parent is not None else None
         session = branch.session
         if parent is None or session is None:
@@ -130,8 +131,6 @@ class BranchTree:
         return f"<BranchTree {self.root.name}: {len(self)} branches>"
 
     def _repr_html_(self) -> str:
-        from parlay.display import page
-
         items = "".join(
             f'<div style="margin-left:{16 * d}px">🌿 <b>{escape(b.name)}</b> '
             f"<span>{escape(text)}</span></div>"
@@ -141,8 +140,6 @@ class BranchTree:
 
     def compare(self) -> Comparison:
         """Every live branch side by side (`parlay.compare`)."""
-        from parlay.compare import Comparison
-
         return Comparison.of(self.contexts())
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from attrs import field, frozen
 from pydantic import BaseModel
 
-from parlay.context import Message, UserMessage
+from parlay.messages import Message, UserMessage
 from parlay.templating import render
 
 

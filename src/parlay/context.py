@@ -1,141 +1,41 @@
-"""The immutable conversation: items, and the persistent `Context` that holds them.
+"""The immutable conversation: the persistent `Context` that holds a conversation's items
+(`parlay.messages`: messages, tool calls and results, components; importable from here too).
 
 A `Context` is a node of a persistent linked list: `insert` makes a new node that points
 at the old one, so inserting is O(1), every earlier item is shared, and forking a
-conversation is keeping two references.
+conversation is keeping two references. Its verbs (`turns`, `at_turn`, `diff`, `to_json`,
+`from_json`, the notebook view) are handed to modules below it (`parlay.turns`,
+`parlay.context_json`, `parlay.display`), none of which needs the session.
 """
 
 from __future__ import annotations
 
-import json
-import uuid
-from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
-from attrs import field, frozen
-
-from parlay.image import Image
+from parlay import context_json
+from parlay import turns as turn_verbs
+from parlay.display import conversation_html, page
+from parlay.messages import (
+    MESSAGE_TYPES,
+    AssistantMessage,
+    Component,
+    Item,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+    add_rendered,
+    new_call_id,
+)
+from parlay.template_folders import TemplateFolders
 
 if TYPE_CHECKING:
     from parlay.template_folders import Folders
     from parlay.turns import ContextDiff, Turn
 
-
-def new_call_id() -> str:
-    return "call_" + uuid.uuid4().hex[:24]
-
-
-def _calls_tuple(value: Any) -> tuple[ToolCall, ...]:
-    return tuple(value)
-
-
-def _images_tuple(value: Any) -> tuple[Image, ...]:
-    return tuple(value)
-
-
-def _names_tuple(value: Iterable[str]) -> tuple[str, ...]:
-    return tuple(value)
-
-
-def _freeze_arguments(value: Mapping[str, Any] | None) -> dict[str, Any]:
-    return dict(value or {})
-
-
-@frozen
-class SystemMessage:
-    content: str
-    role = "system"
-
-
-@frozen
-class UserMessage:
-    """What the user said: text, and any images after it."""
-
-    content: str
-    images: tuple[Image, ...] = field(default=(), converter=_images_tuple)
-    role = "user"
-
-    @classmethod
-    def of(cls, parts: str | Iterable[str | Image]) -> UserMessage:
-        """A message from a str, or from texts and `Image`s (texts joined by newlines)."""
-        if isinstance(parts, str):
-            return cls(parts)
-        items = list(parts)
-        texts = [p for p in items if isinstance(p, str)]
-        images = [p for p in items if isinstance(p, Image)]
-        if len(texts) + len(images) != len(items):
-            raise TypeError("a user message is made of str and parlay.Image parts only")
-        return cls("\n".join(texts), tuple(images))
-
-
-@frozen
-class ToolCall:
-    """A call the model asked for: `arguments` is the parsed JSON object."""
-
-    name: str
-    arguments: dict[str, Any] = field(factory=dict, converter=_freeze_arguments, hash=False)
-    id: str = field(factory=new_call_id)
-
-    @property
-    def arguments_json(self) -> str:
-        return json.dumps(self.arguments, ensure_ascii=False)
-
-
-@frozen
-class AssistantMessage:
-    content: str = ""
-    tool_calls: tuple[ToolCall, ...] = field(default=(), converter=_calls_tuple)
-    role = "assistant"
-
-
-@frozen
-class ToolResult:
-    """The outcome of one tool call. `error` is set when the tool could not give an output.
-
-    `value` keeps the Python object the tool returned (not compared, not sent to models);
-    `output` is the text the model sees.
-    """
-
-    call_id: str
-    name: str
-    output: str = ""
-    error: str | None = None
-    value: Any = field(default=None, eq=False, repr=False)
-    # Images the tool gave beside its text (a screenshot, a file it read).
-    images: tuple[Image, ...] = field(default=(), converter=_images_tuple)
-    # Deferred tools this result names (a tool search's `tool_reference` blocks): the
-    # history, not the server, says which tools the model is shown from here on.
-    references: tuple[str, ...] = field(default=(), converter=_names_tuple)
-    role = "tool"
-
-    @property
-    def is_error(self) -> bool:
-        return self.error is not None
-
-    @property
-    def content(self) -> str:
-        """What the model is shown: the output, or the error spelt out."""
-        if self.error is not None:
-            return f"Error: {self.error}"
-        return self.output
-
-
-Message = SystemMessage | UserMessage | AssistantMessage | ToolResult
-MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolResult)
 _PLAIN_ITEMS = (*MESSAGE_TYPES, ToolCall)
-
-
-@runtime_checkable
-class Component(Protocol):
-    """Anything that can stand in a context and render to chat messages.
-
-    `Instruction` and `ModelOutputThunk` are components; users can write their own.
-    """
-
-    def as_messages(self) -> tuple[Message, ...]: ...
-
-
-Item = Message | ToolCall | Component
 
 
 class Context:
@@ -233,33 +133,25 @@ class Context:
         """The turns, oldest first: each starts with what the user sent (a message or an
         instruction) and holds what followed, up to the next. `len(ctx.turns)` counts
         turns where `len(ctx)` counts items. O(n)."""
-        from parlay.turns import turns_of
-
-        return turns_of(self)
+        return turn_verbs.turns_of(self)
 
     def at_turn(self, n: int) -> Context:
         """The context as it was after turn `n` (0: before the first turn, the system
         prompt alone; -1: without the last turn). The node itself, shared, never a copy:
         O(n) at most. IndexError past the last turn."""
-        from parlay.turns import at_turn
-
-        return at_turn(self, n)
+        return turn_verbs.at_turn(self, n)
 
     def diff(self, other: Context) -> ContextDiff:
         """The trunk this context shares with `other` and each side's own turns after it.
         Contexts that share no nodes (read back from JSON or the log) are compared item by
         item. In a notebook the diff shows both sides side by side."""
-        from parlay.turns import diff
-
-        return diff(self, other)
+        return turn_verbs.diff(self, other)
 
     # -- keeping (parlay.context_json) ---------------------------------------------------
     def to_json(self, *, indent: int | None = None) -> str:
         """This context as a versioned JSON document that `Context.from_json` reads back
         unchanged (the schema: `parlay.context_json`). Pending turns are run first."""
-        from parlay.context_json import to_json
-
-        return to_json(self, indent=indent)
+        return context_json.to_json(self, indent=indent)
 
     @classmethod
     def from_json(
@@ -272,9 +164,8 @@ class Context:
         """The context a `to_json` document holds; its model outputs come back computed.
         An instruction naming a template folder is refused unless the folder is one of
         `template_dirs` or you trust the document (`trust_template_dirs=True`)."""
-        from parlay.context_json import from_json
-
-        return from_json(text, template_dirs=template_dirs, trust_template_dirs=trust_template_dirs)
+        folders = TemplateFolders(template_dirs, trust_template_dirs)
+        return cls(context_json.document_items(context_json.read_document(text), folders))
 
     def shares(self, other: Context) -> bool:
         """True when `other` is this context or one of its ancestors (nothing was copied)."""
@@ -317,17 +208,7 @@ class Context:
         out = list(base)
         settled = True
         for item in reversed(pending):
-            if isinstance(item, ToolCall):
-                previous = out[-1] if out else None
-                if isinstance(previous, AssistantMessage):
-                    out[-1] = AssistantMessage(previous.content, (*previous.tool_calls, item))
-                else:
-                    out.append(AssistantMessage("", (item,)))
-            elif isinstance(item, MESSAGE_TYPES):
-                out.append(item)
-            else:
-                settled = settled and _is_settled(item)
-                out.extend(item.as_messages())
+            settled = add_rendered(out, item) and settled
         result = tuple(out)
         if settled:
             self._cache = result
@@ -342,8 +223,6 @@ class Context:
 
     def _repr_html_(self) -> str:
         """The conversation as turns, for notebooks (`parlay.display`)."""
-        from parlay.display import conversation_html, page
-
         return page(conversation_html(self.messages()))
 
 
@@ -356,10 +235,6 @@ def _set(node: Context, item: Item | None, parent: Context | None, length: int) 
 
 _EMPTY_STATE = object.__new__(Context)
 _set(_EMPTY_STATE, None, None, 0)
-
-
-def _is_settled(item: Item) -> bool:
-    return bool(getattr(item, "is_computed", True))
 
 
 def _calls_of(item: Item) -> tuple[ToolCall, ...]:
@@ -376,3 +251,18 @@ def _calls_of(item: Item) -> tuple[ToolCall, ...]:
                 calls.extend(message.tool_calls)
         return tuple(calls)
     return ()
+
+
+__all__ = [
+    "MESSAGE_TYPES",
+    "AssistantMessage",
+    "Component",
+    "Context",
+    "Item",
+    "Message",
+    "SystemMessage",
+    "ToolCall",
+    "ToolResult",
+    "UserMessage",
+    "new_call_id",
+]

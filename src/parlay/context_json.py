@@ -1,5 +1,8 @@
 """`Context.to_json` / `Context.from_json`: a context as a versioned JSON document.
 
+Below the context: this module writes and reads items, and `Context.from_json` makes
+the context of the items read (so neither module imports the other in a cycle).
+
 The document is described by one pydantic `TypeAdapter` (`parlay.context_schema`:
 a file is validated straight into the attrs values, its JSON Schema committed and
 checked by a test), so it is never parsed by hand. Every item keeps what it is:
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,16 +39,6 @@ from pydantic_core import to_json as json_bytes
 from pydantic_core import to_jsonable_python
 
 from parlay.components import Instruction
-from parlay.context import (
-    AssistantMessage,
-    Context,
-    Item,
-    Message,
-    SystemMessage,
-    ToolCall,
-    ToolResult,
-    UserMessage,
-)
 from parlay.context_problems import (
     lone_surrogate,
     surrogate_problem,
@@ -63,6 +57,15 @@ from parlay.context_schema import (
 )
 from parlay.errors import InvalidRequestError, ThunkError
 from parlay.events import Event, Finish, TextDelta, ToolCallEnd
+from parlay.messages import (
+    AssistantMessage,
+    Item,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
 from parlay.template_folders import NO_FOLDERS, Folders, TemplateFolders
 from parlay.thunk import ModelOutputThunk
 
@@ -189,8 +192,11 @@ def _item_record(index: int, item: Item) -> dict[str, Any]:
         raise InvalidRequestError(f"item {index} ({_kind(item)}) cannot be written: {exc}") from exc
 
 
-def to_json(ctx: Context, *, indent: int | None = None, meta: dict[str, Any] | None = None) -> str:
-    records = [_item_record(index, item) for index, item in enumerate(ctx)]
+def to_json(
+    items: Iterable[Item], *, indent: int | None = None, meta: dict[str, Any] | None = None
+) -> str:
+    """`items` (a context) as the document, with `meta` beside them."""
+    records = [_item_record(index, item) for index, item in enumerate(items)]
     meta = _jsonable(meta or {}, "meta")
     document = {"format": FORMAT, "version": VERSION, "items": records, "meta": meta}
     try:
@@ -240,21 +246,25 @@ def loaded_item(item: Any, folders: TemplateFolders = NO_FOLDERS, where: str = "
     return item  # type: ignore[no-any-return]
 
 
-def from_document(document: ContextDocument, folders: TemplateFolders = NO_FOLDERS) -> Context:
-    ctx = Context()
-    for index, item in enumerate(document.items):
-        ctx = ctx.insert(loaded_item(item, folders, f"item {index}"))
-    return ctx
+def document_items(document: ContextDocument, folders: TemplateFolders = NO_FOLDERS) -> list[Item]:
+    """The items `document` holds, oldest first (`Context.from_json` makes the context):
+    an instruction's template folder only as `folders` admits it."""
+    return [
+        loaded_item(item, folders, f"item {index}") for index, item in enumerate(document.items)
+    ]
 
 
-def from_json(
-    text: str | bytes, *, template_dirs: Folders = (), trust_template_dirs: bool = False
-) -> Context:
-    """The context in `text`. An instruction naming a template folder is refused unless
-    the folder is one of `template_dirs` or `trust_template_dirs` is set
-    (`parlay.template_folders`)."""
+def read_file(
+    path: str | os.PathLike[str],
+    *,
+    template_dirs: Folders = (),
+    trust_template_dirs: bool = False,
+) -> tuple[list[Item], dict[str, Any]]:
+    """The items saved at `path`, and what `save` wrote beside them (`meta`); template
+    folders as in `Context.from_json`."""
+    document = read_document(Path(path).read_bytes())
     folders = TemplateFolders(template_dirs, trust_template_dirs)
-    return from_document(read_document(text), folders)
+    return document_items(document, folders), dict(document.meta)
 
 
 def save(session: Session, path: str | os.PathLike[str], meta: dict[str, Any]) -> None:
@@ -272,38 +282,13 @@ def save(session: Session, path: str | os.PathLike[str], meta: dict[str, Any]) -
         raise
 
 
-def load(
-    path: str | os.PathLike[str],
-    *,
-    template_dirs: Folders = (),
-    trust_template_dirs: bool = False,
-) -> Context:
-    """The context saved at `path` (template folders: as in `from_json`)."""
-    return load_with_meta(
-        path, template_dirs=template_dirs, trust_template_dirs=trust_template_dirs
-    )[0]
-
-
-def load_with_meta(
-    path: str | os.PathLike[str],
-    *,
-    template_dirs: Folders = (),
-    trust_template_dirs: bool = False,
-) -> tuple[Context, dict[str, Any]]:
-    """The context saved at `path`, and what `save` wrote beside it (`meta`)."""
-    document = read_document(Path(path).read_bytes())
-    folders = TemplateFolders(template_dirs, trust_template_dirs)
-    return from_document(document, folders), dict(document.meta)
-
-
 __all__ = [
     "ContextDocument",
     "RenderedComponent",
+    "document_items",
     "document_schema",
-    "from_json",
-    "load",
-    "load_with_meta",
     "read_document",
+    "read_file",
     "save",
     "to_json",
 ]

@@ -19,9 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, JsonVal
 from pydantic_core import CoreSchema, core_schema
 
 from parlay.components import Instruction
-from parlay.context import AssistantMessage, SystemMessage, ToolCall, ToolResult, UserMessage
 from parlay.diagnostics import Diagnostics
 from parlay.events import FinishReason, Usage
+from parlay.messages import AssistantMessage, SystemMessage, ToolCall, ToolResult, UserMessage
 
 FORMAT = "parlay.context"
 VERSION = 1

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from attrs import frozen
 
+from parlay.display import diagnostics_html, page
+
 
 @frozen
 class RetryRecord:
@@ -47,6 +49,4 @@ class Diagnostics:
 
     def _repr_html_(self) -> str:
         """A table of what happened, for notebooks (`parlay.display`)."""
-        from parlay.display import diagnostics_html, page
-
         return page(diagnostics_html(self))

@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from parlay.context import AssistantMessage, Message, SystemMessage, ToolCall, ToolResult
-from parlay.diagnostics import Diagnostics
+from parlay.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from parlay.diagnostics import Diagnostics
 
 _STYLE = (
     "<style>.parlay{font-family:system-ui,sans-serif;font-size:13px;line-height:1.45}"

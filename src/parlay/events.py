@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from attrs import Attribute, field, frozen
 
-from parlay.context import ToolCall
 from parlay.diagnostics import Diagnostics
+from parlay.messages import ToolCall
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"]
 

@@ -9,7 +9,6 @@ from collections.abc import AsyncIterable, Iterable
 
 from attrs import frozen
 
-from parlay.context import ToolCall
 from parlay.events import (
     Event,
     Finish,
@@ -21,6 +20,7 @@ from parlay.events import (
     ToolCallStart,
     Usage,
 )
+from parlay.messages import ToolCall
 
 
 @frozen

@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from attrs import evolve, field, frozen
 
-from parlay.context import Message, ToolResult
 from parlay.errors import InvalidRequestError
+from parlay.messages import Message, ToolResult
 
 ToolChoiceMode = Literal["auto", "none", "required", "tool"]
 

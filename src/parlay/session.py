@@ -172,16 +172,16 @@ class Session(ToolHooks, TurnRunner, CheckedTurns):
         instruction naming one is refused unless it is one of `template_dirs` or you
         trust the file (`trust_template_dirs=True`); either way templates render in a
         sandbox."""
-        from parlay.context_json import load_with_meta
+        from parlay.context_json import read_file
         from parlay.session_load import reopen
 
-        ctx, meta = load_with_meta(
+        items, meta = read_file(
             path, template_dirs=template_dirs, trust_template_dirs=trust_template_dirs
         )
         kind, backend, found, kwargs = reopen(
             Session, cls, meta, backend, tools, session_class, kwargs
         )
-        return kind(backend, ctx=ctx, tools=found, **kwargs)  # type: ignore[return-value]
+        return kind(backend, ctx=Context(items), tools=found, **kwargs)  # type: ignore[return-value]
 
     # -- replaying -----------------------------------------------------------------------
     def replay(self, backend: Backend | None = None, **kwargs: Any) -> Session:

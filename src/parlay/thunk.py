@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 from attrs import frozen
 
 from parlay._sync import iterate_sync, portal_loop
-from parlay.context import Message
 from parlay.errors import ThunkError
 from parlay.events import (
     Event,
@@ -23,6 +22,7 @@ from parlay.events import (
     ToolCallStart,
     Usage,
 )
+from parlay.messages import Message
 from parlay.thunk_results import ThunkResults
 
 T = TypeVar("T")

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast
 
-from parlay.context import AssistantMessage, Message, ToolCall
 from parlay.diagnostics import Diagnostics
 from parlay.errors import ThunkError
 from parlay.events import Event, Finish, FinishReason, ReasoningDelta, TextDelta, Usage
+from parlay.messages import AssistantMessage, Message, ToolCall
 from parlay.reply import gather
 
 T = TypeVar("T")

@@ -7,17 +7,23 @@ Items before the first turn (a system prompt) are the preamble, `ctx.at_turn(0)`
 
 Everything here walks the context's linked nodes once and hands back nodes that exist:
 `at_turn(n)` is the very context the conversation passed through, shared, never copied.
+Below `parlay.context`, whose verbs these are: nothing here needs the session.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
+from parlay.comparison import Comparison
 from parlay.components import Instruction
-from parlay.context import MESSAGE_TYPES, Context, Item, ToolCall, UserMessage
+from parlay.messages import MESSAGE_TYPES, Item, ToolCall, UserMessage
+
+if TYPE_CHECKING:
+    # The context's verbs live here: this module walks its nodes, never makes one.
+    from parlay.context import Context
 
 
 def starts_turn(item: Item) -> bool:
@@ -83,9 +89,15 @@ def turns_of(ctx: Context) -> tuple[Turn, ...]:
     starts = _start_nodes(ctx)
     ends = [s.parent for s in starts[1:]] + ([ctx] if starts else [])
     return tuple(
-        Turn(n, start.parent or Context(), end or ctx)
+        Turn(n, _before(start), end or ctx)
         for n, (start, end) in enumerate(zip(starts, ends, strict=True), 1)
     )
+
+
+def _before(start: Context) -> Context:
+    parent = start.parent
+    assert parent is not None  # a node holding an item always has one, the empty context
+    return parent
 
 
 def at_turn(ctx: Context, n: int) -> Context:
@@ -97,9 +109,7 @@ def at_turn(ctx: Context, n: int) -> Context:
         raise IndexError(f"turn {n} of a context with {total} turns (0 is before the first)")
     if wanted == total:
         return ctx
-    parent = starts[wanted].parent
-    assert parent is not None  # a start node is never the empty context
-    return parent
+    return _before(starts[wanted])
 
 
 def _same(a: Item, b: Item) -> bool:
@@ -183,8 +193,6 @@ class ContextDiff:
         )
 
     def _repr_html_(self) -> str:
-        from parlay.compare import Comparison
-
         return Comparison.of({"left": self.left_context, "right": self.right_context})._repr_html_()
 
     @property
