@@ -12,6 +12,7 @@ own are written against `parlay.engine.checks`, a retry's record is
 
 from typing import TYPE_CHECKING, Any
 
+from parlay._version import __version__ as __version__
 from parlay.backends.anthropic import AnthropicBackend
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.local import LocalBackend
@@ -99,8 +100,6 @@ from parlay.turns import ContextDiff, Turn
 
 if TYPE_CHECKING:
     from parlay.mcp import MCPTools
-
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:

@@ -16,6 +16,7 @@ from parlay.context import Context, SystemMessage, UserMessage
 from parlay.errors import InvalidRequestError
 from parlay.image import Image
 from parlay.observers import TurnObserver
+from parlay.replay_branch import replay_session
 from parlay.request import GenerationOptions, ToolChoice
 from parlay.requirements import Requirement, Strategy, as_requirements
 from parlay.requirements.sampling import SampledThunk
@@ -27,7 +28,7 @@ from parlay.tools import DEFAULT_TOOL_TIMEOUT, Tool, Toolbox, timeout_problem
 from parlay.turn_runner import TurnRunner
 
 if TYPE_CHECKING:
-    from parlay.replay import ResultSource
+    from parlay.replay_branch import ResultSource
     from parlay.store import Store, TurnRecorder
     from parlay.template_folders import Folders
 
@@ -206,8 +207,6 @@ class Session(ToolHooks, TurnRunner, CheckedTurns):
         `parlay.replay`). `tools`, `options` and `session_class` (another protocol mixin)
         replace this session's; `results="recorded"` answers a call the old turns made
         with the same arguments from its recorded result instead of running the tool."""
-        from parlay.replay import replay_session
-
         return await replay_session(
             self, backend, ctx=ctx, tools=tools, session_class=session_class,
             options=options, results=results, name=name,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parlay.backends.base import Backend
+from parlay.embedded_backends import embedded_backend, greedy
 from parlay.errors import ConfigurationError
 from parlay.tools import Tool, Toolbox
 
@@ -126,8 +127,6 @@ def _saved_backend(
 ) -> tuple[Backend | None, dict[str, Any]]:
     model = meta.get("model")
     if model:
-        from parlay.start import embedded_backend, greedy
-
         # As start_session runs the embedded model: greedy unless the caller says.
         options = greedy(kwargs.get("options"))
         return embedded_backend(model), {**kwargs, "options": options}

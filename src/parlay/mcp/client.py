@@ -28,6 +28,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from parlay._sync import run_sync
+from parlay._version import __version__
 from parlay.context import ToolResult
 from parlay.errors import (
     InvalidRequestError,
@@ -45,8 +46,6 @@ DEFAULT_STARTUP_TIMEOUT = 60.0  # a first `npx -y ...` downloads its package
 
 
 def _client_info() -> types.Implementation:
-    from parlay import __version__
-
     return types.Implementation(name="parlay", version=__version__)
 
 

@@ -16,6 +16,7 @@ from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
+from parlay._version import __version__
 from parlay.context import ToolCall
 from parlay.mcp.results import to_call_tool_result
 from parlay.tools import Tool, Toolbox
@@ -25,8 +26,6 @@ Tools = Toolbox | Iterable[Tool | Callable[..., Any]]
 
 def build_server(tools: Tools, *, name: str = "parlay") -> Server[Any]:
     """An MCP server (the SDK's low-level `Server`) offering `tools`, for any transport."""
-    from parlay import __version__
-
     box = tools if isinstance(tools, Toolbox) else Toolbox(tools)
     listing = [
         types.Tool(name=t.name, description=t.description or None, input_schema=t.parameters)

@@ -17,7 +17,7 @@ going on from it logs only its new turns' tool results, not the old ones again.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from attrs import frozen
 
@@ -35,8 +35,11 @@ from parlay.diagnostics import Diagnostics
 from parlay.errors import ConfigurationError
 from parlay.events import Event, Finish, FinishReason, TextDelta, Usage
 from parlay.store.records import LoggedResponse, LoggedSession
-from parlay.store.store import Store
 from parlay.thunk import ModelOutputThunk
+
+if TYPE_CHECKING:
+    # `Store.context` hands its work here: the store is passed in, never imported.
+    from parlay.store.store import Store
 
 # A chain of forks deeper than this is a damaged log (a session naming itself, say).
 MAX_FORK_DEPTH = 1000
