@@ -34,7 +34,7 @@ from bench.agent_relay import Exchange, Relay
 
 ROWS = RESULTS / "agents.jsonl"
 MODELS = ("smollm2", "qwen2.5-coder")
-CELL_TIMEOUT = 20 * 60.0
+CELL_TIMEOUT = 10 * 60.0
 
 
 def model_file(name: str) -> Path:
@@ -127,9 +127,11 @@ def _reason(code: int | None, missing: str, exchanges: list[Exchange], log: str)
 
 
 def load_rows() -> list[dict[str, Any]]:
+    """The rows kept, the last run of each cell only (`--again` appends a newer one)."""
     if not ROWS.is_file():
         return []
-    return [json.loads(line) for line in ROWS.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in ROWS.read_text().splitlines() if line.strip()]
+    return list({(r["client"], r["model"], r["task"]): r for r in rows}.values())
 
 
 def main(argv: list[str] | None = None) -> None:
