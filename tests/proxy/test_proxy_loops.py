@@ -70,7 +70,7 @@ def test_a_reply_stopped_in_a_loop_reads_as_a_finished_turn_not_the_token_limit(
     said = " ".join(endings)
     assert endings, "no ending was sent"
     assert "max_tokens" not in said and '"length"' not in said and said != "length"
-    assert '"status":"incomplete"' not in said and "incomplete" != said
+    assert '"status":"incomplete"' not in said and said != "incomplete"
     expected: dict[str, Any] = {"anthropic": "end_turn", "openai": "stop", "responses": "completed"}
     assert expected[api] in said
 

@@ -9,8 +9,8 @@ Not a library: alembic needs SQLAlchemy; yoyo-migrations (checked: 9.0), the one
 fits plain SQL on SQLite and PostgreSQL, keeps four tables of its own in the log (its
 lock a row polled every half second, a waiter giving up after ten seconds) where
 `user_version` and `BEGIN IMMEDIATE` do here, reads migrations from files, and brings
-sqlparse, tabulate and importlib-metadata. When the log gains PostgreSQL, two things here are SQLite's only
-and change for it: the version moves to a one-row table, and the lock to
+sqlparse, tabulate and importlib-metadata. When the log gains PostgreSQL, two things here
+are SQLite's only and change for it: the version moves to a one-row table, and the lock to
 `pg_advisory_xact_lock`; the list of migrations and the loop stay.
 """
 
