@@ -33,6 +33,7 @@ from bench.agent_clients import CLIENTS, TASKS, Client, Task
 from bench.agent_relay import Exchange, Relay
 
 ROWS = RESULTS / "agents.jsonl"
+CACHE_ROWS = RESULTS / "agents-cache.jsonl"
 MODELS = ("smollm2", "qwen2.5-coder")
 CELL_TIMEOUT = 10 * 60.0
 
@@ -141,12 +142,36 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tasks", nargs="*", default=[t.name for t in TASKS])
     parser.add_argument("--again", action="store_true", help="run cells already kept")
     parser.add_argument("--page", action="store_true", help="only write the page")
+    parser.add_argument("--cache", action="store_true",
+                        help="only time turn 2 against turn 1 (bench/agents_cache.py)")  # fmt: skip
     args = parser.parse_args(argv)
-    if not args.page:
+    if args.cache:
+        run_cache(args.models)
+    elif not args.page:
         run_all(args)
     from bench.agents_page import write_page
 
-    print(write_page(load_rows()))
+    print(write_page(load_rows(), load_cache_rows()))
+
+
+def run_cache(models: list[str]) -> None:
+    from bench.agents_cache import measure
+
+    for model in models:
+        log = Path(tempfile.gettempdir()) / f"parlay-agents-cache-{model}.log"
+        with served(model, log) as url:
+            row = {"model": model, **measure(url)}
+        print(row, flush=True)
+        with CACHE_ROWS.open("a") as out:
+            out.write(json.dumps(row) + "\n")
+
+
+def load_cache_rows() -> list[dict[str, Any]]:
+    """The last prompt-cache measurement of each model."""
+    if not CACHE_ROWS.is_file():
+        return []
+    rows = [json.loads(line) for line in CACHE_ROWS.read_text().splitlines() if line.strip()]
+    return list({r["model"]: r for r in rows}.values())
 
 
 def run_all(args: argparse.Namespace) -> None:

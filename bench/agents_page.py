@@ -71,19 +71,37 @@ def rates(rows: list[dict[str, Any]]) -> list[list[object]]:
 
 
 def turn_ratio(rows: list[dict[str, Any]]) -> str:
-    """Median of turn 2's time to first token over turn 1's, over cells with both."""
+    """Median of turn 2's time to first token over turn 1's, over cells with both: the
+    client's own turns only (those the engine fitted to the window; a title request
+    without tools is another conversation)."""
     ratios = []
     for row in rows:
-        firsts = [r["first_content_s"] for r in row["requests"] if r["status"] < 400]
+        firsts = [r["first_content_s"] for r in row["requests"]
+                  if r["status"] < 400 and WINDOW in r["headers"]]  # fmt: skip
         if len(firsts) >= 2 and firsts[0] and firsts[1] is not None:
             ratios.append(firsts[1] / firsts[0])
     if not ratios:
-        return "no cell had two answered turns."
+        return "no cell had two answered turns of its own (the model called no tool)."
     return (f"median {median(ratios):.2f} over {len(ratios)} cells "
             f"(lowest {min(ratios):.2f}, highest {max(ratios):.2f}).")  # fmt: skip
 
 
-def write_page(rows: list[dict[str, Any]]) -> Path:
+def cache_table(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "Not measured yet: `python -m bench.agents --cache`."
+    lines = []
+    for row in sorted(rows, key=lambda r: r["model"]):
+        turns = {t["turn"]: t for t in row["turns"]}
+        first, second = turns["turn 1"]["seconds"], turns["turn 2"]["seconds"]
+        lines.append([row["model"], turns["turn 1"]["tokens"], first, turns["turn 2"]["tokens"],
+                      second, f"{second / first:.2f}" if first else "-",
+                      turns["turn 2 again"]["seconds"]])  # fmt: skip
+    headers = ["model", "turn 1 tokens", "turn 1 (s)", "turn 2 tokens", "turn 2 (s)",
+               "turn 2 / turn 1", "turn 2 again (s)"]  # fmt: skip
+    return markdown_table(headers, lines)
+
+
+def write_page(rows: list[dict[str, Any]], cache: list[dict[str, Any]] | None = None) -> Path:
     headers = ["model", "client", "task", "done", "why not", "requests", "4xx/5xx",
                "tokens / window", "shrunk", "first token per turn (s)", "seconds"]  # fmt: skip
     return write_result(
@@ -99,7 +117,12 @@ def write_page(rows: list[dict[str, Any]]) -> Path:
             ("Completion", markdown_table(["model", "client", "done"], rates(rows))),
             (
                 "Turn 2 against turn 1",
-                "Time to first token of the second request over the first's: " + turn_ratio(rows),
+                "Claude Code's recorded first request (2.1.197, 24 tools), then the same "
+                "conversation one turn on (a Bash call and its result), seconds to the first "
+                "content, on a machine shared with other work:\n\n"
+                + cache_table(cache or [])
+                + "\n\nIn the cells below, the client's own second request against its "
+                "first: " + turn_ratio(rows),
             ),
             ("Every cell", markdown_table(headers, cell_rows(rows))),
         ],

@@ -1,0 +1,65 @@
+"""Turn 2 against turn 1: Claude Code's real first request (recorded from 2.1.197, its
+24 tools) sent to `parlay serve` on the embedded model, then the same conversation one
+turn on (the model's Bash call and its result appended), each timed to its first content.
+What parlay renders for a conversation is the same bytes from turn to turn up to the new
+messages, so llama.cpp reuses its prompt cache and turn 2 costs only what is new.
+
+    python -m bench.agents --cache     (part of the agents page)
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.agent_relay import CONTENT_MARKS
+
+RECORDED = (
+    Path(__file__).resolve().parents[1]
+    / "tests" / "clients" / "data" / "claude_code_2.1.197_first_request.json"
+)  # fmt: skip
+
+
+def turn_two(first: dict[str, Any]) -> dict[str, Any]:
+    """The conversation one turn on: the model called Bash, and the result came back."""
+    second = copy.deepcopy(first)
+    call = {"type": "tool_use", "id": "toolu_bench_1", "name": "Bash",
+            "input": {"command": "ls", "description": "List the files"}}  # fmt: skip
+    result = {"type": "tool_result", "tool_use_id": "toolu_bench_1",
+              "content": "notes.txt\nstamp.sh\n"}  # fmt: skip
+    second["messages"] += [
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [result]},
+    ]
+    return second
+
+
+def first_content(url: str, body: dict[str, Any]) -> tuple[float, int, dict[str, str]]:
+    """Seconds to the first content of a streamed reply, its status and parlay's headers."""
+    started = time.monotonic()
+    with httpx.stream("POST", url + "/v1/messages", json=body, timeout=1800,
+                      headers={"x-api-key": "unused", "anthropic-version": "2023-06-01"}
+                      ) as reply:  # fmt: skip
+        headers = {k: v for k, v in reply.headers.items() if k.startswith("x-parlay")}
+        for chunk in reply.iter_raw():
+            if any(mark in chunk for mark in CONTENT_MARKS):
+                return time.monotonic() - started, reply.status_code, headers
+    return time.monotonic() - started, reply.status_code, headers
+
+
+def measure(url: str) -> dict[str, Any]:
+    """Turn 1, then turn 2, then turn 2 again (all cached): seconds to first content."""
+    first = json.loads(RECORDED.read_text())
+    second = turn_two(first)
+    rows = []
+    for name, body in (("turn 1", first), ("turn 2", second), ("turn 2 again", second)):
+        seconds, status, headers = first_content(url, body)
+        rows.append({"turn": name, "seconds": round(seconds, 2), "status": status,
+                     "tokens": headers.get("x-parlay-prompt-tokens", ""),
+                     "shrunk": headers.get("x-parlay-shrunk", "")})  # fmt: skip
+    return {"kind": "cache", "turns": rows}
