@@ -175,7 +175,7 @@ def _opencode(url: str, prompt: str, work: Path, home: Path, timeout: float) -> 
     folder = home / ".config" / "opencode"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "opencode.json").write_text(json.dumps(config))
-    binary = _npm_install(CACHE / "opencode", "opencode-ai@latest") / "opencode"
+    binary = _opencode_bin() / "opencode"
     command = [str(binary), "run", "--model", "parlay/parlay", prompt]
     return _execute(command, work, _env(home, OPENCODE_DISABLE_AUTOUPDATE="1"), timeout)
 
@@ -184,31 +184,22 @@ def _newest_claude() -> Path:
     return _npm_install(CACHE / "claude-newest", "@anthropic-ai/claude-code@latest")
 
 
-def _pinned_claude() -> Path:
+def _pinned() -> Path:
     return PINNED / "node_modules" / ".bin"
 
 
+def _opencode_bin() -> Path:
+    return _npm_install(CACHE / "opencode", "opencode-ai@latest")
+
+
+def _version(bin_folder: Callable[[], Path], package: str) -> Callable[[], str]:
+    return lambda: _package_version(bin_folder(), package)
+
+
+CLAUDE = "@anthropic-ai/claude-code"
 CLIENTS = (
-    Client(
-        "claude-code (pinned)",
-        lambda: _package_version(_pinned_claude(), "@anthropic-ai/claude-code"),
-        _claude(_pinned_claude),
-    ),
-    Client(
-        "claude-code (newest)",
-        lambda: _package_version(_newest_claude(), "@anthropic-ai/claude-code"),
-        _claude(_newest_claude),
-    ),
-    Client(
-        "codex",
-        lambda: _package_version(PINNED / "node_modules" / ".bin", "@openai/codex"),
-        _codex,
-    ),
-    Client(
-        "opencode",
-        lambda: _package_version(
-            _npm_install(CACHE / "opencode", "opencode-ai@latest"), "opencode-ai"
-        ),
-        _opencode,
-    ),
+    Client("claude-code (pinned)", _version(_pinned, CLAUDE), _claude(_pinned)),
+    Client("claude-code (newest)", _version(_newest_claude, CLAUDE), _claude(_newest_claude)),
+    Client("codex", _version(_pinned, "@openai/codex"), _codex),
+    Client("opencode", _version(_opencode_bin, "opencode-ai"), _opencode),
 )
