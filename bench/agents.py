@@ -176,7 +176,8 @@ def load_cache_rows() -> list[dict[str, Any]]:
 
 def run_all(args: argparse.Namespace) -> None:
     done = {(r["client"], r["model"], r["task"]) for r in load_rows()}
-    clients = [c for c in CLIENTS if c.name in args.clients]
+    by_name = {c.name: c for c in CLIENTS}
+    clients = [by_name[name] for name in args.clients if name in by_name]  # in the order asked
     tasks = [t for t in TASKS if t.name in args.tasks]
     for model in args.models:
         cells = [(c, t) for c in clients for t in tasks
