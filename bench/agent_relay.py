@@ -26,8 +26,8 @@ from starlette.routing import Route
 # in each protocol: chat completion chunks, Anthropic and Responses events.
 # (Not a bare `"reasoning`: a Responses stream's first event echoes the request's
 # `reasoning` settings before the model has read a token.)
-CONTENT_MARKS = (b'"content_block_delta"', b'"output_text.delta"', b'"delta":{"content"',
-                 b'"tool_calls"', b'"function_call_arguments.delta"',
+CONTENT_MARKS = (b'"content_block_delta"', b'output_text.delta"', b'"delta":{"content"',
+                 b'"tool_calls"', b'function_call_arguments.delta"',
                  b'"reasoning_content"', b'reasoning_text.delta', b'reasoning_summary_text.delta')  # fmt: skip
 # Headers a relay must not copy: they describe the hop, not the message.
 HOP = {"content-length", "transfer-encoding", "connection", "content-encoding", "host"}

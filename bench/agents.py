@@ -98,6 +98,7 @@ def run_cell(relay: Relay, client: Client, task: Task, model: str) -> dict[str, 
         seconds = time.monotonic() - started
         exchanges = relay.take()
         missing = task.check(work, run.answer)
+        files = sorted(str(p.relative_to(work)) for p in work.rglob("*") if p.is_file())
     # Only the API's routes: Claude Code's `HEAD /` probe gets a 404 it ignores.
     exchanges = [e for e in exchanges if e.path.startswith("/v1/")]
     reason = _reason(run.returncode, missing, exchanges, run.log)
@@ -110,6 +111,7 @@ def run_cell(relay: Relay, client: Client, task: Task, model: str) -> dict[str, 
         "reason": reason,
         "seconds": round(seconds, 1),
         "answer": run.answer[-600:],
+        "files": files[:20],  # what the work folder held after the run
         "requests": [e.as_row() for e in exchanges],
     }
 
