@@ -32,7 +32,8 @@ from bench._table import RESULTS
 from bench.agent_clients import CLIENTS, TASKS, Client, Task
 from bench.agent_relay import Exchange, Relay
 
-ROWS = RESULTS / "agents.jsonl"
+# Another file for a probe that must not replace the page's rows (a setting tried, say).
+ROWS = Path(os.environ.get("PARLAY_BENCH_AGENTS_ROWS") or RESULTS / "agents.jsonl")
 CACHE_ROWS = RESULTS / "agents-cache.jsonl"
 MODELS = ("smollm2", "qwen2.5-coder")
 CELL_TIMEOUT = 10 * 60.0
