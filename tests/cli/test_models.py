@@ -14,9 +14,10 @@ from parlay.backends.local import LocalBackend
 from parlay.backends.openai import OpenAIBackend
 from parlay.cli.app import app
 from parlay.cli.models import resolve_model
-from parlay.cli.options import ActionFormat, RunOptions, build_session
+from parlay.cli.options import RunOptions, build_session
 from parlay.engine.backend import PromptedBackend
-from parlay.engine.contract.pieces import FORMATS
+from parlay.engine.config import EngineChanges
+from parlay.engine.contract.pieces import FORMATS, ActionFormat
 from parlay.errors import ConfigurationError
 from parlay.start import EMBEDDED_ACTION_FORMAT
 
@@ -94,11 +95,13 @@ def test_action_format_puts_the_model_behind_the_engine_in_that_format(
     spec: str, fmt: ActionFormat, gguf: Path
 ) -> None:
     spec = str(gguf) if spec == "GGUF" else spec
-    backend = resolve_model(spec, action_format=fmt)
+    backend = resolve_model(spec, engine=EngineChanges(action_format=fmt))
     assert isinstance(backend, PromptedBackend) and backend.action_format == fmt
     assert isinstance(backend.inner, _inner_type(spec))  # wrapped once, around the model
     # the same through build_session, as `prompt` and `chat` build it
-    session = build_session(RunOptions(model=spec, action_format=fmt, no_log=True), Console())
+    session = build_session(
+        RunOptions(model=spec, engine=EngineChanges(action_format=fmt), no_log=True), Console()
+    )
     assert isinstance(session.backend, PromptedBackend)
     assert session.backend.action_format == fmt
     assert isinstance(session.backend.inner, _inner_type(spec))
@@ -120,18 +123,20 @@ def test_action_format_puts_a_native_tools_backend_behind_the_engine(
 ) -> None:
     native = resolve_model("http://127.0.0.1:8080/v1")
     assert not isinstance(native, PromptedBackend)
-    backend = resolve_model("http://127.0.0.1:8080/v1", action_format="json")
+    backend = resolve_model("http://127.0.0.1:8080/v1", engine=EngineChanges(action_format="json"))
     assert isinstance(backend, PromptedBackend) and backend.action_format == "json"
     # the embedded spelling when $PARLAY_OPENAI_BASE_URL names a server with native tools
     monkeypatch.setenv("PARLAY_OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")
     assert not isinstance(resolve_model("embedded"), PromptedBackend)
-    backend = resolve_model("embedded", action_format="fenced")
+    backend = resolve_model("embedded", engine=EngineChanges(action_format="fenced"))
     assert isinstance(backend, PromptedBackend) and backend.action_format == "fenced"
     assert isinstance(backend.inner, OpenAIBackend)
 
 
 def test_rule_off_puts_the_model_behind_the_engine_with_that_rule_off() -> None:
-    backend = resolve_model("http://127.0.0.1:8080/v1", rules_off=("refusal",))
+    backend = resolve_model(
+        "http://127.0.0.1:8080/v1", engine=EngineChanges(rules_off=("refusal",))
+    )
     assert isinstance(backend, PromptedBackend) and not backend.rules.on("refusal")
     with pytest.raises(ConfigurationError, match="refusl"):
-        resolve_model("http://127.0.0.1:8080/v1", rules_off=("refusl",))
+        resolve_model("http://127.0.0.1:8080/v1", engine=EngineChanges(rules_off=("refusl",)))

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from parlay.cli.app import app
 from parlay.cli.options import RunOptions
 from parlay.cli.protocol import CliSession
+from parlay.engine.config import EngineChanges
 
 runner = CliRunner()
 COMMANDS = {"prompt": ["prompt", "hi"], "chat": ["chat"]}
@@ -38,20 +39,34 @@ FLAGS: list[tuple[list[str], dict[str, Any]]] = [
     (["--no-stream"], {"no_stream": True}),
     (["--json"], {"json": True}),
     (["--prompted"], {"prompted": True}),
-    (["--action-format", "json"], {"action_format": "json"}),
+    (["--action-format", "json"], {"engine": {"action_format": "json"}}),
+    (["--max-retries", "0"], {"engine": {"max_retries": 0}}),
+    (["--min-call-confidence", "0.25"], {"engine": {"min_call_confidence": 0.25}}),
     (
         ["--rule-off", "refusal", "--rule-off", "invented_value"],
-        {"rule_off": ("refusal", "invented_value")},
+        {"engine": {"rules_off": ("refusal", "invented_value")}},
     ),
+    (["--images", "refuse"], {"engine": {"images": "refuse"}}),
     (["--max-tokens", "7"], {"max_tokens": 7}),
     (["--temperature", "0.25"], {"temperature": 0.25}),
     (["--no-log"], {"no_log": True}),
     (["--threads", "3"], {"threads": 3}),
     (["--ctx", "2048"], {"ctx": 2048}),
+    (["--context-window", "4096"], {"context_window": 4096}),
     (["-c"], {"continue_conversation": True}),
     (["--cid", "abc"], {"cid": "abc"}),
     (["--schema", "{}"], {"schema": "{}"}),
 ]
+
+
+def expected(*fields: dict[str, Any]) -> RunOptions:
+    """The RunOptions of these flags' fields together (the engine's in one value)."""
+    merged: dict[str, Any] = {}
+    engine: dict[str, Any] = {}
+    for each in fields:
+        merged.update({k: v for k, v in each.items() if k != "engine"})
+        engine.update(each.get("engine", {}))
+    return RunOptions(**merged, engine=EngineChanges(**engine))
 
 
 @pytest.fixture
@@ -71,6 +86,8 @@ def test_every_field_has_a_flag() -> None:
     assert {name for _, fields in FLAGS for name in fields} == set(
         a.name for a in attrs.fields(RunOptions)
     )
+    engine = {name for _, fields in FLAGS for name in fields.get("engine", {})}
+    assert engine == {a.name for a in attrs.fields(EngineChanges)}
 
 
 @pytest.mark.parametrize(("flags", "fields"), FLAGS, ids=[f[0][0] for f in FLAGS])
@@ -80,16 +97,16 @@ def test_prompt_and_chat_build_the_same_options_from_a_flag(
     for args in COMMANDS.values():
         result = runner.invoke(app, [*args, *flags], input="")
         assert result.exit_code == 0, result.output
-    assert built == [RunOptions(**fields)] * 2
+    assert built == [expected(fields)] * 2
 
 
 def test_prompt_and_chat_build_the_same_options_from_every_flag(built: list[RunOptions]) -> None:
     flags = [arg for args, _ in FLAGS for arg in args]
     for args in COMMANDS.values():
         assert runner.invoke(app, [*args, *flags], input="").exit_code == 0
-    expected = RunOptions(**{k: v for _, fields in FLAGS for k, v in fields.items()})
-    assert built == [expected] * 2
+    assert built == [expected(*(fields for _, fields in FLAGS))] * 2
     assert built[0] != RunOptions()
+    assert built[0].engine.given().keys() == {a.name for a in attrs.fields(EngineChanges)}
 
 
 def _options(name: str) -> list[tuple[Any, ...]]:

@@ -299,7 +299,9 @@ def test_build_backend_follows_the_tool_mode() -> None:
     from parlay import AnthropicBackend, OpenAIBackend, PromptedBackend
     from parlay.server import build_backend
 
-    prompted = build_backend(ServerConfig("http://up/v1", upstream_model="m", max_retries=0))
+    prompted = build_backend(
+        ServerConfig.from_env({}, upstream_url="http://up/v1", upstream_model="m", max_retries=0)
+    )
     assert isinstance(prompted, PromptedBackend)
     assert prompted.capabilities.native_tools
     native = build_backend(ServerConfig("http://up/v1", tools="native"))

@@ -118,7 +118,7 @@ def test_engine_rules_are_switched_by_flag_or_environment() -> None:
     result = CliRunner().invoke(
         app, ["serve", "--upstream-url", "http://up/v1", "--rule-off", "refusl"]
     )
-    assert result.exit_code == 2 and "unknown engine rule(s) refusl" in result.output
+    assert result.exit_code == 2 and "unknown rule(s) refusl" in result.output
 
 
 def test_parlay_talks_to_its_own_proxy_by_its_bare_url(stub_upstream: StubUpstream) -> None:

@@ -24,6 +24,7 @@ from parlay import (
     ToolResult,
     UserMessage,
 )
+from parlay.errors import ConfigurationError
 from parlay.server import create_app
 from parlay.wire.images import MAX_IMAGE_BYTES
 
@@ -220,4 +221,8 @@ def test_serve_images_is_set_by_flag_or_environment_and_checked() -> None:
     result = CliRunner().invoke(
         app, ["serve", "--upstream-url", "http://up/v1", "--images", "describe"]
     )
-    assert result.exit_code == 2 and "images 'describe' is not one of" in result.output
+    # A choice the flag does not offer: typer names the choices, as for --action-format.
+    assert result.exit_code == 2 and "'describe'" in result.output
+    assert "'placeholder'" in result.output and "'refuse'" in result.output
+    with pytest.raises(ConfigurationError, match="images 'describe' is not one of"):
+        ServerConfig.from_env({**env, "PARLAY_SERVE_IMAGES": "describe"})

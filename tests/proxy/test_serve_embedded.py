@@ -76,7 +76,7 @@ def test_embedded_refuses_upstream_only_settings() -> None:
     for flags, says in (
         (["--upstream-model", "m"], "need --upstream-url"),
         (["--tools", "native"], "--tools native needs an --upstream-url"),
-        (["--threads", "0"], "--threads must be at least 1"),
+        (["--threads", "0"], "greater than or equal to 1"),  # typer's, as for prompt's
     ):
         result = CliRunner().invoke(app, ["serve", *flags])
         assert result.exit_code == 2, result.output

@@ -9,8 +9,9 @@
 - `anthropic:NAME`: Anthropic's Messages API (`$ANTHROPIC_BASE_URL`, `$ANTHROPIC_API_KEY`).
 
 `--prompted` puts any of them behind the prompted tool-calling engine (for a server
-whose model has no native tool calling); `--action-format` picks how the model writes its
-calls there, and implies `--prompted`, as does `--rule-off`.
+whose model has no native tool calling); any engine setting (`--action-format`,
+`--rule-off`, ...) implies it. `--ctx` is an embedded model's window, `--context-window`
+a server's.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from parlay.backends.base import PLAIN_CHAT, Backend, Capabilities
 from parlay.backends.catalogue import embedded_model
 from parlay.engine.backend import behind_engine
+from parlay.engine.config import EngineChanges
 from parlay.errors import ConfigurationError
 
 EMBEDDED = ("", "embedded", "local", "default")
@@ -34,37 +36,39 @@ def resolve_model(
     spec: str | None,
     *,
     use_prompted: bool = False,
-    action_format: str | None = None,
-    rules_off: tuple[str, ...] = (),
+    engine: EngineChanges = EngineChanges(),  # noqa: B008 (frozen)
     threads: int | None = None,
     n_ctx: int | None = None,
+    context_window: int | None = None,
 ) -> Backend:
-    """The backend for a `-m` value (see the module docstring). `action_format` (one of
-    `parlay.engine.contract.pieces.FORMATS`) and `rules_off` (engine rules switched off)
-    imply `use_prompted`; `threads` and the window `n_ctx` go to an embedded model (None:
-    the cores free at start; the window the model was trained for)."""
+    """The backend for a `-m` value (see the module docstring). Any `engine` setting
+    implies `use_prompted`; `threads` and the window `n_ctx` go to an embedded model (None:
+    the cores free at start; the window the model was trained for), `context_window` to
+    a server's (None: asked of it)."""
     text = (spec or "").strip()
-    use_prompted = use_prompted or action_format is not None or bool(rules_off)
-    engine = {"action_format": action_format, "rules_off": rules_off or None}
+    use_prompted = use_prompted or bool(engine.given())
+    _check_windows(text, context_window)
     backend: Backend
     if text.lower() in EMBEDDED:
         from parlay.start import default_backend
 
         backend = default_backend(threads=threads, n_ctx=n_ctx)
         # default_backend already puts a plain-chat model behind the engine;
-        # `behind_engine` then only changes its format.
-        return behind_engine(backend, **engine) if use_prompted else backend
+        # `behind_engine` then only changes its settings.
+        return behind_engine(backend, engine) if use_prompted else backend
     if embedded_model(text) is not None:
         from parlay.start import embedded_backend
 
         backend = embedded_backend(text, threads=threads, n_ctx=n_ctx)
-        return behind_engine(backend, **engine) if use_prompted else backend
+        return behind_engine(backend, engine) if use_prompted else backend
     if "://" in text:
         from parlay.backends.openai import OpenAIBackend
 
         name, _, url = text.partition("@") if "@" in text.split("://", 1)[0] else ("", "", text)
         caps = PLAIN_CHAT if use_prompted else Capabilities(native_tools=True, json_schema=True)
-        backend = OpenAIBackend(name or None, base_url=url, capabilities=caps)
+        backend = OpenAIBackend(
+            name or None, base_url=url, capabilities=caps, context_window=context_window
+        )
     elif text.lower().endswith(".gguf"):
         from parlay.backends.local import LocalBackend
 
@@ -75,7 +79,7 @@ def resolve_model(
     elif text.startswith("openai:"):
         from parlay.backends.openai import OpenAIBackend
 
-        backend = OpenAIBackend(text.removeprefix("openai:") or None)
+        backend = OpenAIBackend(text.removeprefix("openai:") or None, context_window=context_window)
     elif text.startswith("anthropic"):
         from parlay.backends.anthropic import AnthropicBackend
 
@@ -84,7 +88,20 @@ def resolve_model(
             raise ConfigurationError(
                 "-m anthropic needs a model name: -m anthropic:claude-sonnet-4-5 (say)"
             )
-        backend = AnthropicBackend(name)
+        backend = AnthropicBackend(name, context_window=context_window)
     else:
         raise ConfigurationError(f"-m {text!r} is not understood. {MODEL_HELP}")
-    return behind_engine(backend, **engine) if use_prompted else backend
+    return behind_engine(backend, engine) if use_prompted else backend
+
+
+def _embedded(text: str) -> bool:
+    return text.lower() in EMBEDDED or text.lower().endswith(".gguf") or bool(embedded_model(text))
+
+
+def _check_windows(text: str, context_window: int | None) -> None:
+    """`--context-window` only for a server, as `parlay serve` refuses it. (`--ctx` is
+    not refused for a server: it may come from `$PARLAY_CTX`, set for the embedded model.)"""
+    if context_window is not None and _embedded(text):
+        raise ConfigurationError(
+            "--context-window is a server's window; an embedded model's is --ctx"
+        )

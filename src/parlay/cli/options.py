@@ -6,17 +6,29 @@ import inspect
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import typer
-from attrs import evolve, frozen
+from attrs import evolve, field, frozen
 from rich.console import Console
 
+from parlay.cli.engine_options import (
+    ActionFormatOpt,
+    ContextWindowOpt,
+    CtxOpt,
+    ImagesOpt,
+    MaxRetriesOpt,
+    MinCallConfidenceOpt,
+    RuleOffOpt,
+    ThreadsOpt,
+)
 from parlay.cli.mcp_cmd import with_mcp_tools
 from parlay.cli.models import EMBEDDED, MODEL_HELP, resolve_model
 from parlay.cli.protocol import CliSession, Printer, stdin_approver
 from parlay.cli.resume import Conversation, find_conversation, rebuild_context
 from parlay.cli.toolfiles import collect_tools
+from parlay.engine.config import EngineChanges
+from parlay.errors import ConfigurationError
 from parlay.request import GenerationOptions, ToolChoice, unknown_choice
 from parlay.start import greedy
 from parlay.store import Store, TurnRecorder
@@ -97,25 +109,10 @@ NoStreamOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object per answer.")]
 PromptedOpt = Annotated[
     bool,
-    typer.Option("--prompted", help="Use prompted tool calling (for models without native tools)."),
-]
-# parlay.engine.contract.pieces.FORMATS as a type, so typer offers (and checks) the choices.
-ActionFormat = Literal["fenced", "json", "typed"]
-ActionFormatOpt = Annotated[
-    ActionFormat | None,
     typer.Option(
-        "--action-format",
-        help="How a model without native tools writes its calls (implies --prompted). "
-        "Default: typed held to a grammar where the backend supports JSON schemas (the "
-        "embedded SmolLM2: json), else fenced.",
-    ),
-]
-RuleOffOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--rule-off",
-        help="Switch one of the engine's rules off by name, e.g. refusal "
-        "(repeatable; implies --prompted).",
+        "--prompted",
+        help="Use prompted tool calling (for models without native tools); any engine "
+        "option below implies it.",
     ),
 ]
 MaxTokensOpt = Annotated[
@@ -145,26 +142,6 @@ SchemaOpt = Annotated[
         "model (module:Class); printed once checked.",
     ),
 ]
-ThreadsOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--threads",
-        min=1,
-        envvar="PARLAY_THREADS",
-        help="llama.cpp threads for an embedded model. Default: the cores free at start.",
-    ),
-]
-
-CtxOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--ctx",
-        min=256,
-        envvar="PARLAY_CTX",
-        help="The context window, in tokens, an embedded model is started with. "
-        "Default: the window it was trained for (at most 32768).",
-    ),
-]
 
 
 @frozen
@@ -183,13 +160,13 @@ class RunOptions:
     no_stream: bool = False
     json: bool = False
     prompted: bool = False
-    action_format: ActionFormat | None = None
-    rule_off: tuple[str, ...] = ()
+    engine: EngineChanges = field(factory=EngineChanges)
     max_tokens: int | None = None
     temperature: float | None = None
     no_log: bool = False
     threads: int | None = None
     ctx: int | None = None
+    context_window: int | None = None
     continue_conversation: bool = False
     cid: str | None = None
     schema: str | None = None
@@ -211,17 +188,22 @@ def run_options(
     json_output: JsonOpt = False,
     prompted: PromptedOpt = False,
     action_format: ActionFormatOpt = None,
+    max_retries: MaxRetriesOpt = None,
+    min_call_confidence: MinCallConfidenceOpt = None,
     rule_off: RuleOffOpt = None,
+    images: ImagesOpt = None,
     max_tokens: MaxTokensOpt = None,
     temperature: TemperatureOpt = None,
     no_log: NoLogOpt = False,
     threads: ThreadsOpt = None,
     ctx: CtxOpt = None,
+    context_window: ContextWindowOpt = None,
     continue_conversation: ContinueOpt = False,
     cid: CidOpt = None,
     schema: SchemaOpt = None,
 ) -> RunOptions:
-    """The options of `prompt` and `chat`, declared once: typer reads this signature."""
+    """The options of `prompt` and `chat`, declared once: typer reads this signature
+    (a `ConfigurationError` when an engine setting is out of range)."""
     # By keyword: a field moved in RunOptions cannot silently take another option's value.
     return RunOptions(
         model=model,
@@ -238,13 +220,19 @@ def run_options(
         no_stream=no_stream,
         json=json_output,
         prompted=prompted,
-        action_format=action_format,
-        rule_off=tuple(rule_off or ()),
+        engine=EngineChanges(
+            action_format=action_format,
+            max_retries=max_retries,
+            min_call_confidence=min_call_confidence,
+            rules_off=rule_off,
+            images=images,
+        ),
         max_tokens=max_tokens,
         temperature=temperature,
         no_log=no_log,
         threads=threads,
         ctx=ctx,
+        context_window=context_window,
         continue_conversation=continue_conversation,
         cid=cid,
         schema=schema,
@@ -264,7 +252,11 @@ def with_run_options(command: Callable[..., None]) -> Callable[..., None]:
         raise TypeError(f"{command.__name__}: parameters {sorted(clash)} are run options")
 
     def wrapper(**params: Any) -> None:
-        opts = run_options(**{name: params.pop(name) for name in shared})
+        try:
+            opts = run_options(**{name: params.pop(name) for name in shared})
+        except ConfigurationError as exc:  # as `parlay serve` says it
+            typer.echo(f"parlay {command.__name__}: {exc}", err=True)
+            raise typer.Exit(2) from exc
         command(**params, opts=opts)
 
     # Not functools.wraps: it would copy `command`'s string annotations for typer to
@@ -301,10 +293,10 @@ def build_session(opts: RunOptions, stderr: Console, *, lines: Printer | None = 
     backend = resolve_model(
         opts.model,
         use_prompted=opts.prompted,
-        action_format=opts.action_format,
-        rules_off=opts.rule_off,
+        engine=opts.engine,
         threads=opts.threads,
         n_ctx=opts.ctx,
+        context_window=opts.context_window,
     )
     resumed = None
     if opts.continue_conversation or opts.cid is not None:

@@ -8,23 +8,25 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from parlay.cli.serve_options import (
+from parlay.cli.engine_options import (
     ActionFormatOpt,
-    BodyTimeoutOpt,
-    ClientKeyOpt,
     ContextWindowOpt,
     CtxOpt,
-    HeaderTimeoutOpt,
-    HostOpt,
     ImagesOpt,
-    LogLevelOpt,
-    MaxBodyBytesOpt,
     MaxRetriesOpt,
     MinCallConfidenceOpt,
-    ModelOpt,
-    PortOpt,
     RuleOffOpt,
     ThreadsOpt,
+)
+from parlay.cli.serve_options import (
+    BodyTimeoutOpt,
+    ClientKeyOpt,
+    HeaderTimeoutOpt,
+    HostOpt,
+    LogLevelOpt,
+    MaxBodyBytesOpt,
+    ModelOpt,
+    PortOpt,
     TimeoutOpt,
     ToolsOpt,
     UpstreamKeyOpt,
@@ -67,6 +69,9 @@ def serve(
     """Serve OpenAI chat completions and Anthropic messages, with tools, before any model.
 
     With no --upstream-url it serves the embedded model through the prompt-contract engine.
+    Each engine option may also come from the environment: PARLAY_SERVE_ACTION_FORMAT,
+    _MAX_RETRIES, _MIN_CALL_CONFIDENCE, _RULES_OFF (comma-separated), _IMAGES; and
+    --context-window from PARLAY_SERVE_CONTEXT_WINDOW.
     """
     from parlay.server.config import ServerConfig
     from parlay.server.run import serve as run

@@ -1,5 +1,6 @@
 """The options of `parlay serve`, each with its help and its environment variable
-(read by `ServerConfig.from_env`, so the flag and the variable say the same thing)."""
+(read by `ServerConfig.from_env`, so the flag and the variable say the same thing). The
+engine's, the window's and the threads' are `parlay prompt`'s too: `cli.engine_options`."""
 
 from __future__ import annotations
 
@@ -67,49 +68,6 @@ TimeoutOpt = Annotated[
     typer.Option(help="Seconds to wait for the upstream (default 300) (env PARLAY_SERVE_TIMEOUT)"),
 ]
 
-ActionFormatOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Engine: how the model writes calls: fenced, json or typed (default: "
-        "typed under a grammar for an OpenAI-compatible upstream, else fenced) "
-        "(env PARLAY_SERVE_ACTION_FORMAT)"
-    ),
-]
-
-MaxRetriesOpt = Annotated[
-    int | None,
-    typer.Option(help="Engine: retries when a call was expected (env PARLAY_SERVE_MAX_RETRIES)"),
-]
-
-MinCallConfidenceOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--min-call-confidence",
-        min=0.0,
-        max=1.0,
-        help="Engine: under tool_choice auto, a call goes out only when the model was at "
-        "least this sure of calling and of the tool it names; else it is asked for words "
-        "(default 0.7; 0 switches it off; env PARLAY_SERVE_MIN_CALL_CONFIDENCE)",
-    ),
-]
-
-ImagesOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Engine: an image for the text-only model: placeholder (a line saying an "
-        "image was there and this model reads text only) or refuse (a 400); native mode "
-        "passes images on (default placeholder) (env PARLAY_SERVE_IMAGES)"
-    ),
-]
-
-RuleOffOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--rule-off",
-        help="Engine: switch a rule off by name (repeatable; env PARLAY_SERVE_RULES_OFF)",
-    ),
-]
-
 WorkersOpt = Annotated[
     int | None,
     typer.Option(
@@ -140,36 +98,6 @@ BodyTimeoutOpt = Annotated[
         help="Seconds a client has to send a request's whole body once its headers are "
         "in; then it gets a 408 and the connection is closed (default 10) "
         "(env PARLAY_SERVE_BODY_TIMEOUT)"
-    ),
-]
-
-ThreadsOpt = Annotated[
-    int | None,
-    typer.Option(
-        envvar="PARLAY_THREADS",
-        show_envvar=False,
-        help="The embedded model's llama.cpp threads (default: the cores free when it "
-        "loads) (env PARLAY_THREADS)",
-    ),
-]
-
-CtxOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--ctx",
-        envvar="PARLAY_CTX",
-        show_envvar=False,
-        help="The embedded model's context window in tokens (default: the window it was "
-        "trained for, at most 32768) (env PARLAY_CTX)",
-    ),
-]
-
-ContextWindowOpt = Annotated[
-    int | None,
-    typer.Option(
-        help="The upstream model's context window in tokens (default: asked of the "
-        "upstream once: llama.cpp, vLLM, LM Studio, Ollama) "
-        "(env PARLAY_SERVE_CONTEXT_WINDOW)",
     ),
 ]
 

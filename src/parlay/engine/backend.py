@@ -9,26 +9,23 @@ gives it (`Diagnostics.streaming`).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, NoReturn, TypeVar, cast
 
 from attrs import evolve
 
 from parlay.backends._http import schema_rejected
 from parlay.backends.base import Backend, Capabilities
-from parlay.backends.bounds import ATTEMPT_MAX_TOKENS, RepetitionLimit, guarded
+from parlay.backends.bounds import guarded
 from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.backends.tokens import TokenCount, count_tokens
 from parlay.backends.window import context_window
 from parlay.context import Message
-from parlay.engine.checks.confidence import DEFAULT_CALL_CONFIDENCE
-from parlay.engine.checks.refusal import DEFAULT_REFUSALS, RefusalPhrases
 from parlay.engine.checks.results_answer import results_answer
-from parlay.engine.checks.retry import DEFAULT_CHECKS, Check
 from parlay.engine.checks.rules import unknown_rules
+from parlay.engine.config import EngineChanges, EngineConfig
 from parlay.engine.contract.fit import Budget, fit, reply_reserve
 from parlay.engine.contract.images import text_only
-from parlay.engine.contract.pieces import DEFAULT_MAX_RESULT_CHARS
 from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import has_tool_activity
 from parlay.engine.judging import retry, to_release, verdict_on
@@ -58,62 +55,16 @@ def _setting(read: Callable[[EngineSettings], T]) -> T:
 class PromptedBackend:
     """Wraps any `Backend` and gives it tool calling through a prompt contract.
 
-    - `action_format`: "fenced", "json" or "typed" (the parser reads all three);
-      None: "typed" when replies can be held to a grammar, else "fenced".
-    - `max_retries`: how many times a failed reply is asked again.
-    - `constrained`: hold replies to a JSON schema of valid actions (not under
-      `tool_choice="none"`); None: when the inner backend takes one, else free text.
-    - `few_shot`, `max_examples`: example turns made from the request's tools.
-    - `refusal_phrases`, `refusal_window`: what reads as a refusal, and how much text
-      is held under `auto` before it streams.
-    - `template_dir`: your templates, searched before parlay's own.
-    - `max_result_chars`, `thought_limit`: where tool outputs and thoughts are cut.
-    - `restate_request`: see `ContractOptions`.
-    - `check_values`: switch the value rules (`contract.grounding`) on or off; None: as shipped.
-    - `min_call_confidence`: the one knob trading calls for abstentions. Under `auto`
-      and a grammar, a call goes out only when the model was at least this sure of it
-      (`checks.confidence`): of calling rather than answering, where the format writes
-      a reply's kind (first replies), and of the tool it names, at each token of the
-      name. Below it the model is asked for words. 0: off.
-    - `max_tokens`: each attempt's budget when the request sets none.
-    - `checks`, `rules_off`: the checks a reply passes, in order, and rules switched off.
-    - `repetition`: stop an attempt caught in a loop (`RepetitionLimit`; None: off).
-    - `images`: "placeholder" (each image becomes a line saying an image was there and
-      that this model reads text only) or "refuse" (an `InvalidRequestError`).
-
-    The defaults and what they cost: bench/results/bfcl-dev.md.
+    Its settings are one `EngineConfig` (`parlay.engine.config`, where each is
+    described): pass one as `config`, its fields by name
+    (`PromptedBackend(inner, max_retries=1)`), or both (the names change the config). A
+    value out of range is a `ConfigurationError` when the config is made.
     """
 
-    def __init__(
-        self,
-        inner: Backend,
-        *,
-        action_format: str | None = None,
-        max_retries: int = 2,
-        constrained: bool | None = None,
-        few_shot: bool = True,
-        refusal_phrases: RefusalPhrases = DEFAULT_REFUSALS,
-        template_dir: str | None = None,
-        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
-        thought_limit: int = 200,
-        refusal_window: int = 200,
-        max_examples: int = 4,
-        restate_request: bool = True,
-        check_values: bool | None = None,
-        min_call_confidence: float = DEFAULT_CALL_CONFIDENCE,
-        max_tokens: int | None = ATTEMPT_MAX_TOKENS,
-        repetition: RepetitionLimit | None = RepetitionLimit(),  # noqa: B008 (frozen)
-        rules_off: Iterable[str] = (),
-        checks: Iterable[Check] = DEFAULT_CHECKS,
-        images: str = "placeholder",
-    ) -> None:
-        # The arguments as given, so `configure` changes some and keeps the rest.
-        self._arguments: dict[str, Any] = {
-            key: value for key, value in locals().items() if key not in ("self", "inner")
-        }
-        self.settings = engine_settings(inner, **self._arguments)
+    def __init__(self, inner: Backend, config: EngineConfig | None = None, **fields: Any) -> None:
+        self.config = evolve(config or EngineConfig(), **fields)
+        self.settings = engine_settings(inner, self.config)
         self.inner = inner
-        self.constrained = constrained
         # Set once the inner backend refuses the grammar: this engine without it.
         self._unconstrained: PromptedBackend | None = None
         self._refusal = ""
@@ -129,21 +80,28 @@ class PromptedBackend:
     grammar_available = _setting(lambda s: s.grammar_available)
     max_tokens = _setting(lambda s: s.max_tokens)
 
-    def configure(self, **changes: Any) -> PromptedBackend:
-        """A copy with some settings changed (same inner backend): handy for benchmarks.
-        `rules_off` and `rules_on` switch rules from those of this engine."""
-        checks = changes.get("checks", self.policy.checks)
-        switched_on = tuple(changes.pop("rules_on", ()))
+    @property
+    def constrained(self) -> bool | None:
+        """As configured (None: a grammar when the inner backend takes one)."""
+        return self.config.constrained
+
+    def configure(self, changes: EngineChanges | None = None, **fields: Any) -> PromptedBackend:
+        """A copy with some settings changed (same inner backend): `changes` from a
+        command line, or `EngineConfig` fields by name. `rules_off` and `rules_on` switch
+        rules from those of this engine."""
+        fields = {**(changes.given() if changes else {}), **fields}
+        checks = fields.get("checks", self.config.checks)
+        switched_on = tuple(fields.pop("rules_on", ()))
         if unknown := unknown_rules(switched_on, [check.name for check in checks]):
             raise ConfigurationError(f"unknown rule(s) {', '.join(unknown)} in rules_on")
         # The rules as they are, then switched as asked (not rebuilt from the defaults).
         rules = self.rules.switched(
-            off=changes.pop("rules_off", ()),
+            off=fields.pop("rules_off", ()),
             on=switched_on,
-            values=changes.pop("check_values", None),
+            values=fields.pop("check_values", None),
         )
-        arguments = {**self._arguments, **changes, "rules_off": rules.off, "check_values": None}
-        return PromptedBackend(self.inner, **arguments)
+        config = evolve(self.config, **fields, rules_off=rules.off, check_values=None)
+        return PromptedBackend(self.inner, config)
 
     @property
     def name(self) -> str:
@@ -300,9 +258,9 @@ async def _noted(events: AsyncIterator[Event], note: str) -> AsyncIterator[Event
         yield out
 
 
-def behind_engine(backend: Backend, **options: Any) -> PromptedBackend:
-    """`backend` behind the engine with `options` (None: unchanged), never wrapped twice."""
-    given = {key: value for key, value in options.items() if value is not None}
+def behind_engine(backend: Backend, changes: EngineChanges) -> PromptedBackend:
+    """`backend` behind the engine with `changes` on top of its settings, never wrapped
+    twice."""
     if isinstance(backend, PromptedBackend):
-        return backend.configure(**given) if given else backend
-    return PromptedBackend(backend, **given)
+        return backend.configure(changes) if changes.given() else backend
+    return PromptedBackend(backend, **changes.given())

@@ -6,14 +6,13 @@ import ipaddress
 import math
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import field, frozen
 
 from parlay.backends.base import Backend, Capabilities
 from parlay.engine.backend import behind_engine
-from parlay.engine.checks.rules import RULES, unknown_rules
-from parlay.engine.contract.pieces import as_image_handling
+from parlay.engine.config import EngineChanges
 from parlay.errors import ConfigurationError
 from parlay.server.slow_clients import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
 
@@ -26,6 +25,8 @@ ToolMode = Literal["prompted", "native"]
 
 ENV_PREFIX = "PARLAY_SERVE_"
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+# `from_env`'s names that are the engine's (`EngineChanges`), as flags and variables.
+ENGINE_FIELDS = ("action_format", "max_retries", "min_call_confidence", "rules_off", "images")
 
 
 def _names(value: object) -> tuple[str, ...]:
@@ -34,6 +35,12 @@ def _names(value: object) -> tuple[str, ...]:
     if isinstance(value, str):
         return tuple(v.strip() for v in value.split(",") if v.strip())
     return tuple(str(v) for v in value)  # type: ignore[attr-defined]
+
+
+def _engine(value: EngineChanges | Mapping[str, Any]) -> EngineChanges:
+    """The engine's settings, or their fields (as `attrs.asdict` gives them to the
+    worker processes of `--workers N`, `server.run`)."""
+    return value if isinstance(value, EngineChanges) else EngineChanges(**value)
 
 
 @frozen
@@ -58,14 +65,8 @@ class ServerConfig:
     port: int = 8000
     timeout: float = 300.0
     stream_upstream: bool = True
-    # Prompt-contract engine settings (None: the engine's own defaults).
-    action_format: str | None = None
-    max_retries: int | None = None
-    min_call_confidence: float | None = None
-    # An image for a text-only model: "placeholder" or "refuse" (None: the engine's own).
-    images: str | None = None
-    # Engine rules to switch off, by name.
-    rules_off: tuple[str, ...] = field(default=(), converter=_names)
+    # Prompt-contract engine settings, on top of the backend's own (each checked there).
+    engine: EngineChanges = field(factory=EngineChanges, converter=_engine)
     # Serving: worker processes (the proxy is stateless, so any worker may answer any
     # turn) and the largest request body accepted (413 beyond).
     workers: int = 1
@@ -83,7 +84,7 @@ class ServerConfig:
 
     def __attrs_post_init__(self) -> None:
         self._check_modes()
-        self._check_engine_and_limits()
+        self._check_limits()
         self._check_access()
 
     def _check_modes(self) -> None:
@@ -106,19 +107,7 @@ class ServerConfig:
                 "model has none, so it is served through the prompt-contract engine"
             )
 
-    def _check_engine_and_limits(self) -> None:
-        confidence = self.min_call_confidence
-        if confidence is not None and not 0 <= confidence <= 1:
-            raise ConfigurationError(
-                f"min call confidence {confidence} is not between 0 and 1 (0 switches it off)"
-            )
-        if self.images is not None:
-            as_image_handling(self.images)
-        unknown = unknown_rules(self.rules_off)
-        if unknown:
-            raise ConfigurationError(
-                f"unknown engine rule(s) {', '.join(unknown)}; the rules: {', '.join(RULES)}"
-            )
+    def _check_limits(self) -> None:
         if self.workers < 1:
             raise ConfigurationError(f"--workers must be at least 1, got {self.workers}")
         if self.upstream_url is None and self.workers > 1:
@@ -191,10 +180,9 @@ class ServerConfig:
             ("client_keys", "CLIENT_KEYS"),
             ("host", "HOST"),
             ("rules_off", "RULES_OFF"),
+            ("action_format", "ACTION_FORMAT"),
+            ("images", "IMAGES"),
         ):
-            if env.get(ENV_PREFIX + key):
-                values[name] = env[ENV_PREFIX + key]
-        for name, key in (("action_format", "ACTION_FORMAT"), ("images", "IMAGES")):
             if env.get(ENV_PREFIX + key):
                 values[name] = env[ENV_PREFIX + key]
         for name, key, kind in (
@@ -216,7 +204,9 @@ class ServerConfig:
                         f"{ENV_PREFIX + key}={env[ENV_PREFIX + key]!r} is not a number"
                     ) from exc
         values.update({k: v for k, v in overrides.items() if v is not None and v != ()})
-        return cls(**values)  # type: ignore[arg-type]
+        # The engine's settings from either, as one value (flags over the environment).
+        engine = {name: values.pop(name) for name in ENGINE_FIELDS if name in values}
+        return cls(**values, engine=EngineChanges(**engine))  # type: ignore[arg-type]
 
 
 def is_loopback(host: str) -> bool:
@@ -231,17 +221,10 @@ def is_loopback(host: str) -> bool:
 def build_backend(config: ServerConfig) -> Backend:
     """The backend the proxy serves: the upstream, through the prompt engine if asked;
     with no upstream, the embedded model as `start_session()` runs it."""
-    options = {  # None: the engine's own (`behind_engine`)
-        "action_format": config.action_format,
-        "max_retries": config.max_retries,
-        "min_call_confidence": config.min_call_confidence,
-        "rules_off": config.rules_off or None,
-        "images": config.images,
-    }
     if config.upstream_url is None:
         from parlay.server.embedded import embedded_backend
 
-        return embedded_backend(config.threads, config.ctx, **options)
+        return embedded_backend(config.threads, config.ctx, config.engine)
     native = config.tools == "native"
     caps = Capabilities(native_tools=native, json_schema=config.upstream_kind == "openai")
     backend_class: type[AnthropicBackend] | type[OpenAIBackend]
@@ -264,4 +247,4 @@ def build_backend(config: ServerConfig) -> Backend:
     )
     if native:
         return inner
-    return behind_engine(inner, **options)
+    return behind_engine(inner, config.engine)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
-from typing import Any
 
 from attrs import evolve
 
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.tokens import TokenCount, count_tokens
 from parlay.backends.window import ContextWindow, context_window
+from parlay.engine.config import EngineChanges
 from parlay.events import Event
 from parlay.request import ChatRequest
 
@@ -43,7 +43,9 @@ class Greedy:
         return self.inner.stream(request)
 
 
-def embedded_backend(threads: int | None, n_ctx: int | None = None, **engine: Any) -> Backend:
+def embedded_backend(
+    threads: int | None, n_ctx: int | None = None, engine: EngineChanges | None = None
+) -> Backend:
     """Exactly `parlay.start.default_backend(threads=..., n_ctx=...)`, greedy by default;
     `engine` settings given on the command line change the prompt-contract engine's own."""
     from parlay.engine.backend import PromptedBackend, behind_engine
@@ -51,7 +53,7 @@ def embedded_backend(threads: int | None, n_ctx: int | None = None, **engine: An
 
     backend = default_backend(threads=threads, n_ctx=n_ctx)
     if isinstance(backend, PromptedBackend):  # a native server keeps its own tool calling
-        backend = behind_engine(backend, **engine)
+        backend = behind_engine(backend, engine or EngineChanges())
     return Greedy(backend)
 
 
