@@ -87,6 +87,9 @@ class Client:
 
 
 def _execute(command: list[str], work: Path, env: dict[str, str], timeout: float) -> Run:
+    # $PWD too: opencode takes its folder from it, not from the process's own, and wrote
+    # the task's file into the folder the benchmark was started from.
+    env = {**env, "PWD": str(work)}
     try:
         done = subprocess.run(
             command, cwd=work, env=env, capture_output=True, text=True, timeout=timeout,
