@@ -35,6 +35,9 @@ from bench.agent_relay import Exchange, Relay
 # Another file for a probe that must not replace the page's rows (a setting tried, say).
 ROWS = Path(os.environ.get("PARLAY_BENCH_AGENTS_ROWS") or RESULTS / "agents.jsonl")
 CACHE_ROWS = RESULTS / "agents-cache.jsonl"
+# The same cells with `--min-call-confidence 0` (PARLAY_SERVE_MIN_CALL_CONFIDENCE=0 and
+# PARLAY_BENCH_AGENTS_ROWS pointing here): does the knob cost agents their calls?
+PROBE_ROWS = RESULTS / "agents-knob0.jsonl"
 MODELS = ("smollm2", "qwen2.5-coder")
 CELL_TIMEOUT = 10 * 60.0
 
@@ -130,11 +133,11 @@ def _reason(code: int | None, missing: str, exchanges: list[Exchange], log: str)
     return missing
 
 
-def load_rows() -> list[dict[str, Any]]:
+def load_rows(path: Path = ROWS) -> list[dict[str, Any]]:
     """The rows kept, the last run of each cell only (`--again` appends a newer one)."""
-    if not ROWS.is_file():
+    if not path.is_file():
         return []
-    rows = [json.loads(line) for line in ROWS.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return list({(r["client"], r["model"], r["task"]): r for r in rows}.values())
 
 
@@ -154,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
         run_all(args)
     from bench.agents_page import write_page
 
-    print(write_page(load_rows(), load_cache_rows()))
+    print(write_page(load_rows(), load_cache_rows(), load_rows(PROBE_ROWS)))
 
 
 def run_cache(models: list[str]) -> None:

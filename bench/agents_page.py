@@ -101,7 +101,11 @@ def cache_table(rows: list[dict[str, Any]]) -> str:
     return markdown_table(headers, lines)
 
 
-def write_page(rows: list[dict[str, Any]], cache: list[dict[str, Any]] | None = None) -> Path:
+def write_page(
+    rows: list[dict[str, Any]],
+    cache: list[dict[str, Any]] | None = None,
+    knob_off: list[dict[str, Any]] | None = None,
+) -> Path:
     headers = ["model", "client", "task", "done", "why not", "requests", "4xx/5xx",
                "tokens / window", "shrunk", "first token per turn (s)", "seconds"]  # fmt: skip
     return write_result(
@@ -125,5 +129,16 @@ def write_page(rows: list[dict[str, Any]], cache: list[dict[str, Any]] | None = 
                 "first: " + turn_ratio(rows),
             ),
             ("Every cell", markdown_table(headers, cell_rows(rows))),
+            (
+                "The same cells with --min-call-confidence 0",
+                "The one knob's default (0.7) "
+                "was set on single questions (bench/results/bfcl-knob.md); an agent's turns "
+                "have many tools, and below the knob the model is asked for words instead of "
+                "its call. Same clients, tasks and server, the knob off "
+                "(`agents-knob0.jsonl`):\n\n"
+                + markdown_table(["model", "client", "done"], rates(knob_off or []))
+                + "\n\n"
+                + markdown_table(headers, cell_rows(knob_off or [])),
+            ),
         ],
     )
