@@ -29,7 +29,7 @@ def test_a_cell_shows_tokens_against_the_window_what_was_shrunk_and_refusals() -
             400,
             None,
             **{"x-parlay-context-window": "8192", "x-parlay-prompt-tokens": "9000; estimate"},
-        ),  # fmt: skip
+        ),
     ]
     [cells] = cell_rows([row("read a file", False, requests)])
     assert cells[7] == "4303 / 8192"
