@@ -209,7 +209,9 @@ def page() -> str:
     rows = [json.loads(line) for line in CELLS.read_text().splitlines() if line.strip()]
     errors = [r for r in rows if r.get("error")]
     ran = measured(rows)
-    beside = [r for r in ran if r["model"] == "smollm2" and r["kind"] != "tool"
+    # Every model Mellea ran on, on the tasks it ran (those without a tool).
+    mellea_models = {r["model"] for r in ran if r["system"] == "mellea"}
+    beside = [r for r in ran if r["model"] in mellea_models and r["kind"] != "tool"
               and r["strategy"] == "RejectionSampling"]  # fmt: skip
     parts = [
         "# Requirements checked and repaired (issue 50)",
