@@ -166,7 +166,7 @@ def run_cache(models: list[str]) -> None:
     for model in models:
         log = Path(tempfile.gettempdir()) / f"parlay-agents-cache-{model}.log"
         with served(model, log) as url:
-            row = {"model": model, **measure(url)}
+            row = {"model": model, **measure(url, log)}
         print(row, flush=True)
         with CACHE_ROWS.open("a") as out:
             out.write(json.dumps(row) + "\n")

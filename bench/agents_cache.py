@@ -1,8 +1,10 @@
 """Turn 2 against turn 1: Claude Code's real first request (recorded from 2.1.197, its
 24 tools) sent to `parlay serve` on the embedded model, then the same conversation one
-turn on (the model's Bash call and its result appended), each timed to its first content.
+turn on (the model's Bash call and its result appended), each timed to its first content,
+and the model server's own time to read the prompt (its debug line, `parlay.model`).
 What parlay renders for a conversation is the same bytes from turn to turn up to the new
-messages, so llama.cpp reuses its prompt cache and turn 2 costs only what is new.
+messages, so llama.cpp reuses its prompt cache and turn 2 reads only what is new; the
+client's first content also waits for the whole reply, which the engine checks first.
 
     python -m bench.agents --cache     (part of the agents page)
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -52,14 +55,34 @@ def first_content(url: str, body: dict[str, Any]) -> tuple[float, int, dict[str,
     return time.monotonic() - started, reply.status_code, headers
 
 
-def measure(url: str) -> dict[str, Any]:
-    """Turn 1, then turn 2, then turn 2 again (all cached): seconds to first content."""
+# The line `parlay.backends.model_timings` writes for each reply of a llama.cpp server.
+TIMINGS = re.compile(
+    r"prompt: (\d+) tokens, (\d+) from the model server's cache, \d+ read in ([\d.]+) s"
+)
+
+
+def prompt_read(log: Path, start: int) -> dict[str, Any]:
+    """The model server's account of the turn's first attempt, from the serve log."""
+    with log.open("rb") as lines:
+        lines.seek(start)
+        found = TIMINGS.search(lines.read().decode(errors="replace"))
+    if found is None:
+        return {}
+    total, cached, seconds = found.groups()
+    return {"prompt": int(total), "cached": int(cached), "read_s": float(seconds)}
+
+
+def measure(url: str, log: Path) -> dict[str, Any]:
+    """Turn 1, then turn 2, then turn 2 again (all cached): seconds to first content, and
+    the model server's seconds to read the prompt."""
     first = json.loads(RECORDED.read_text())
     second = turn_two(first)
     rows = []
     for name, body in (("turn 1", first), ("turn 2", second), ("turn 2 again", second)):
+        start = log.stat().st_size
         seconds, status, headers = first_content(url, body)
         rows.append({"turn": name, "seconds": round(seconds, 2), "status": status,
                      "tokens": headers.get("x-parlay-prompt-tokens", ""),
-                     "shrunk": headers.get("x-parlay-shrunk", "")})  # fmt: skip
+                     "shrunk": headers.get("x-parlay-shrunk", ""),
+                     **prompt_read(log, start)})  # fmt: skip
     return {"kind": "cache", "turns": rows}

@@ -86,18 +86,23 @@ def turn_ratio(rows: list[dict[str, Any]]) -> str:
             f"(lowest {min(ratios):.2f}, highest {max(ratios):.2f}).")  # fmt: skip
 
 
+def _ratio(first: float | None, second: float | None) -> str:
+    return f"{second / first:.2f}" if first and second is not None else "-"
+
+
 def cache_table(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "Not measured yet: `python -m bench.agents --cache`."
     lines = []
     for row in sorted(rows, key=lambda r: r["model"]):
-        turns = {t["turn"]: t for t in row["turns"]}
-        first, second = turns["turn 1"]["seconds"], turns["turn 2"]["seconds"]
-        lines.append([row["model"], turns["turn 1"]["tokens"], first, turns["turn 2"]["tokens"],
-                      second, f"{second / first:.2f}" if first else "-",
-                      turns["turn 2 again"]["seconds"]])  # fmt: skip
-    headers = ["model", "turn 1 tokens", "turn 1 (s)", "turn 2 tokens", "turn 2 (s)",
-               "turn 2 / turn 1", "turn 2 again (s)"]  # fmt: skip
+        one, two = (next(t for t in row["turns"] if t["turn"] == n) for n in ("turn 1", "turn 2"))
+        lines.append([row["model"], one["tokens"], two["tokens"], two.get("cached", "-"),
+                      one.get("read_s", "-"), two.get("read_s", "-"),
+                      _ratio(one.get("read_s"), two.get("read_s")),
+                      one["seconds"], two["seconds"], _ratio(one["seconds"], two["seconds"])])  # fmt: skip
+    headers = ["model", "turn 1 tokens", "turn 2 tokens", "turn 2 from cache",
+               "prompt read, turn 1 (s)", "turn 2 (s)", "ratio",
+               "first content, turn 1 (s)", "turn 2 (s)", "ratio"]  # fmt: skip
     return markdown_table(headers, lines)
 
 
@@ -122,8 +127,10 @@ def write_page(
             (
                 "Turn 2 against turn 1",
                 "Claude Code's recorded first request (2.1.197, 24 tools), then the same "
-                "conversation one turn on (a Bash call and its result), seconds to the first "
-                "content, on a machine shared with other work:\n\n"
+                "conversation one turn on (a Bash call and its result): the model server's own "
+                "seconds to read the prompt (its prompt cache at work), and seconds to the "
+                "client's first content, which also waits for the whole reply (the engine "
+                "checks a reply before it goes out), on a machine shared with other work:\n\n"
                 + cache_table(cache or [])
                 + "\n\nIn the cells below, the client's own second request against its "
                 "first: " + turn_ratio(rows),

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.agents_page import cell_rows, rates, turn_ratio
+from bench.agents_cache import TIMINGS, prompt_read
+from bench.agents_page import cache_table, cell_rows, rates, turn_ratio
 
 
 def request(status: int = 200, first: float | None = 10.0, **headers: str) -> dict[str, Any]:
@@ -47,3 +48,29 @@ def test_turn_two_is_read_against_turn_one_of_the_clients_own_turns_only() -> No
     requests = [request(first=1.0), request(first=40.0, **FITTED), request(first=10.0, **FITTED)]
     assert turn_ratio([row("a", True, requests)]).startswith("median 0.25 over 1 cells")
     assert "no cell" in turn_ratio([row("a", True, [request(**FITTED)])])
+
+
+def test_turn_two_reads_the_model_servers_prompt_time_from_the_serve_log(tmp_path) -> None:
+    log = tmp_path / "serve.log"
+    line = ("DEBUG parlay.model: prompt: 4225 tokens, 4147 from the model server's cache,"
+            " 78 read in 0.41 s; reply: 30 tokens in 2.00 s (http://127.0.0.1:1/v1)\n")  # fmt: skip
+    log.write_text("turn 1 lines\n")
+    start = log.stat().st_size
+    log.write_text("turn 1 lines\n" + line + line.replace("0.41", "9.99"))
+    assert TIMINGS.search(line)
+    assert prompt_read(log, start) == {"prompt": 4225, "cached": 4147, "read_s": 0.41}
+    assert prompt_read(log, log.stat().st_size) == {}
+
+
+def test_the_cache_table_puts_the_prompt_read_ratio_beside_the_first_content_ratio() -> None:
+    turns = [
+        {"turn": "turn 1", "seconds": 60.0, "tokens": "4147", "read_s": 8.0, "cached": 0},
+        {"turn": "turn 2", "seconds": 15.0, "tokens": "4225", "read_s": 0.4, "cached": 4147},
+        {"turn": "turn 2 again", "seconds": 14.0, "tokens": "4225"},
+    ]
+    table = cache_table([{"model": "smollm2", "turns": turns}])
+    assert "| smollm2 | 4147 | 4225 | 4147 | 8.0 | 0.4 | 0.05 | 60.0 | 15.0 | 0.25 |" in table
+    old = [
+        {k: v for k, v in t.items() if k != "read_s"} for t in turns
+    ]  # rows from before the model's timings
+    assert "| - | 60.0 | 15.0 | 0.25 |" in cache_table([{"model": "q", "turns": old}])

@@ -15,6 +15,7 @@ import httpx
 
 from parlay.backends._http import DEFAULT_TIMEOUT, HttpTransport
 from parlay.backends.base import Capabilities, checked_base_url
+from parlay.backends.model_timings import log_timings
 from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.backends.tokens import CountMethod, TokenCount, estimate
 from parlay.backends.window import ContextWindow, ask_upstream
@@ -132,6 +133,7 @@ class OpenAIBackend:
                 raise BackendProtocolError(
                     f"the stream from {self.base_url} ended before the model finished"
                 )
+        log_timings(decoder.timings, self.base_url)
         for event in decoder.finish():
             yield event
 

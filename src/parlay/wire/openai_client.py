@@ -294,6 +294,8 @@ class StreamDecoder:
         self._last: Any = None
         self._think = ThinkSplitter()  # a reply's leading <think> block is reasoning
         self.finished = False
+        # llama.cpp's account of its own work (prompt read, cache reused, tokens written)
+        self.timings: Mapping[str, Any] | None = None
 
     def feed(self, chunk: Mapping[str, Any]) -> Iterator[Event]:
         self._last = chunk
@@ -301,6 +303,8 @@ class StreamDecoder:
         usage = decode_usage(chunk.get("usage"))
         if usage is not None:
             self._usage = usage
+        if isinstance(timings := chunk.get("timings"), Mapping):
+            self.timings = timings
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             if thought := _reasoning(delta):

@@ -1,0 +1,39 @@
+"""A debug line with what a llama.cpp server says of its own work on a reply.
+
+llama.cpp ends a reply with `timings`: how many prompt tokens it read, how many it took
+from its prompt cache, and how long reading and writing took. The line shows whether a
+conversation's later turns reuse the cache (what parlay renders is byte-stable from
+turn to turn for that reason), which no client-side timing can tell apart from the time
+the engine spends checking a reply before it goes out.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+logger = logging.getLogger("parlay.model")
+
+
+def describe_timings(timings: Mapping[str, Any]) -> str | None:
+    """One line from llama.cpp's `timings`, or None when they are not llama.cpp's."""
+    try:
+        read = int(timings["prompt_n"])
+        cached = int(timings.get("cache_n", 0))
+        read_s = float(timings["prompt_ms"]) / 1000
+        written = int(timings["predicted_n"])
+        written_s = float(timings["predicted_ms"]) / 1000
+    except (KeyError, TypeError, ValueError):
+        return None
+    return (
+        f"prompt: {read + cached} tokens, {cached} from the model server's cache,"
+        f" {read} read in {read_s:.2f} s; reply: {written} tokens in {written_s:.2f} s"
+    )
+
+
+def log_timings(timings: Mapping[str, Any] | None, server: str) -> None:
+    if timings is None or not logger.isEnabledFor(logging.DEBUG):
+        return
+    if line := describe_timings(timings):
+        logger.debug("%s (%s)", line, server)
