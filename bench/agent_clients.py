@@ -134,8 +134,11 @@ def _package_version(bin_folder: Path, package: str) -> str:
 
 def _claude(bin_folder: Callable[[], Path]) -> Callable[[str, str, Path, Path, float], Run]:
     def run(url: str, prompt: str, work: Path, home: Path, timeout: float) -> Run:
+        # A slow model's first reply can take more than Claude Code's 5 minutes without an
+        # event (pings do not count); docs/clients.md says to raise it, as here, to its most.
         env = _env(home, ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY=KEY, DISABLE_TELEMETRY="1",
-                   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")  # fmt: skip
+                   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+                   CLAUDE_STREAM_IDLE_TIMEOUT_MS="1800000")  # fmt: skip
         command = [str(bin_folder() / "claude"), "-p", prompt, "--output-format", "json",
                    "--allowedTools", "Bash,Read,Write,Edit,Glob,Grep"]  # fmt: skip
         done = _execute(command, work, env, timeout)
