@@ -100,22 +100,23 @@ async def test_as_shipped_every_rule_is_on() -> None:
 
 
 def test_the_rule_name_types_list_every_rule_in_the_policys_order() -> None:
-    """The Literal types mypy checks rule names against, and the tables the engine
-    reads, name the same rules in the same order (a rule added to one only fails here)."""
+    """The Literal type mypy checks the engine's other rules against, and the table the
+    engine reads, name the same rules in the same order (a rule added to one only fails
+    here); the checks' rules are listed from the checks, in the policy's order."""
     from typing import get_args
 
-    from parlay.engine.checks.retry import IssueKind
-    from parlay.engine.checks.rules import OTHER_RULES, VERDICT_RULES, EngineRule, VerdictReason
+    from parlay.engine.checks.defaults import DEFAULT_CHECKS
+    from parlay.engine.checks.rules import OTHER_RULES, VERDICT_RULES, EngineRule
     from parlay.engine.contract.pieces import FORMATS, ActionFormat
 
-    assert get_args(VerdictReason) == tuple(VERDICT_RULES)
     assert get_args(EngineRule) == tuple(OTHER_RULES)
-    assert set(get_args(IssueKind)) <= set(VERDICT_RULES)
+    last_places = list(dict.fromkeys(c.name for c in reversed(DEFAULT_CHECKS)))[::-1]
+    assert list(VERDICT_RULES) == last_places
     assert get_args(ActionFormat) == FORMATS == ("fenced", "json", "typed")
 
 
 def test_the_policys_checks_are_an_ordered_list_a_user_can_extend() -> None:
-    from parlay.engine.checks.retry import DEFAULT_CHECKS, RuleCheck, Verdict
+    from parlay.engine.checks.retry import DEFAULT_CHECKS, EngineCheck, Verdict
     from parlay.engine.checks.rules import OwnRuleName
 
     def no_paris(reply: Evidence) -> Verdict | None:
@@ -125,7 +126,7 @@ def test_the_policys_checks_are_an_ordered_list_a_user_can_extend() -> None:
     call = ToolCall("get_weather", {"city": "Paris"}, "c1")
     reply = Evidence([call], [], [], TurnPolicy.of_choice(ToolChoice("auto")), [WEATHER])
     assert RetryPolicy().judge(reply) is None
-    extended = RetryPolicy(checks=(*DEFAULT_CHECKS, RuleCheck("no_paris", no_paris)))
+    extended = RetryPolicy(checks=(*DEFAULT_CHECKS, EngineCheck("no_paris", no_paris)))
     verdict = extended.judge(reply)
     assert verdict is not None and verdict.reason == "no_paris"
 

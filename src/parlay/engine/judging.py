@@ -19,12 +19,14 @@ from attrs import evolve
 from parlay.context import AssistantMessage, Message, UserMessage
 from parlay.diagnostics import RetryRecord
 from parlay.engine.attempt import Attempt
+from parlay.engine.checks.call_checks import only_repeats, repeated_ids, repeated_names
 from parlay.engine.checks.confidence import NameChoice, leans_to_words, name_choices
+from parlay.engine.checks.defaults import traits
 from parlay.engine.checks.placeholders import is_debris, is_placeholder
 from parlay.engine.checks.refusal import RefusalSignal, asks_user, detect_refusal
-from parlay.engine.checks.retry import Evidence, Verdict, only_repeats
+from parlay.engine.checks.retry import Evidence, Verdict
 from parlay.engine.checks.retry_message import retry_instruction
-from parlay.engine.checks.rules import EngineRule, VerdictReason
+from parlay.engine.checks.rules import EngineRule
 from parlay.engine.contract.constrain import final_schema
 from parlay.engine.contract.grounding import copied_answer, echoes
 from parlay.engine.contract.pieces import ActionFormat
@@ -34,17 +36,6 @@ from parlay.engine.turn import TurnState
 from parlay.request import NONE, ChatRequest, ResponseFormat, ToolSpec
 
 logger = logging.getLogger("parlay.prompted")
-
-# Retry reasons for a call carrying a value the conversation did not give.
-MADE_UP_VALUES: tuple[VerdictReason, ...] = ("example_value", "invented_value")
-# Earlier retries after which a made-up value means the turn has nothing real to call with.
-DOUBTFUL = (*MADE_UP_VALUES, "example_answer", "pretended_call", "forced_call", "unsure_call")
-# Verdicts after which the model most likely answers best in words: the grammar forced
-# its call, it was unsure of calling, or it wrote a stand-in.
-WORDS_AFTER: tuple[VerdictReason, ...] = ("forced_call", "unsure_call", "placeholder_answer")
-# Verdicts on something the examples taught (a made-up value or result): asked again
-# without them and without the reply, so nothing is left to copy.
-TAUGHT: tuple[VerdictReason, ...] = (*MADE_UP_VALUES, "example_answer", "pretended_call")
 
 
 def words_format(request: ChatRequest, action_format: ActionFormat) -> ResponseFormat:
@@ -98,7 +89,7 @@ def _reply(turn: TurnState, attempt: Attempt, signal: RefusalSignal | None) -> E
 
 def retry(turn: TurnState, verdict: Verdict, attempt: Attempt) -> None:
     """Set the turn up for the attempt after `verdict`."""
-    words_only, echo = verdict.reason == "words_only", attempt.trim.took_all
+    words_only, echo = traits(verdict.reason).under_none, attempt.trim.took_all
     if words_only and echo:
         turn.fired.append("echo_filter")
         turn.notes.append("dropped a reply that only repeated the instruction not to call")
@@ -127,9 +118,10 @@ def answer_only(turn: TurnState) -> None:
 
 
 def _ask_again(turn: TurnState, verdict: Verdict, attempt: Attempt) -> None:
-    if verdict.reason == "repeated_call":
+    after = traits(verdict.reason)
+    if after.repeats:
         _away_from_repeats(turn, attempt)
-    elif verdict.reason == "pretended_call" and verdict.tool is not None and turn.constrained:
+    elif after.names_tool and verdict.tool is not None and turn.constrained:
         # The model wrote a made-up result for this tool: it may call it, or answer.
         turn.response_format = turn.settings.grammar((verdict.tool,), turn.request)
     turn.instruction = retry_instruction(
@@ -143,7 +135,7 @@ def _ask_again(turn: TurnState, verdict: Verdict, attempt: Attempt) -> None:
         constrained=turn.constrained,
         argument=verdict.argument,
     )
-    if verdict.reason in TAUGHT:
+    if after.taught:
         fresh = _without_examples(turn, turn.request, turn.constrained)
         turn.messages = (*fresh, UserMessage(turn.instruction))
     else:
@@ -169,13 +161,13 @@ def _words_rule(turn: TurnState, verdict: Verdict) -> EngineRule | None:
     after an earlier doubt, the user most likely asked for what no tool does (a grammar
     helps a small model more than an instruction it would repeat). `repeat_to_words`: a
     model repeating answered calls has every result, and would misuse the other tools."""
-    settings, rules, reason = turn.settings, turn.settings.policy.rules, verdict.reason
+    settings, rules, after = turn.settings, turn.settings.policy.rules, traits(verdict.reason)
     auto_grammar = turn.policy.model_decides and settings.grammar_available
-    doubted = any(r.reason in DOUBTFUL for r in turn.retries[:-1])
-    made_up = reason in MADE_UP_VALUES and auto_grammar and doubted
-    if rules.on("words_fallback") and (reason in WORDS_AFTER or made_up):
+    doubted = any(traits(r.reason).doubtful for r in turn.retries[:-1])
+    made_up = after.made_up_value and auto_grammar and doubted
+    if rules.on("words_fallback") and (after.to_words or made_up):
         return "words_fallback"
-    if reason == "repeated_call" and auto_grammar and rules.on("repeat_to_words"):
+    if after.repeats and auto_grammar and rules.on("repeat_to_words"):
         return "repeat_to_words"
     return None
 
@@ -186,7 +178,7 @@ def _away_from_repeats(turn: TurnState, attempt: Attempt) -> None:
     settings = turn.settings
     if not settings.grammar_available or turn.policy.tool is not None:
         return
-    repeated = {i.call.name for i in attempt.issues if i.kind == "repeated_call"}
+    repeated = repeated_names(attempt.issues)
     if others := tuple(t for t in turn.contract.tools if t.name not in repeated):
         turn.response_format = settings.grammar(others, turn.request)
     elif turn.policy.model_decides:
@@ -224,7 +216,7 @@ def _drop(turn: TurnState, rule: str, note: str) -> None:
 def _drop_repeats_beside_new(turn: TurnState, released: Attempt) -> None:
     """Calls repeating answered ones leave a reply that makes new calls as well: their
     results are in the history, and a tool that acts would act twice."""
-    repeats = {issue.call.id for issue in released.issues if issue.kind == "repeated_call"}
+    repeats = repeated_ids(released.issues)
     if not repeats or released.emitted_calls <= len(repeats):
         return
     if dropped := released.drop_held(repeats):

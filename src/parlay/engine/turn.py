@@ -12,7 +12,9 @@ from parlay.backends.bounds import with_max_tokens
 from parlay.context import Message, UserMessage
 from parlay.diagnostics import Diagnostics, RetryRecord
 from parlay.engine.attempt import Attempt, AttemptSetup
+from parlay.engine.checks.answer_checks import REFUSAL
 from parlay.engine.checks.checked_calls import answered_calls, check_call
+from parlay.engine.checks.choice_checks import WORDS_ONLY
 from parlay.engine.checks.confidence import answer_share
 from parlay.engine.checks.own_words import OwnWords, continuation_words
 from parlay.engine.checks.refusal import RefusalSignal
@@ -94,7 +96,7 @@ class TurnState:
             may_call=policy.may_call,
             refusal_phrases=settings.refusal_phrases,
             # Text is held for the refusal check only while it is on.
-            refusal_window=settings.refusal_window if rules.on("refusal") else 0,
+            refusal_window=settings.refusal_window if rules.on(REFUSAL.name) else 0,
             suppress_text=self.shown_text,
             parallel=policy.parallel,
             drop_duplicates=rules.on("duplicate_calls")
@@ -192,5 +194,5 @@ def not_to_call(settings: EngineSettings, request: ChatRequest) -> tuple[str, ..
     the system prompt and the retry message): a model may answer with them."""
     options, policy = settings.options, TurnPolicy.of(request)
     rule = render_template(options, "contract/choice_rule.j2", choice=policy.choice)
-    retry = retry_instruction("words_only", "", 1, request.tools, policy, options)
+    retry = retry_instruction(WORDS_ONLY.name, "", 1, request.tools, policy, options)
     return rule.strip().removeprefix("- "), retry

@@ -13,8 +13,16 @@ from collections.abc import Mapping, Sequence
 from attrs import frozen
 
 from parlay.context import AssistantMessage, Message, ToolCall, ToolResult
-from parlay.engine.checks.retry import CallIssue, CallRule
-from parlay.engine.checks.rules import OwnRuleName
+from parlay.engine.checks.call_checks import (
+    EXAMPLE_VALUE,
+    INVALID_ARGUMENTS,
+    INVENTED_VALUE,
+    REPEATED_CALL,
+    UNKNOWN_TOOL,
+    issue,
+)
+from parlay.engine.checks.check import CallIssue, OwnRuleName
+from parlay.engine.checks.retry import CallRule
 from parlay.engine.contract.grounding import copied_value, invented_value
 from parlay.engine.contract.render import Contract
 from parlay.engine.contract.repair import repair_call
@@ -43,24 +51,24 @@ def check_call(
     own rules (`own_rules`) look at a call whose arguments fit."""
     spec = specs.get(call.name)
     if spec is None:
-        return CheckedCall(call, (CallIssue(call, "unknown_tool", call.name),))
+        return CheckedCall(call, (issue(UNKNOWN_TOOL, call, call.name),))
     repaired = repair_call(call, spec)
     fixed = repaired.call
     notes = tuple(f"{call.name}: {note}" for note in repaired.notes)
     issues: list[CallIssue] = []
     if repaired.error is not None and not contract.tools_from_history:
-        issues.append(CallIssue(fixed, "invalid_arguments", repaired.error, spec))
+        issues.append(issue(INVALID_ARGUMENTS, fixed, repaired.error, spec))
     if repaired.error is None and check_values:
         if copied := copied_value(fixed.arguments, contract.example_values):
             key, value = copied
             detail = f"{key}={json.dumps(value)}"
-            issues.append(CallIssue(fixed, "example_value", detail, spec, argument=key))
+            issues.append(issue(EXAMPLE_VALUE, fixed, detail, spec, key))
         if invented := invented_value(fixed.arguments, spec, contract.grounds):
             key, text = invented
             detail = f"{key}={json.dumps(text)}"
-            issues.append(CallIssue(fixed, "invented_value", detail, spec, argument=key))
+            issues.append(issue(INVENTED_VALUE, fixed, detail, spec, key))
     if call_key(fixed) in answered:
-        issues.append(CallIssue(fixed, "repeated_call", call.name, spec))
+        issues.append(issue(REPEATED_CALL, fixed, call.name, spec))
     if repaired.error is None:
         for rule in own_rules:
             if problem := rule.check(fixed, spec):

@@ -1,24 +1,22 @@
-"""The message that asks the model for a corrected reply, rendered from
-`templates/contract/retry.j2`: what was wrong, and what to write instead (stricter from
-the second attempt on)."""
+"""The message that asks the model for a corrected reply, rendered from the template its
+check names (`templates/contract/retry/`, each filling in `contract/retry.j2`; a check of
+your own: that one): what was wrong, and what to write instead (stricter from the second
+attempt on)."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 from parlay.context import ToolCall
-from parlay.engine.checks.rules import RULES, OwnRuleName, VerdictReason
+from parlay.engine.checks.check import OWN_MESSAGE
+from parlay.engine.checks.defaults import engine_check
+from parlay.engine.checks.rules import RULES
 from parlay.engine.contract import pieces
 from parlay.engine.contract.examples import example_arguments
 from parlay.engine.policy import TurnPolicy
 from parlay.request import ToolSpec
 
-# What a retry message answers: a verdict, or under tool_choice none a reply without words.
-RetryReason = VerdictReason | OwnRuleName | Literal["words_only"]
-
 
 def retry_instruction(
-    reason: RetryReason,
+    reason: str,
     detail: str,
     attempt: int,
     tools: tuple[ToolSpec, ...],
@@ -41,9 +39,10 @@ def retry_instruction(
         call = ToolCall(target.name, {key: f"<{key}>" for key in example_arguments(target)}, "x")
         shape = pieces.shape_of(options, constrained)
         skeleton = pieces.render_calls([call], options, shape=shape)
+    check = engine_check(reason)
     return pieces.render_template(
         options,
-        "contract/retry.j2",
+        check.message if check is not None else OWN_MESSAGE,
         reason=reason,
         detail=detail,
         argument=argument,
@@ -53,4 +52,5 @@ def retry_instruction(
         tool=pieces.tool_view(tool) if tool is not None else None,
         skeleton=skeleton,
         own_rule=reason not in RULES,
+        may_answer=check is not None and check.traits.may_answer,
     )

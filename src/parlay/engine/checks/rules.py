@@ -9,45 +9,20 @@ switches rules off by name, the checks of your own (`PromptedBackend(checks=...)
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, NewType
+from typing import Literal
 
 from attrs import field, frozen
 
-# Retry triggers, in the order the policy judges them: the reason of each `Verdict`.
-VerdictReason = Literal[
-    "unknown_tool", "invalid_arguments", "repeated_call", "unreadable", "forced_call",
-    "unsure_call", "wrong_tool", "example_value", "invented_value", "no_call",
-    "placeholder_answer", "pretended_call", "example_answer", "refusal", "words_only",
-]  # fmt: skip
+from parlay.engine.checks.check import OwnRuleName
+from parlay.engine.checks.defaults import ENGINE_CHECKS
+
 # What the engine does besides asking again.
 EngineRule = Literal[
     "words_fallback", "echo_filter", "duplicate_calls", "repeat_to_words",
     "repeat_beside_new", "words_after_drop", "results_as_answer",
 ]  # fmt: skip
-RuleName = VerdictReason | EngineRule
-# The name of a rule of the user's own (`CallRule.name`), told apart from the engine's.
-OwnRuleName = NewType("OwnRuleName", str)
-
-VERDICT_RULES: dict[VerdictReason, str] = {
-    "unknown_tool": "a call names a tool that does not exist",
-    "invalid_arguments": "a call's arguments do not fit its tool's schema, even repaired",
-    "repeated_call": "every call of the reply repeats one the history already answered",
-    "unreadable": "an action was written but cannot be read",
-    "forced_call": "under auto, the grammar forced a call on a model leaning elsewhere",
-    "unsure_call": "under auto, a first reply calls while the model put less than "
-    "`min_call_confidence` of its weight on calling rather than answering",
-    "wrong_tool": "a named tool_choice answered with a call to another tool",
-    "example_value": "an argument copies a value only the few-shot examples show",
-    "invented_value": "under auto, a required value no one in the conversation gave",
-    "no_call": "a forced tool_choice answered without a call (or with a refusal)",
-    "placeholder_answer": "a plain answer that is only a stand-in of the instructions",
-    "pretended_call": "a plain answer quoting the examples' made-up result as a tool's",
-    "example_answer": "a plain answer quoting the examples' made-up result",
-    "refusal": "with tools offered, a hard or soft refusal ('I don't have access to real-time "
-    "data') is asked once more: a call, or an answer that is no refusal",
-    "words_only": "under tool_choice none, a reply that is only a call, empty, or only the "
-    "instruction not to call is asked again in words",
-}
+# The checks' rules, described by each check (`checks.defaults` lists them).
+VERDICT_RULES: dict[str, str] = {name: c.description for name, c in ENGINE_CHECKS.items()}
 OTHER_RULES: dict[EngineRule, str] = {
     "words_fallback": "after a doubt about the turn, a forced call or a made-up value is asked "
     "again under the answer-only grammar, without an instruction",
@@ -68,15 +43,20 @@ OTHER_RULES: dict[EngineRule, str] = {
     "results, the results the conversation ends with are the answer, one line each",
 }
 # Looked up by any name (a user may ask for one that is not there): keyed by `str`.
-RULES: dict[str, str] = {**dict(VERDICT_RULES.items()), **dict(OTHER_RULES.items())}
+RULES: dict[str, str] = {**VERDICT_RULES, **dict(OTHER_RULES.items())}
 # All but the rules that earned their place on the development benchmark (bench/results/
 # bfcl-ablation.md) are guards, each keeping a failure a user would see from reaching them
 # (a test named after the failure shows it), on whatever a benchmark scores.
-GUARDS: frozenset[str] = frozenset(RULES) - {"invented_value", "words_fallback", "duplicate_calls"}
-# The rules `check_values` switches off (False) or on (True).
-VALUE_RULES: frozenset[RuleName] = frozenset(
-    {"example_value", "invented_value", "example_answer", "pretended_call"}
+EARNED: frozenset[str] = frozenset(
+    {
+        *(name for name, c in ENGINE_CHECKS.items() if c.traits.earned),
+        "words_fallback",
+        "duplicate_calls",
+    }
 )
+GUARDS: frozenset[str] = frozenset(RULES) - EARNED
+# The rules `check_values` switches off (False) or on (True).
+VALUE_RULES: frozenset[str] = frozenset(n for n, c in ENGINE_CHECKS.items() if c.traits.taught)
 
 
 def _names(names: Iterable[str]) -> frozenset[str]:
@@ -101,6 +81,9 @@ class Rules:
         if values is not None:
             (on if values else off).update(VALUE_RULES)
         return Rules((self.off - on) | off)
+
+
+__all__ = ["GUARDS", "RULES", "VALUE_RULES", "OwnRuleName", "Rules", "unknown_rules"]
 
 
 def unknown_rules(names: Iterable[str], known: Iterable[str] = ()) -> list[str]:
