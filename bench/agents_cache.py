@@ -1,7 +1,7 @@
 """Turn 2 against turn 1: Claude Code's real first request (recorded from 2.1.197, its
 24 tools) sent to `parlay serve` on the embedded model, then the same conversation one
 turn on (the model's Bash call and its result appended), each timed to its first content,
-and the model server's own time to read the prompt (its debug line, `parlay.model`).
+and the model server's own time to its first token (its debug line, `parlay.model`).
 What parlay renders for a conversation is the same bytes from turn to turn up to the new
 messages, so llama.cpp reuses its prompt cache and turn 2 reads only what is new; the
 client's first content also waits for the whole reply, which the engine checks first.
@@ -55,21 +55,26 @@ def first_content(url: str, body: dict[str, Any]) -> tuple[float, int, dict[str,
     return time.monotonic() - started, reply.status_code, headers
 
 
-# The line `parlay.backends.model_timings` writes for each reply of a llama.cpp server.
+# The lines `parlay.backends.model_timings` writes for each reply of a model server.
+FIRST_TOKEN = re.compile(r"first token after ([\d.]+) s")
 TIMINGS = re.compile(
     r"prompt: (\d+) tokens, (\d+) from the model server's cache, \d+ read in ([\d.]+) s"
 )
 
 
 def prompt_read(log: Path, start: int) -> dict[str, Any]:
-    """The model server's account of the turn's first attempt, from the serve log."""
+    """The model server's account of the turn's first attempt, from the serve log: its
+    first token, and (when the reply was not cut short) how much came from its cache."""
     with log.open("rb") as lines:
         lines.seek(start)
-        found = TIMINGS.search(lines.read().decode(errors="replace"))
-    if found is None:
-        return {}
-    total, cached, seconds = found.groups()
-    return {"prompt": int(total), "cached": int(cached), "read_s": float(seconds)}
+        text = lines.read().decode(errors="replace")
+    found: dict[str, Any] = {}
+    if first := FIRST_TOKEN.search(text):
+        found["first_token_s"] = float(first.group(1))
+    if timings := TIMINGS.search(text):
+        total, cached, seconds = timings.groups()
+        found.update(prompt=int(total), cached=int(cached), read_s=float(seconds))
+    return found
 
 
 def measure(url: str, log: Path) -> dict[str, Any]:

@@ -97,11 +97,11 @@ def cache_table(rows: list[dict[str, Any]]) -> str:
     for row in sorted(rows, key=lambda r: r["model"]):
         one, two = (next(t for t in row["turns"] if t["turn"] == n) for n in ("turn 1", "turn 2"))
         lines.append([row["model"], one["tokens"], two["tokens"], two.get("cached", "-"),
-                      one.get("read_s", "-"), two.get("read_s", "-"),
-                      _ratio(one.get("read_s"), two.get("read_s")),
+                      one.get("first_token_s", "-"), two.get("first_token_s", "-"),
+                      _ratio(one.get("first_token_s"), two.get("first_token_s")),
                       one["seconds"], two["seconds"], _ratio(one["seconds"], two["seconds"])])  # fmt: skip
     headers = ["model", "turn 1 tokens", "turn 2 tokens", "turn 2 from cache",
-               "prompt read, turn 1 (s)", "turn 2 (s)", "ratio",
+               "model's first token, turn 1 (s)", "turn 2 (s)", "ratio",
                "first content, turn 1 (s)", "turn 2 (s)", "ratio"]  # fmt: skip
     return markdown_table(headers, lines)
 
@@ -127,8 +127,8 @@ def write_page(
             (
                 "Turn 2 against turn 1",
                 "Claude Code's recorded first request (2.1.197, 24 tools), then the same "
-                "conversation one turn on (a Bash call and its result): the model server's own "
-                "seconds to read the prompt (its prompt cache at work), and seconds to the "
+                "conversation one turn on (a Bash call and its result): seconds to the model's "
+                "first token (its prompt cache at work: turn 2 reads only what is new), and to the "
                 "client's first content, which also waits for the whole reply (the engine "
                 "checks a reply before it goes out), on a machine shared with other work:\n\n"
                 + cache_table(cache or [])

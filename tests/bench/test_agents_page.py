@@ -56,21 +56,26 @@ def test_turn_two_reads_the_model_servers_prompt_time_from_the_serve_log(tmp_pat
             " 78 read in 0.41 s; reply: 30 tokens in 2.00 s (http://127.0.0.1:1/v1)\n")  # fmt: skip
     log.write_text("turn 1 lines\n")
     start = log.stat().st_size
-    log.write_text("turn 1 lines\n" + line + line.replace("0.41", "9.99"))
+    first = "DEBUG     parlay.model: first token after 0.52 s (http://127.0.0.1:1/v1)\n"
+    log.write_text("turn 1 lines\n" + first + line + first.replace("0.52", "9.99") + line)
     assert TIMINGS.search(line)
-    assert prompt_read(log, start) == {"prompt": 4225, "cached": 4147, "read_s": 0.41}
+    assert prompt_read(log, start) == {
+        "first_token_s": 0.52,
+        "prompt": 4225,
+        "cached": 4147,
+        "read_s": 0.41,
+    }
     assert prompt_read(log, log.stat().st_size) == {}
 
 
-def test_the_cache_table_puts_the_prompt_read_ratio_beside_the_first_content_ratio() -> None:
+def test_the_cache_table_puts_the_models_first_token_ratio_beside_the_first_content_ratio() -> None:
     turns = [
-        {"turn": "turn 1", "seconds": 60.0, "tokens": "4147", "read_s": 8.0, "cached": 0},
-        {"turn": "turn 2", "seconds": 15.0, "tokens": "4225", "read_s": 0.4, "cached": 4147},
+        {"turn": "turn 1", "seconds": 60.0, "tokens": "4147", "first_token_s": 8.0},
+        {"turn": "turn 2", "seconds": 15.0, "tokens": "4225", "first_token_s": 0.4, "cached": 4147},
         {"turn": "turn 2 again", "seconds": 14.0, "tokens": "4225"},
     ]
     table = cache_table([{"model": "smollm2", "turns": turns}])
     assert "| smollm2 | 4147 | 4225 | 4147 | 8.0 | 0.4 | 0.05 | 60.0 | 15.0 | 0.25 |" in table
-    old = [
-        {k: v for k, v in t.items() if k != "read_s"} for t in turns
-    ]  # rows from before the model's timings
+    # rows from before the model's first token was logged
+    old = [{k: v for k, v in t.items() if k != "first_token_s"} for t in turns]
     assert "| - | 60.0 | 15.0 | 0.25 |" in cache_table([{"model": "q", "turns": old}])

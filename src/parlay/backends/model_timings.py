@@ -1,4 +1,4 @@
-"""A debug line with what a llama.cpp server says of its own work on a reply.
+"""Debug lines on a model server's work on a reply: its first token, and its own account.
 
 llama.cpp ends a reply with `timings`: how many prompt tokens it read, how many it took
 from its prompt cache, and how long reading and writing took. The line shows whether a
@@ -10,6 +10,7 @@ the engine spends checking a reply before it goes out.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,3 +38,20 @@ def log_timings(timings: Mapping[str, Any] | None, server: str) -> None:
         return
     if line := describe_timings(timings):
         logger.debug("%s (%s)", line, server)
+
+
+class FirstTokenClock:
+    """Seconds from a request to its reply's first event: the model server's time to read
+    the prompt, told even for a reply the engine stops early (no `timings` then)."""
+
+    def __init__(self) -> None:
+        self._started = time.monotonic()
+        self.first: float | None = None
+
+    def saw_event(self) -> None:
+        if self.first is None:
+            self.first = time.monotonic() - self._started
+
+    def log(self, server: str) -> None:
+        if self.first is not None:
+            logger.debug("first token after %.2f s (%s)", self.first, server)

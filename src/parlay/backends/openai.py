@@ -15,7 +15,7 @@ import httpx
 
 from parlay.backends._http import DEFAULT_TIMEOUT, HttpTransport
 from parlay.backends.base import Capabilities, checked_base_url
-from parlay.backends.model_timings import log_timings
+from parlay.backends.model_timings import FirstTokenClock, log_timings
 from parlay.backends.offered import offered_calls_only, offered_names
 from parlay.backends.tokens import CountMethod, TokenCount, estimate
 from parlay.backends.window import ContextWindow, ask_upstream
@@ -116,6 +116,20 @@ class OpenAIBackend:
             return
         body = codec.encode_request(request, model=self.model, stream=True)
         decoder = codec.StreamDecoder()
+        clock = FirstTokenClock()
+        try:
+            async for event in self._read_stream(body, decoder):
+                clock.saw_event()
+                yield event
+        finally:  # a reply the engine cut short still says when its first token came
+            clock.log(self.base_url)
+        log_timings(decoder.timings, self.base_url)
+        for event in decoder.finish():
+            yield event
+
+    async def _read_stream(
+        self, body: dict[str, Any], decoder: codec.StreamDecoder
+    ) -> AsyncIterator[Event]:
         done = False
         async for sse in self.http.post_sse("/chat/completions", body):
             if done:
@@ -133,9 +147,6 @@ class OpenAIBackend:
                 raise BackendProtocolError(
                     f"the stream from {self.base_url} ended before the model finished"
                 )
-        log_timings(decoder.timings, self.base_url)
-        for event in decoder.finish():
-            yield event
 
     async def _whole(self, request: ChatRequest) -> AsyncIterator[Event]:
         """The reply of a request that does not stream."""
