@@ -15,7 +15,7 @@ from parlay import ConfigurationError, ScriptedBackend, Session, Store, start_se
 from parlay.backends.scripted import calls
 from parlay.cli.app import app
 from parlay.cli.resume import find_conversation, rebuild_context
-from parlay.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from parlay.store.migrations import SCHEMA_VERSION, Dialect, statements
 from parlay.store.tree import session_forest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
@@ -134,7 +134,7 @@ def test_a_replay_is_logged_as_a_fork_from_the_start(tmp_path: Path) -> None:
 def test_a_log_of_schema_one_gains_the_parent_columns_and_keeps_its_rows(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     with sqlite3.connect(path) as conn:
-        for statement in MIGRATIONS[0]:
+        for statement in statements(0, Dialect.SQLITE):
             conn.execute(statement)
         conn.execute("INSERT INTO sessions VALUES ('s1', 't', 'cli', 'b', 'sys', '[]')")
         conn.execute(
@@ -142,7 +142,7 @@ def test_a_log_of_schema_one_gains_the_parent_columns_and_keeps_its_rows(tmp_pat
         )
         conn.execute("PRAGMA user_version = 1")
     store = Store(path)
-    assert store.schema_version == SCHEMA_VERSION == 2
+    assert store.schema_version == SCHEMA_VERSION == 3
     assert store.session("s1").parent_id is None
     assert contents(store.context("s1")) == ["sys", "hi", "yo"]
 

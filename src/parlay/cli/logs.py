@@ -107,8 +107,9 @@ def show(
 
 @logs_app.command("path")
 def path() -> None:
-    """Print the log file's path (set $PARLAY_LOG_DB to use another)."""
-    typer.echo(str(_store().path))
+    """Print the log file's path, or its database's URL (set $PARLAY_LOG_DB to a file or
+    a postgresql:// URL to use another)."""
+    typer.echo(_store().where)
 
 
 def _print_response(out: Console, row: LoggedResponse) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+import os
+import tempfile
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -25,8 +27,10 @@ from parlay.cli.serve_options import (
     HostOpt,
     LogLevelOpt,
     MaxBodyBytesOpt,
+    MetricsOpt,
     ModelOpt,
     PortOpt,
+    ServeLogOpt,
     TimeoutOpt,
     ToolsOpt,
     UpstreamKeyOpt,
@@ -64,6 +68,8 @@ def serve(
     threads: ThreadsOpt = None,
     ctx: CtxOpt = None,
     context_window: ContextWindowOpt = None,
+    log: ServeLogOpt = None,
+    metrics: MetricsOpt = None,
     log_level: LogLevelOpt = "info",
 ) -> None:
     """Serve OpenAI chat completions and Anthropic messages, with tools, before any model.
@@ -73,46 +79,45 @@ def serve(
     _MAX_RETRIES, _MIN_CALL_CONFIDENCE, _RULES_OFF (comma-separated), _IMAGES; and
     --context-window from PARLAY_SERVE_CONTEXT_WINDOW.
     """
-    from parlay.server.config import ServerConfig
+    flags = dict(locals())  # first: every flag, and nothing else
     from parlay.server.run import serve as run
 
     try:
-        config = ServerConfig.from_env(
-            upstream_url=upstream_url,
-            upstream_kind=upstream_kind,
-            upstream_key=upstream_key,
-            upstream_model=upstream_model,
-            tools=tools,
-            models=tuple(model or ()),
-            client_keys=tuple(client_key or ()),
-            host=host,
-            port=port,
-            timeout=timeout,
-            action_format=action_format,
-            max_retries=max_retries,
-            min_call_confidence=min_call_confidence,
-            rules_off=tuple(rule_off or ()),
-            images=images,
-            workers=workers,
-            max_body_bytes=max_body_bytes,
-            header_timeout=header_timeout,
-            body_timeout=body_timeout,
-            threads=threads,
-            ctx=ctx,
-            context_window=context_window,
-        )
-    except ConfigurationError as exc:
-        typer.echo(f"parlay serve: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    try:
+        config = config_from_flags(flags)
         typer.echo(f"parlay serve: {startup_line(config)}", err=True)
         parlay_logging(log_level)
         if config.upstream_url is not None:
             typer.echo(f"parlay serve: {upstream_window_line(config)}", err=True)
+        share_metrics_between_workers(config)
         run(config, log_level=log_level)
     except ConfigurationError as exc:
         typer.echo(f"parlay serve: {exc}", err=True)
         raise typer.Exit(2) from exc
+
+
+# Flags whose `ServerConfig` field is named otherwise (a repeatable flag names one item).
+RENAMED = {"model": "models", "client_key": "client_keys", "rule_off": "rules_off"}
+
+
+def config_from_flags(flags: dict[str, Any]) -> ServerConfig:
+    """The settings `serve`'s flags give, over `PARLAY_SERVE_*`."""
+    from parlay.server.config import ServerConfig
+
+    values: dict[str, object] = {
+        RENAMED.get(name, name): tuple(value) if isinstance(value, list) else value
+        for name, value in flags.items()
+        if name != "log_level"
+    }
+    return ServerConfig.from_env(None, **values)
+
+
+def share_metrics_between_workers(config: ServerConfig) -> None:
+    """Worker processes add their metrics up in files of one folder (prometheus-client's
+    multiprocess mode), named before they start."""
+    from parlay.server.metrics import MULTIPROC_ENV
+
+    if config.metrics and config.workers > 1 and not os.environ.get(MULTIPROC_ENV):
+        os.environ[MULTIPROC_ENV] = tempfile.mkdtemp(prefix="parlay-metrics-")
 
 
 def parlay_logging(level: str) -> None:
@@ -151,9 +156,17 @@ def startup_line(config: ServerConfig) -> str:
     if config.upstream_url is None:
         from parlay.server.embedded import describe_embedded
 
-        return f"{where} -> {describe_embedded(config.threads)}{plural}"
+        return f"{where} -> {describe_embedded(config.threads)}{plural}{_logged(config)}"
     if config.tools == "prompted":
         mode = "plain-chat upstream through the prompt-contract engine"
     else:
         mode = "native tools passed through"
-    return f"{where} -> {config.upstream_url} ({mode}{plural})"
+    return f"{where} -> {config.upstream_url} ({mode}{plural}){_logged(config)}"
+
+
+def _logged(config: ServerConfig) -> str:
+    """Where the turns are logged (a database's password masked), and the metrics."""
+    from parlay.store.postgres_db import masked
+
+    logged = f"; log: {masked(config.log)}" if config.log else ""
+    return logged + ("; metrics at /metrics" if config.metrics else "")

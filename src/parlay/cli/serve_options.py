@@ -102,3 +102,22 @@ BodyTimeoutOpt = Annotated[
 ]
 
 LogLevelOpt = Annotated[str, typer.Option(help="uvicorn log level")]
+
+ServeLogOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--log",
+        help="Log every answered request here: a SQLite file or a postgresql:// URL shared "
+        "by every replica; `parlay logs` reads it with PARLAY_LOG_DB set the same "
+        "(default: not logged) (env PARLAY_SERVE_LOG)",
+    ),
+]
+
+MetricsOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--metrics/--no-metrics",
+        help="Serve GET /metrics in Prometheus' format (behind the client key when keys "
+        "are set) (default off) (env PARLAY_SERVE_METRICS=1)",
+    ),
+]

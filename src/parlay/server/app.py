@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import os
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -35,10 +35,16 @@ from parlay.request import ChatRequest
 from parlay.server.body import read_body
 from parlay.server.errors import SHUTTING_DOWN, Failure, ProxyError, classify, log_failure
 from parlay.server.fit_headers import fit_headers
-from parlay.server.shutdown import drain_on_signals, mark_exited
+from parlay.server.metrics import Metrics
+from parlay.server.ops import CountRequests, Ops
+from parlay.server.shutdown import drain_lifespan
 from parlay.server.slow_clients import DEFAULT_BODY_TIMEOUT
 from parlay.server.streaming import DRAIN, EventStream, Pump, cancel_on_disconnect, frames
+from parlay.server.turn_log import ProxyLog
+from parlay.server.turn_watch import TurnWatch
 from parlay.server.wires import ANTHROPIC, OPENAI, RESPONSES, Wire, json_response, wire_for
+from parlay.store import Store
+from parlay.store.records import engine_of
 from parlay.wire import anthropic_server as anthropic_codec
 from parlay.wire.reply import ReplyBuilder
 from parlay.wire.validate import DEFAULT_LIMITS, Limits, load_json
@@ -63,10 +69,12 @@ class Proxy:
         heartbeat: float = 10.0,
         limits: Limits = DEFAULT_LIMITS,
         body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
+        watch: TurnWatch | None = None,
     ) -> None:
         self.backend = backend
+        self.watch = watch
         self.models = tuple(models)
-        self._keys = tuple(k.encode() for k in client_keys)
+        self.keys = tuple(k.encode() for k in client_keys)
         self.first_event_wait = first_event_wait
         self.heartbeat = heartbeat
         self.limits = limits
@@ -77,7 +85,7 @@ class Proxy:
         self._whole: set[asyncio.Task[Any]] = set()
 
     # -- checks ----------------------------------------------------------------------
-    def _key_matches(self, request: Request) -> bool | None:
+    def key_matches(self, request: Request) -> bool | None:
         """Whether the request presents a valid key; None when it presents none."""
         presented = request.headers.get("x-api-key")
         if presented is None:
@@ -89,14 +97,14 @@ class Proxy:
         given = presented.encode("utf-8", "replace")
         # Compare against every key without stopping early, so timing reveals nothing.
         matched = False
-        for key in self._keys:
+        for key in self.keys:
             matched |= hmac.compare_digest(given, key)
         return matched
 
     def _check_key(self, request: Request) -> None:
-        if not self._keys:
+        if not self.keys:
             return
-        matched = self._key_matches(request)
+        matched = self.key_matches(request)
         if matched is None:
             raise ProxyError(
                 401, "missing API key: send `Authorization: Bearer KEY` or `x-api-key: KEY`"
@@ -119,6 +127,8 @@ class Proxy:
     async def _serve(self, wire: Wire, request: Request) -> Response:
         if self.draining:
             return wire.error(SHUTTING_DOWN)
+        if self.watch is not None:
+            self.watch.arrived(request)
         try:
             self._check_key(request)
             raw = await read_body(request, self.limits.max_body_bytes, self.body_timeout)
@@ -148,7 +158,8 @@ class Proxy:
         built-in backends drop those themselves; a backend of the user's own may not),
         and a reply stopped in a loop ending as a finished turn."""
         events = offered_calls_only(self.backend.stream(chat), offered_names(chat))
-        return loops_end_the_turn(events)
+        events = loops_end_the_turn(events)
+        return events if self.watch is None else self.watch.watch(events, chat)
 
     async def _whole_reply(
         self, wire: Wire, request: Request, chat: ChatRequest, model: str, body: Any
@@ -269,20 +280,10 @@ class Proxy:
         ]
         return json_response({"object": "list", "data": listing})
 
-    async def health(self, request: Request) -> Response:
-        """`{"status": "ok"}` for anyone (load balancers need no key); what is behind it
-        only for a client with a valid key, since it names the upstream."""
-        if self.draining:
-            return json_response({"status": "shutting down"}, 503)
-        body: dict[str, Any] = {"status": "ok"}
-        if self._keys and self._key_matches(request):
-            body.update(backend=self.backend.name, worker=os.getpid())
-        return json_response(body)
-
 
 _ROUTE_HINT = (
     "POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, "
-    "POST /v1/messages/count_tokens, GET /v1/models or GET /health"
+    "POST /v1/messages/count_tokens, GET /v1/models, GET /health, GET /ready or GET /metrics"
 )
 
 
@@ -308,8 +309,10 @@ async def _crash(request: Request, exc: Exception) -> Response:
     return wire.error(classify(exc))
 
 
-def _routes(proxy: Proxy) -> list[Route]:
+def _routes(proxy: Proxy, ops: Ops) -> list[Route]:
+    scrape = [Route("/metrics", ops.scrape, methods=["GET"])] if ops.metrics else []
     return [
+        *scrape,
         Route("/v1/chat/completions", proxy.openai_chat, methods=["POST"]),
         Route("/chat/completions", proxy.openai_chat, methods=["POST"]),
         Route("/v1/responses", proxy.openai_responses, methods=["POST"]),
@@ -318,25 +321,9 @@ def _routes(proxy: Proxy) -> list[Route]:
         Route("/v1/messages/count_tokens", proxy.anthropic_count_tokens, methods=["POST"]),
         Route("/v1/models", proxy.list_models, methods=["GET"]),
         Route("/models", proxy.list_models, methods=["GET"]),
-        Route("/health", proxy.health, methods=["GET"]),
+        Route("/health", ops.health, methods=["GET"]),
+        Route("/ready", ops.ready, methods=["GET"]),
     ]
-
-
-def _lifespan(
-    proxy: Proxy, hard_exit_after: float | None
-) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
-    """SIGTERM drains the replies in flight while the server runs (see `create_app`)."""
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        restore = drain_on_signals(proxy.drain, hard_exit_after=hard_exit_after)
-        try:
-            yield
-        finally:
-            restore()
-            mark_exited()
-
-    return lifespan
 
 
 def create_app(
@@ -349,6 +336,8 @@ def create_app(
     limits: Limits = DEFAULT_LIMITS,
     body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
     hard_exit_after: float | None = None,
+    metrics: bool = False,
+    log: Store | None = None,
 ) -> Starlette:
     """The ASGI app serving `backend`.
 
@@ -361,6 +350,8 @@ def create_app(
     no bound, for a server that bounds it itself).
     `hard_exit_after`: seconds after SIGTERM at which the process exits whatever it is
     doing (for `parlay serve`; leave None when the app is embedded in a larger program).
+    `metrics`: serve `GET /metrics` (Prometheus; `server.metrics`). `log`: write every
+    answered request to this log (`server.turn_log`).
 
     Under a server that runs the lifespan (uvicorn does), SIGTERM ends every reply in
     flight at once with a 503 in its own protocol, streams with an error event.
@@ -369,6 +360,9 @@ def create_app(
     carries the calls and results in its history, and the backend reads them from there
     (the prompt engine rebuilds the specs from the calls; a native upstream has its own).
     """
+    metered = Metrics(engine_of(backend.name) or "native") if metrics else None
+    logged = ProxyLog(log, metered.log_unwritten.inc if metered else None) if log else None
+    watch = TurnWatch(backend.name, metered, logged) if metered or logged else None
     proxy = Proxy(
         backend,
         models=models,
@@ -377,12 +371,14 @@ def create_app(
         heartbeat=heartbeat,
         limits=limits,
         body_timeout=body_timeout,
+        watch=watch,
     )
-
+    ops = Ops(proxy, metered, logged)
     app = Starlette(
-        routes=_routes(proxy),
+        routes=_routes(proxy, ops),
+        middleware=[Middleware(CountRequests, metrics=metered)] if metered else [],
         exception_handlers={HTTPException: _http_error, Exception: _crash},
-        lifespan=_lifespan(proxy, hard_exit_after),
+        lifespan=drain_lifespan(proxy.drain, hard_exit_after),
     )
     app.state.proxy = proxy
     return app

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import math
 import os
@@ -81,11 +82,16 @@ class ServerConfig:
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     # Seconds a client has to send a request's whole body once its head is read (408).
     body_timeout: float = DEFAULT_BODY_TIMEOUT
+    # Where every answered request is logged (a SQLite file or a postgresql:// URL; None:
+    # not logged), and whether `GET /metrics` is served.
+    log: str | None = None
+    metrics: bool = False
 
     def __attrs_post_init__(self) -> None:
         self._check_modes()
         self._check_limits()
         self._check_access()
+        self._check_observing()
 
     def _check_modes(self) -> None:
         if self.upstream_kind not in ("openai", "anthropic"):
@@ -158,6 +164,27 @@ class ServerConfig:
                 "or bind 127.0.0.1"
             )
 
+    def _check_observing(self) -> None:
+        """What `--metrics` and a PostgreSQL `--log` need is installed (their extras)."""
+        from parlay.store.postgres_db import is_postgres_url
+
+        needs = []
+        if self.metrics and importlib.util.find_spec("prometheus_client") is None:
+            needs.append(("--metrics", "prometheus-client", "metrics"))
+        if is_postgres_url(self.log) and importlib.util.find_spec("psycopg_pool") is None:
+            needs.append(("a PostgreSQL --log", "psycopg and psycopg-pool", "postgres"))
+        if needs:
+            what, packages, extra = needs[0]
+            raise ConfigurationError(
+                f"{what} needs {packages}: pip install '.[{extra}]' in parlay's folder"
+            )
+
+    def observing(self) -> dict[str, Any]:
+        """`create_app`'s arguments for the log and the metrics."""
+        from parlay.store import Store
+
+        return {"metrics": self.metrics, "log": Store(self.log) if self.log else None}
+
     @property
     def advertised_models(self) -> tuple[str, ...]:
         return self.models or (self.upstream_model or "parlay",)
@@ -182,6 +209,7 @@ class ServerConfig:
             ("rules_off", "RULES_OFF"),
             ("action_format", "ACTION_FORMAT"),
             ("images", "IMAGES"),
+            ("log", "LOG"),
         ):
             if env.get(ENV_PREFIX + key):
                 values[name] = env[ENV_PREFIX + key]
@@ -203,10 +231,20 @@ class ServerConfig:
                     raise ConfigurationError(
                         f"{ENV_PREFIX + key}={env[ENV_PREFIX + key]!r} is not a number"
                     ) from exc
+        if env.get(ENV_PREFIX + "METRICS"):
+            values["metrics"] = _switch(ENV_PREFIX + "METRICS", env[ENV_PREFIX + "METRICS"])
         values.update({k: v for k, v in overrides.items() if v is not None and v != ()})
         # The engine's settings from either, as one value (flags over the environment).
         engine = {name: values.pop(name) for name in ENGINE_FIELDS if name in values}
         return cls(**values, engine=EngineChanges(**engine))  # type: ignore[arg-type]
+
+
+def _switch(name: str, value: str) -> bool:
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ConfigurationError(f"{name}={value!r} is not 1 or 0 (true or false)")
 
 
 def is_loopback(host: str) -> bool:

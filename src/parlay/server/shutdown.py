@@ -1,5 +1,7 @@
 """Ending promptly on SIGTERM: in-flight replies are closed with an error in their own
 protocol at once, instead of the server waiting for them (a stream may run for minutes).
+The proxy's drain marks it draining before anything else, so `/ready` says 503 from the
+signal on and a load balancer stops sending it requests while it finishes.
 
 uvicorn installs its own SIGTERM and SIGINT handlers before the app's lifespan starts;
 `drain_on_signals` wraps them, so the server's own shutdown still runs after ours.
@@ -12,7 +14,8 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import FrameType
 from typing import Any
 
@@ -87,3 +90,20 @@ _exited = threading.Event()
 def mark_exited() -> None:
     """The server finished shutting down on its own: the watchdog has nothing to do."""
     _exited.set()
+
+
+def drain_lifespan(
+    drain: Callable[[], None], hard_exit_after: float | None
+) -> Callable[[Any], AbstractAsyncContextManager[None]]:
+    """An app's lifespan: SIGTERM calls `drain` while the server runs (`create_app`)."""
+
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        restore = drain_on_signals(drain, hard_exit_after=hard_exit_after)
+        try:
+            yield
+        finally:
+            restore()
+            mark_exited()
+
+    return lifespan

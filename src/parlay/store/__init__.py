@@ -1,4 +1,4 @@
-"""The SQLite log of sessions, responses, tool calls and tool results."""
+"""The log of sessions, responses, tool calls and tool results: SQLite or PostgreSQL."""
 
 from parlay.store.migrations import SCHEMA_VERSION
 from parlay.store.recorder import TurnRecorder
@@ -10,6 +10,7 @@ from parlay.store.store import (
     LoggedSession,
     Store,
     default_path,
+    default_target,
 )
 
 __all__ = [
@@ -22,4 +23,5 @@ __all__ = [
     "Store",
     "TurnRecorder",
     "default_path",
+    "default_target",
 ]

@@ -58,7 +58,7 @@ def find_conversation(store: Store, cid: str | None) -> Conversation:
         latest = store.responses(limit=1)
         if not latest:
             raise ConfigurationError(
-                f"-c: no conversation in the log ({store.path}) to continue yet"
+                f"-c: no conversation in the log ({store.where}) to continue yet"
             )
         cid = latest[0].session_id
     matches = [s for s in store.sessions(limit=None) if s.id.startswith(cid)]
@@ -98,7 +98,7 @@ def response_conversation(store: Store, response_id: int) -> Conversation:
     row = store.response(response_id)
     session = store.session(row.session_id) if row is not None else None
     if row is None or session is None:
-        raise ConfigurationError(f"no response {response_id} in the log ({store.path})")
+        raise ConfigurationError(f"no response {response_id} in the log ({store.where})")
     return conversation_of(store, session, response_id)
 
 

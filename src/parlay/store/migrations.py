@@ -1,22 +1,42 @@
-"""Versioned schema migrations for the SQLite log.
+"""Versioned schema migrations for the log, one description for SQLite and PostgreSQL.
 
-`PRAGMA user_version` holds the number of migrations applied. Each migration runs in its
-own `BEGIN IMMEDIATE` transaction and re-reads the version inside it, so several
+Each migration is a list of statements written once; the few words the two databases
+spell differently (`{serial}`, `{real}`) are filled in per dialect. Append new
+migrations; never edit one that has shipped.
+
+SQLite: `PRAGMA user_version` holds the number of migrations applied; each migration runs
+in its own `BEGIN IMMEDIATE` transaction and re-reads the version inside it, so several
 processes opening a new log file at once apply every migration exactly once.
-Append new migrations; never edit one that has shipped.
+PostgreSQL: the number is the one row of `parlay_schema`, and every pending migration
+runs in one transaction under `pg_advisory_xact_lock`, so replicas starting together
+apply each exactly once (PostgreSQL's DDL is transactional).
 
 Not a library: alembic needs SQLAlchemy; yoyo-migrations (checked: 9.0), the one that
 fits plain SQL on SQLite and PostgreSQL, keeps four tables of its own in the log (its
 lock a row polled every half second, a waiter giving up after ten seconds) where
-`user_version` and `BEGIN IMMEDIATE` do here, reads migrations from files, and brings
-sqlparse, tabulate and importlib-metadata. When the log gains PostgreSQL, two things here
-are SQLite's only and change for it: the version moves to a one-row table, and the lock to
-`pg_advisory_xact_lock`; the list of migrations and the loop stay.
+`user_version` and `BEGIN IMMEDIATE` (or an advisory lock) do here, reads migrations from
+files, and brings sqlparse, tabulate and importlib-metadata.
 """
 
 from __future__ import annotations
 
+import enum
 import sqlite3
+from typing import Any
+
+
+class Dialect(enum.Enum):
+    SQLITE = "sqlite"
+    POSTGRES = "postgresql"
+
+
+# The words the two spell differently. SQLite's REAL is 8 bytes, PostgreSQL's 4.
+_WORDS: dict[Dialect, dict[str, str]] = {
+    Dialect.SQLITE: {"serial": "INTEGER PRIMARY KEY AUTOINCREMENT", "real": "REAL"},
+    Dialect.POSTGRES: {"serial": "SERIAL PRIMARY KEY", "real": "DOUBLE PRECISION"},
+}
+# Any number of parlay's own: the advisory lock that serialises migrating a database.
+PG_LOCK_KEY = 0x7061726C6179  # "parlay"
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 1: sessions, responses, tool calls, tool results
@@ -30,7 +50,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             tools TEXT NOT NULL DEFAULT '[]'
         )""",
         """CREATE TABLE responses (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            id {serial},
             session_id TEXT NOT NULL REFERENCES sessions(id),
             created_at TEXT NOT NULL,
             backend TEXT,
@@ -40,12 +60,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             finish_reason TEXT,
             prompt_tokens INTEGER,
             completion_tokens INTEGER,
-            first_event_ms REAL,
-            duration_ms REAL,
+            first_event_ms {real},
+            duration_ms {real},
             diagnostics TEXT
         )""",
         """CREATE TABLE tool_calls (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            id {serial},
             response_id INTEGER NOT NULL REFERENCES responses(id),
             round INTEGER NOT NULL,
             call_id TEXT NOT NULL,
@@ -53,7 +73,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             arguments TEXT NOT NULL
         )""",
         """CREATE TABLE tool_results (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            id {serial},
             response_id INTEGER NOT NULL REFERENCES responses(id),
             call_id TEXT NOT NULL,
             name TEXT NOT NULL,
@@ -73,9 +93,20 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE sessions ADD COLUMN parent_response_id INTEGER",
         "CREATE INDEX sessions_parent ON sessions(parent_id)",
     ),
+    # 3: the request a proxy's turn answered (a load balancer's request id), so a request
+    # retried on another replica is logged once
+    (
+        "ALTER TABLE responses ADD COLUMN request_key TEXT",
+        "CREATE UNIQUE INDEX responses_request_key ON responses(request_key)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def statements(index: int, dialect: Dialect) -> list[str]:
+    """Migration `index` (0-based) in `dialect`'s words."""
+    return [statement.format(**_WORDS[dialect]) for statement in MIGRATIONS[index]]
 
 
 def schema_version(conn: sqlite3.Connection) -> int:
@@ -96,7 +127,7 @@ def migrate(conn: sqlite3.Connection) -> int:
             if current >= SCHEMA_VERSION:
                 conn.execute("COMMIT")
                 break
-            for statement in MIGRATIONS[current]:
+            for statement in statements(current, Dialect.SQLITE):
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {current + 1}")
             conn.execute("COMMIT")
@@ -105,3 +136,30 @@ def migrate(conn: sqlite3.Connection) -> int:
             conn.execute("ROLLBACK")
             raise
     return applied
+
+
+def pg_schema_version(conn: Any) -> int:
+    """The version of a PostgreSQL log (0: parlay has not written to it yet)."""
+    row = conn.execute("SELECT to_regclass('parlay_schema') AS t").fetchone()
+    if row["t"] is None:
+        return 0
+    row = conn.execute("SELECT version FROM parlay_schema").fetchone()
+    return int(row["version"]) if row is not None else 0
+
+
+def migrate_postgres(conn: Any) -> int:
+    """Bring a PostgreSQL log up to date in one transaction; returns the number applied.
+    `conn` is a psycopg connection in autocommit mode, rows as dicts."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (PG_LOCK_KEY,))
+        conn.execute("CREATE TABLE IF NOT EXISTS parlay_schema (version INTEGER NOT NULL)")
+        current = pg_schema_version(conn)
+        if current == 0:
+            conn.execute("DELETE FROM parlay_schema")
+            conn.execute("INSERT INTO parlay_schema (version) VALUES (0)")
+        for index in range(current, SCHEMA_VERSION):
+            for statement in statements(index, Dialect.POSTGRES):
+                conn.execute(statement)
+        if current < SCHEMA_VERSION:
+            conn.execute("UPDATE parlay_schema SET version = %s", (SCHEMA_VERSION,))
+        return max(0, SCHEMA_VERSION - current)

@@ -69,6 +69,9 @@ class LoggedResponse:
     results: tuple[LoggedResult, ...] = ()
     created_at: str = field(factory=utc_now)
     id: int | None = None
+    # The request a proxy's turn answered, as its load balancer named it (`X-Request-Id`):
+    # the same request retried on another replica is logged once.
+    request_key: str | None = None
 
     @property
     def model_name(self) -> str | None:

@@ -1,14 +1,15 @@
-"""How the log's records become SQLite rows, and rows records again."""
+"""How the log's records become rows (SQLite's or PostgreSQL's: the same statements), and
+rows records again."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
+from typing import Any
 
 from parlay.store.records import LoggedCall, LoggedResponse, LoggedResult, LoggedSession
 
 
-def insert_calls(conn: sqlite3.Connection, response_id: int, response: LoggedResponse) -> None:
+def insert_calls(conn: Any, response_id: int, response: LoggedResponse) -> None:
     conn.executemany(
         "INSERT INTO tool_calls (response_id, round, call_id, name, arguments) "
         "VALUES (?, ?, ?, ?, ?)",
@@ -27,7 +28,7 @@ def insert_calls(conn: sqlite3.Connection, response_id: int, response: LoggedRes
     )
 
 
-def insert_parent(conn: sqlite3.Connection, session: LoggedSession) -> None:
+def insert_parent(conn: Any, session: LoggedSession) -> None:
     # A fork's parent is written once, with its first response (see `Session.fork`).
     if session.parent_id is not None:
         conn.execute(
@@ -37,7 +38,7 @@ def insert_parent(conn: sqlite3.Connection, session: LoggedSession) -> None:
         )
 
 
-def read_response(conn: sqlite3.Connection, row: sqlite3.Row) -> LoggedResponse:
+def read_response(conn: Any, row: Any) -> LoggedResponse:
     calls = tuple(
         LoggedCall(c["call_id"], c["name"], json.loads(c["arguments"]), c["round"])
         for c in conn.execute(
@@ -73,10 +74,11 @@ def read_response(conn: sqlite3.Connection, row: sqlite3.Row) -> LoggedResponse:
         results=results,
         created_at=row["created_at"],
         id=row["id"],
+        request_key=row["request_key"],
     )
 
 
-def read_session(row: sqlite3.Row) -> LoggedSession:
+def read_session(row: Any) -> LoggedSession:
     return LoggedSession(
         row["id"],
         row["created_at"],

@@ -1,27 +1,24 @@
-"""The SQLite log: sessions, responses, tool calls and tool results.
+"""The log: sessions, responses, tool calls and tool results, in SQLite or PostgreSQL.
 
-One file, WAL mode, a busy timeout and `BEGIN IMMEDIATE` for every write, so several
-processes (two `parlay` commands, a notebook and a script) can write at once and nothing
-is lost: a writer waits for the lock instead of failing. Each thread gets its own
-connection, so a `Store` is safe to share between threads.
+`Store(path)` is a SQLite file (the default, `sqlite_db`); `Store("postgresql://...")` a
+PostgreSQL database that several processes and machines share (`postgres_db`). The API,
+the schema and what the rows mean are the same on both; so is every reader (`parlay
+logs`, `Store.context`, `start_session(resume=)`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sqlite3
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import platformdirs
 
 from parlay.errors import StoreError
-from parlay.store.migrations import SCHEMA_VERSION, migrate, schema_version
+from parlay.store.migrations import Dialect
+from parlay.store.postgres_db import PostgresDatabase, is_postgres_url
 from parlay.store.records import (
     LoggedCall,
     LoggedResponse,
@@ -30,154 +27,91 @@ from parlay.store.records import (
     utc_now,
 )
 from parlay.store.rows import insert_calls, insert_parent, read_response, read_session
+from parlay.store.sqlite_db import ENV_VAR, SqliteDatabase
 
 if TYPE_CHECKING:
     from parlay.context import Context
 
 __all__ = ["ENV_VAR", "LoggedCall", "LoggedResponse", "LoggedResult", "LoggedSession", "Store"]
 
-ENV_VAR = "PARLAY_LOG_DB"
-BUSY_TIMEOUT_S = 30.0
-
-
-def _retry_while_locked(action: Callable[[], object]) -> None:
-    """Run `action`, again while SQLite says the file is locked, up to the busy timeout.
-
-    The busy timeout already waits in most cases, but not all: a WAL checkpoint, or a
-    journal-mode switch racing another process, can report SQLITE_BUSY at once.
-    """
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
-    while True:
-        try:
-            action()
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
-
 
 def default_path() -> Path:
-    """`$PARLAY_LOG_DB` if set, else `logs.db` in the user's data directory for parlay."""
+    """`$PARLAY_LOG_DB` if set to a file, else `logs.db` in the user's data directory."""
     chosen = os.environ.get(ENV_VAR)
-    if chosen:
+    if chosen and not is_postgres_url(chosen):
         return Path(chosen).expanduser()
     return Path(platformdirs.user_data_dir("parlay", appauthor=False)) / "logs.db"
 
 
+def default_target() -> str | Path:
+    """Where the log is: `$PARLAY_LOG_DB` (a file or a postgresql:// URL), else the file."""
+    chosen = os.environ.get(ENV_VAR)
+    return chosen if is_postgres_url(chosen) else default_path()  # type: ignore[return-value]
+
+
 class Store:
-    """A SQLite log file (created and migrated on first use)."""
+    """The log: a SQLite file (a path; created and migrated on first use), or a
+    PostgreSQL database (a `postgresql://user:password@host:port/db` URL, which needs
+    `pip install '.[postgres]'` in parlay's folder). None: `$PARLAY_LOG_DB`, else the
+    default file."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self.path = Path(path).expanduser() if path is not None else default_path()
-        self._ready = False
-        self._connections: dict[tuple[int, int], sqlite3.Connection] = {}
+        target = path if path is not None else default_target()
+        self._db: SqliteDatabase | PostgresDatabase
+        if is_postgres_url(target):
+            self._db = PostgresDatabase(str(target))
+            # A file's path; None for a database, whose place is `where`.
+            self.path: Path | None = None
+        else:
+            self.path = Path(target).expanduser()
+            self._db = SqliteDatabase(self.path)
 
     def __repr__(self) -> str:
-        return f"Store({str(self.path)!r})"
+        return f"Store({self.where!r})"
+
+    @property
+    def where(self) -> str:
+        """The file, or the database's URL without its password."""
+        return self._db.where
+
+    @property
+    def dialect(self) -> Dialect:
+        return self._db.dialect
 
     # -- connections -------------------------------------------------------------------
-    def _open(self) -> sqlite3.Connection:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-            )
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(
-                f"cannot open the log {str(self.path)!r}: {exc}; set ${ENV_VAR} to a writable file"
-            ) from exc
-        conn.row_factory = sqlite3.Row
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            conn.execute("PRAGMA foreign_keys = ON")
-            # In WAL mode NORMAL never corrupts the file; a power cut may lose the last
-            # commits, an application crash loses nothing. FULL costs an fsync per turn.
-            conn.execute("PRAGMA synchronous = NORMAL")
-            if not self._ready:
-                # Two processes opening a new file race to switch it to WAL and migrate
-                # it; the loser can be told "locked" at once, without the busy wait.
-                _retry_while_locked(lambda: self._prepare(conn))
-                self._ready = True
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise StoreError(f"the log {str(self.path)!r} is not usable: {exc}") from exc
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+    def _connection(self) -> Any:
+        return self._db.connection()
 
-    def _prepare(self, conn: sqlite3.Connection) -> None:
-        conn.execute("PRAGMA journal_mode = WAL")
-        version = schema_version(conn)
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"the log {str(self.path)!r} has schema version {version}, newer than "
-                f"this parlay understands ({SCHEMA_VERSION}): upgrade parlay"
-            )
-        migrate(conn)
-
-    @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
-        """This thread's connection (kept open: opening one per write costs more than it)."""
-        key = (os.getpid(), threading.get_ident())
-        conn = self._connections.get(key)
-        if conn is None:
-            conn = self._connections[key] = self._open()
-        try:
-            yield conn
-        except sqlite3.DatabaseError as exc:
-            # A broken connection is dropped; the next operation opens a fresh one.
-            self._connections.pop(key, None)
-            conn.close()
-            raise StoreError(self._explain(exc)) from exc
-
-    def _explain(self, exc: sqlite3.DatabaseError) -> str:
-        """What went wrong with the log, and what to do about it, in one line."""
-        where = f"the log {str(self.path)!r}"
-        if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
-            return f"cannot write to {where}: {exc}; free some space or set ${ENV_VAR}"
-        if "malformed" in str(exc) or "not a database" in str(exc):
-            return (
-                f"{where} is damaged ({exc}): move it aside to start a new log, or set "
-                f"${ENV_VAR} to another file"
-            )
-        return f"{where} is not usable: {exc}"
+    def _write(self) -> Any:
+        return self._db.write()
 
     def close(self) -> None:
         """Close this process's connections (they are also closed when the store is freed)."""
-        for key, conn in list(self._connections.items()):
-            if key[0] == os.getpid():
-                conn.close()
-            self._connections.pop(key, None)
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction; takes the write lock up front so it cannot deadlock."""
-        with self._connection() as conn:
-            try:
-                _retry_while_locked(lambda: conn.execute("BEGIN IMMEDIATE"))
-            except sqlite3.OperationalError as exc:
-                raise StoreError(f"cannot write to the log {self.path}: {exc}") from exc
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                # SQLite may already have rolled back (it does on a full disk); a failing
-                # ROLLBACK ("no transaction is active") must not hide that real cause.
-                with suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                raise
+        self._db.close()
 
     @property
     def schema_version(self) -> int:
-        with self._connection() as conn:
-            return schema_version(conn)
+        return self._db.schema_version()
 
     @property
     def journal_mode(self) -> str:
+        if not isinstance(self._db, SqliteDatabase):
+            return "postgresql"
         with self._connection() as conn:
             return str(conn.execute("PRAGMA journal_mode").fetchone()[0])
+
+    def writable(self) -> str | None:
+        """None when the log takes writes now, else why not (one line): a readiness
+        probe's question. An empty write transaction (PostgreSQL: on a primary)."""
+        try:
+            with self._write() as conn:
+                if self.dialect is Dialect.POSTGRES:
+                    row = conn.execute("SELECT pg_is_in_recovery() AS standby").fetchone()
+                    if row["standby"]:
+                        return f"the log {self.where} is a read-only standby"
+        except StoreError as exc:
+            return str(exc)
+        return None
 
     # -- writing -----------------------------------------------------------------------
     def add_session(
@@ -195,7 +129,7 @@ class Store:
 
     @staticmethod
     def _insert_session(
-        conn: sqlite3.Connection,
+        conn: Any,
         session_id: str,
         source: str,
         backend: str | None,
@@ -203,13 +137,15 @@ class Store:
         tools: Sequence[str],
     ) -> None:
         conn.execute(
-            "INSERT OR IGNORE INTO sessions (id, created_at, source, backend, system, tools) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO sessions (id, created_at, source, backend, system, tools) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
             (session_id, utc_now(), source, backend, system, json.dumps(list(tools))),
         )
 
     def add_response(self, response: LoggedResponse, session: LoggedSession | None = None) -> int:
-        """Write a response with its tool calls and results in one transaction; its id."""
+        """Write a response with its tool calls and results in one transaction; its id.
+        A response with a `request_key` already in the log is not written again: the id
+        is the logged one's."""
         with self._write() as conn:
             if session is not None:
                 self._insert_session(
@@ -221,10 +157,12 @@ class Store:
                     session.tools,
                 )
                 insert_parent(conn, session)
-            cursor = conn.execute(
+            response_id = self._db.insert(
+                conn,
                 "INSERT INTO responses (session_id, created_at, backend, model, prompt, text, "
                 "finish_reason, prompt_tokens, completion_tokens, first_event_ms, duration_ms, "
-                "diagnostics) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "diagnostics, request_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (request_key) DO NOTHING",
                 (
                     response.session_id,
                     response.created_at,
@@ -238,9 +176,14 @@ class Store:
                     response.first_event_ms,
                     response.duration_ms,
                     json.dumps(response.diagnostics) if response.diagnostics is not None else None,
+                    response.request_key,
                 ),
             )
-            response_id = int(cursor.lastrowid or 0)
+            if response_id is None:  # this request was logged already (a retry)
+                row = conn.execute(
+                    "SELECT id FROM responses WHERE request_key = ?", (response.request_key,)
+                ).fetchone()
+                return int(row["id"])
             insert_calls(conn, response_id, response)
             return response_id
 
@@ -288,7 +231,8 @@ class Store:
         params: list[Any] = []
         if query:
             like = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            where.append("(prompt LIKE ? ESCAPE '\\' OR text LIKE ? ESCAPE '\\')")
+            like_op = "ILIKE" if self.dialect is Dialect.POSTGRES else "LIKE"
+            where.append(f"(prompt {like_op} ? ESCAPE '\\' OR text {like_op} ? ESCAPE '\\')")
             params.extend([like, like])
         if tool is not None:
             where.append("id IN (SELECT response_id FROM tool_calls WHERE name = ?)")
@@ -340,4 +284,4 @@ class Store:
         if table not in ("sessions", "responses", "tool_calls", "tool_results"):
             raise ValueError(f"no table {table!r} in the log")
         with self._connection() as conn:
-            return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+            return int(conn.execute(f"SELECT COUNT(*) AS n FROM {table}").fetchone()["n"])

@@ -1,0 +1,98 @@
+"""A real PostgreSQL server for the tests (and bench/gateway.py): `initdb` into a temp
+folder, `postgres` on a free loopback port, stopped when the block ends.
+
+PostgreSQL refuses to run as root: as root, the server runs as the `postgres` user
+(Debian's package makes it; `Popen(user=...)` switches before exec, so the pid is the
+server's own and a signal reaches it). Binaries are found on PATH or under
+/usr/lib/postgresql/*/bin; without them, `find_binaries` says why (a test skips).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def find_binaries() -> Path | str:
+    """The folder holding `initdb` and `postgres`, or why there is none."""
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).parent
+    for folder in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
+        if (Path(folder) / "initdb").exists():
+            return Path(folder)
+    return "PostgreSQL is not installed (apt-get install postgresql)"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _as_owner() -> dict[str, object]:
+    """`Popen` arguments running a command as the `postgres` user when we are root."""
+    if os.geteuid() != 0:
+        return {}
+    return {"user": "postgres", "group": "postgres", "extra_groups": []}
+
+
+@contextmanager
+def postgres_server(*settings: str) -> Iterator[str]:
+    """A running server; yields the URL of its database `parlay`. `settings` are extra
+    `-c name=value` for the server (the tests turn fsync off; the benchmark does not)."""
+    binaries = find_binaries()
+    if isinstance(binaries, str):
+        raise RuntimeError(binaries)
+    folder = Path(tempfile.mkdtemp(prefix="parlay-pg-"))
+    data = folder / "data"
+    if os.geteuid() == 0:
+        shutil.chown(folder, "postgres", "postgres")
+    init = [str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-N"]
+    subprocess.run(init, check=True, capture_output=True, timeout=120, **_as_owner())  # type: ignore[call-overload]
+    port = _free_port()
+    command = [str(binaries / "postgres"), "-D", str(data), "-p", str(port), "-k", str(folder)]
+    command += ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=100"]
+    for setting in settings:
+        command += ["-c", setting]
+    server = subprocess.Popen(  # type: ignore[call-overload]
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **_as_owner()
+    )
+    try:
+        _wait_and_create(server, port)
+        yield f"postgresql://postgres@127.0.0.1:{port}/parlay"
+    finally:
+        server.send_signal(signal.SIGINT)  # a fast shutdown: clients still connected end
+        try:
+            server.wait(20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(10)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _wait_and_create(server: subprocess.Popen[bytes], port: int) -> None:
+    import psycopg
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with psycopg.connect(
+                f"postgresql://postgres@127.0.0.1:{port}/postgres", autocommit=True
+            ) as conn:
+                conn.execute("CREATE DATABASE parlay")
+            return
+        except psycopg.OperationalError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                err = server.stderr.read().decode() if server.stderr else ""
+                raise RuntimeError(f"postgres did not start: {err[-2000:]}") from None
+            time.sleep(0.1)
