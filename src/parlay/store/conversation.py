@@ -33,7 +33,15 @@ from parlay.context import (
 from parlay.context_schema import DIAGNOSTICS
 from parlay.diagnostics import Diagnostics
 from parlay.errors import ConfigurationError
-from parlay.events import Event, Finish, FinishReason, TextDelta, Usage
+from parlay.events import (
+    Event,
+    Finish,
+    FinishReason,
+    TextDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
 from parlay.store.records import LoggedResponse, LoggedSession
 from parlay.thunk import ModelOutputThunk
 
@@ -129,17 +137,34 @@ def rebuild_context(
         ctx = ctx.insert(answer)
         if on_row is not None:
             on_row(answer, row)
+        for result in _results_after(row):
+            ctx = ctx.insert(result)
     return ctx
 
 
+def _ends_calling(row: LoggedResponse) -> bool:
+    """A row whose answer is its last round's calls, not words: a turn that ended asking
+    for tools (a proxy's request, whose results come with the next request; a session's
+    turn nobody answered). Those calls are the answer's own, their results after it."""
+    return not row.text and bool(row.calls) and row.finish_reason not in UNFINISHED
+
+
+def _calls(row: LoggedResponse, number: int) -> tuple[ToolCall, ...]:
+    return tuple(
+        ToolCall(c.name, c.arguments, id=c.call_id) for c in row.calls if c.round == number
+    )
+
+
 def _rounds(row: LoggedResponse) -> list[Message]:
-    """Each round's calls as an assistant turn, followed by their logged results."""
+    """Each round's calls as an assistant turn, followed by their logged results (all
+    but the last round of a row that ends calling: those are the answer's own)."""
     results = {r.call_id: r for r in row.results}
     out: list[Message] = []
-    for number in sorted({c.round for c in row.calls}):
-        calls = tuple(
-            ToolCall(c.name, c.arguments, id=c.call_id) for c in row.calls if c.round == number
-        )
+    numbers = sorted({c.round for c in row.calls})
+    if _ends_calling(row):
+        numbers = numbers[:-1]
+    for number in numbers:
+        calls = _calls(row, number)
         out.append(AssistantMessage("", tool_calls=calls))
         for call in calls:
             logged = results.get(call.id)
@@ -148,9 +173,27 @@ def _rounds(row: LoggedResponse) -> list[Message]:
     return out
 
 
+def _results_after(row: LoggedResponse) -> list[ToolResult]:
+    """The logged results of the calls a row ended with, as the context holds them."""
+    if not _ends_calling(row):
+        return []
+    results = {r.call_id: r for r in row.results}
+    last = _calls(row, max(c.round for c in row.calls))
+    return [
+        ToolResult(c.id, c.name, results[c.id].output, results[c.id].error)
+        for c in last
+        if c.id in results
+    ]
+
+
 def logged_answer(row: LoggedResponse) -> ModelOutputThunk[Any]:
-    """The row's answer as a computed thunk: its rounds, its text and its figures."""
+    """The row's answer as a computed thunk: its rounds, its text (or the calls it ended
+    with) and its figures."""
     events: list[Event] = [TextDelta(row.text)] if row.text else []
+    if _ends_calling(row):
+        last = _calls(row, max(c.round for c in row.calls))
+        for index, call in enumerate(last):
+            events += [ToolCallStart(call.id, call.name, index), ToolCallEnd(call)]
     if row.finish_reason in FINISH_REASONS:
         usage = None
         if row.prompt_tokens is not None or row.completion_tokens is not None:
