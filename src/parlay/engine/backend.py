@@ -28,7 +28,7 @@ from parlay.engine.contract.fit import Budget, fit, reply_reserve
 from parlay.engine.contract.images import text_only
 from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import has_tool_activity
-from parlay.engine.judging import retry, to_release, verdict_on
+from parlay.engine.judging import judge
 from parlay.engine.settings import EngineSettings, engine_settings
 from parlay.engine.turn import NAME_ALTERNATIVES, TurnState, open_turn
 from parlay.errors import BackendStatusError, ConfigurationError
@@ -214,10 +214,10 @@ class PromptedBackend:
             for out in attempt.end():
                 yield out
             turn.record(attempt)
-            if (verdict := verdict_on(turn, attempt, attempt_no)) is not None:
-                retry(turn, verdict, attempt)
+            turn.take(judgement := judge(turn, attempt, attempt_no, can_retry))
+            if judgement.next is not None:
                 continue
-            if (released := to_release(turn, attempt, can_retry)) is not None:
+            if (released := judgement.released) is not None:
                 turn.emitted_calls = released.emitted_calls
                 for out in released.release():
                     yield out

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from attrs import evolve
 
 from parlay.context import AssistantMessage, Message, UserMessage
-from parlay.diagnostics import RetryRecord
 from parlay.engine.attempt import Attempt
 from parlay.engine.checks.call_checks import only_repeats, repeated_ids, repeated_names
 from parlay.engine.checks.confidence import NameChoice, leans_to_words, name_choices
@@ -32,7 +31,7 @@ from parlay.engine.contract.grounding import copied_answer, echoes
 from parlay.engine.contract.pieces import ActionFormat
 from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import ToolState
-from parlay.engine.turn import TurnState
+from parlay.engine.turn import Judgement, NextRequest, TurnState
 from parlay.request import NONE, ChatRequest, ResponseFormat, ToolSpec
 
 logger = logging.getLogger("parlay.prompted")
@@ -45,8 +44,20 @@ def words_format(request: ChatRequest, action_format: ActionFormat) -> ResponseF
     return request.response_format or only
 
 
-def verdict_on(turn: TurnState, attempt: Attempt, attempt_no: int) -> Verdict | None:
-    """Why attempt number `attempt_no` should be retried, or None: it is released."""
+def judge(turn: TurnState, attempt: Attempt, attempt_no: int, can_retry: bool) -> Judgement:
+    """Attempt number `attempt_no` judged: asked again, or released."""
+    verdict, refusal, notes = _verdict(turn, attempt, attempt_no)
+    if verdict is not None:
+        return evolve(_retry(turn, verdict, attempt), refusal=refusal)
+    released = _release(turn, attempt, can_retry)
+    return evolve(released, refusal=refusal, notes=(*notes, *released.notes))
+
+
+def _verdict(
+    turn: TurnState, attempt: Attempt, attempt_no: int
+) -> tuple[Verdict | None, RefusalSignal | None, tuple[str, ...]]:
+    """Why the attempt should be retried (None: it is released), the refusal to report,
+    and a note when a verdict came too late."""
     text = attempt.parsed.text
     signal = detect_refusal(text, turn.settings.refusal_phrases)
     if signal is not None and signal.kind == "soft" and asks_user(text):
@@ -54,15 +65,13 @@ def verdict_on(turn: TurnState, attempt: Attempt, attempt_no: int) -> Verdict | 
         # needs: the right reply, not a claim that no tool could help.
         signal = None
     if not turn.policy.budget_left(attempt_no):
-        turn.refusal = turn.refusal or signal
-        return None
+        return None, signal, ()
     verdict = turn.settings.policy.judge(_reply(turn, attempt, signal))
-    if verdict is None or turn.policy.may_call:  # a reply asked again for words is none
-        turn.refusal = turn.refusal or signal
+    # A reply asked again for words is no refusal.
+    refusal = signal if verdict is None or turn.policy.may_call else None
     if verdict is not None and verdict.about_text and attempt.shown_text:
-        turn.notes.append(f"not retried ({verdict.reason}): the text was already shown")
-        return None
-    return verdict
+        return None, refusal, (f"not retried ({verdict.reason}): the text was already shown",)
+    return verdict, refusal, ()
 
 
 def _reply(turn: TurnState, attempt: Attempt, signal: RefusalSignal | None) -> Evidence:
@@ -87,47 +96,49 @@ def _reply(turn: TurnState, attempt: Attempt, signal: RefusalSignal | None) -> E
     )
 
 
-def retry(turn: TurnState, verdict: Verdict, attempt: Attempt) -> None:
-    """Set the turn up for the attempt after `verdict`."""
+def _retry(turn: TurnState, verdict: Verdict, attempt: Attempt) -> Judgement:
+    """The attempt after `verdict`: what it sends, and the rules that acted."""
     words_only, echo = traits(verdict.reason).under_none, attempt.trim.took_all
+    fired, notes = [verdict.reason], list[str]()
     if words_only and echo:
-        turn.fired.append("echo_filter")
-        turn.notes.append("dropped a reply that only repeated the instruction not to call")
-    turn.fired.append(verdict.reason)
-    turn.retries.append(RetryRecord(verdict.reason, verdict.detail))
-    tries, most = len(turn.retries), turn.policy.retries
+        fired.insert(0, "echo_filter")
+        notes.append("dropped a reply that only repeated the instruction not to call")
+    tries, most = len(turn.retries) + 1, turn.policy.retries
     logger.info("retry %d/%d: %s %s", tries, most, verdict.reason, verdict.detail)
     if (to_words := _words_rule(turn, verdict)) is not None:
-        turn.fired.append(to_words)
-        answer_only(turn)
+        fired.append(to_words)
+        next_request = answer_only(turn)
     elif words_only and turn.settings.grammar_available and (echo or tries >= most):
         # After an echo of the instruction not to call, or on the last try, the
         # answer-only grammar rather than the instruction shown again.
-        answer_only(turn)
+        next_request = answer_only(turn)
     else:
-        _ask_again(turn, verdict, attempt)
-    turn.shown_text = turn.shown_text or attempt.shown_text
+        next_request = _ask_again(turn, verdict, attempt)
+    return Judgement(
+        verdict, next_request, fired=tuple(fired), notes=tuple(notes), shown_text=attempt.shown_text
+    )
 
 
-def answer_only(turn: TurnState) -> None:
+def answer_only(turn: TurnState) -> NextRequest:
     """The next attempt under the answer-only grammar: the conversation rendered as under
     tool_choice="none", with no examples and no instruction (models copy both)."""
-    turn.messages = _without_examples(turn, turn.request.replace(tool_choice=NONE), True)
-    turn.response_format = words_format(turn.request, turn.settings.options.action_format)
-    turn.instruction = ""
+    messages = _without_examples(turn, turn.request.replace(tool_choice=NONE), True)
+    return NextRequest(messages, words_format(turn.request, turn.settings.options.action_format))
 
 
-def _ask_again(turn: TurnState, verdict: Verdict, attempt: Attempt) -> None:
-    after = traits(verdict.reason)
+def _ask_again(turn: TurnState, verdict: Verdict, attempt: Attempt) -> NextRequest:
+    """The next attempt told what was wrong: after the reply, or (what the examples
+    taught) afresh without them."""
+    after, grammar = traits(verdict.reason), turn.next.response_format
     if after.repeats:
-        _away_from_repeats(turn, attempt)
+        grammar = _away_from_repeats(turn, attempt)
     elif after.names_tool and verdict.tool is not None and turn.constrained:
         # The model wrote a made-up result for this tool: it may call it, or answer.
-        turn.response_format = turn.settings.grammar((verdict.tool,), turn.request)
-    turn.instruction = retry_instruction(
+        grammar = turn.settings.grammar((verdict.tool,), turn.request)
+    instruction = retry_instruction(
         verdict.reason,
         verdict.detail,
-        len(turn.retries),
+        len(turn.retries) + 1,
         turn.contract.tools,
         turn.policy,
         turn.settings.options,
@@ -136,16 +147,10 @@ def _ask_again(turn: TurnState, verdict: Verdict, attempt: Attempt) -> None:
         argument=verdict.argument,
     )
     if after.taught:
-        fresh = _without_examples(turn, turn.request, turn.constrained)
-        turn.messages = (*fresh, UserMessage(turn.instruction))
-    else:
-        _after_reply(turn, attempt)
-
-
-def _after_reply(turn: TurnState, attempt: Attempt) -> None:
-    """The next messages: these, the reply, and the retry's instruction."""
-    reply = AssistantMessage("".join(attempt.raw))
-    turn.messages = (*turn.messages, reply, UserMessage(turn.instruction))
+        before = _without_examples(turn, turn.request, turn.constrained)
+    else:  # these messages, and the reply
+        before = (*turn.next.messages, AssistantMessage("".join(attempt.raw)))
+    return NextRequest((*before, UserMessage(instruction)), grammar, instruction)
 
 
 def _without_examples(
@@ -163,7 +168,7 @@ def _words_rule(turn: TurnState, verdict: Verdict) -> EngineRule | None:
     model repeating answered calls has every result, and would misuse the other tools."""
     settings, rules, after = turn.settings, turn.settings.policy.rules, traits(verdict.reason)
     auto_grammar = turn.policy.model_decides and settings.grammar_available
-    doubted = any(traits(r.reason).doubtful for r in turn.retries[:-1])
+    doubted = any(traits(r.reason).doubtful for r in turn.retries)
     made_up = after.made_up_value and auto_grammar and doubted
     if rules.on("words_fallback") and (after.to_words or made_up):
         return "words_fallback"
@@ -172,56 +177,54 @@ def _words_rule(turn: TurnState, verdict: Verdict) -> EngineRule | None:
     return None
 
 
-def _away_from_repeats(turn: TurnState, attempt: Attempt) -> None:
-    """The retry held to a grammar that leaves out the tools the model keeps repeating
-    (under `auto` with none left, an answer only)."""
-    settings = turn.settings
+def _away_from_repeats(turn: TurnState, attempt: Attempt) -> ResponseFormat | None:
+    """The retry's grammar, leaving out the tools the model keeps repeating (under `auto`
+    with none left, an answer only)."""
+    settings, grammar = turn.settings, turn.next.response_format
     if not settings.grammar_available or turn.policy.tool is not None:
-        return
+        return grammar
     repeated = repeated_names(attempt.issues)
     if others := tuple(t for t in turn.contract.tools if t.name not in repeated):
-        turn.response_format = settings.grammar(others, turn.request)
-    elif turn.policy.model_decides:
-        turn.response_format = words_format(turn.request, settings.options.action_format)
+        return settings.grammar(others, turn.request)
+    if turn.policy.model_decides:
+        return words_format(turn.request, settings.options.action_format)
+    return grammar
 
 
-def to_release(turn: TurnState, attempt: Attempt, can_retry: bool) -> Attempt | None:
-    """The attempt whose events go out (None: nothing does, the reply was dropped)."""
+def _release(turn: TurnState, attempt: Attempt, can_retry: bool) -> Judgement:
+    """The attempt whose events go out, or none (the reply was dropped)."""
     rules, calls = turn.settings.policy.rules, attempt.parsed.calls
     if (repeated := own_words(turn, attempt)) and rules.on("echo_filter"):
         # Parlay's instructions, echoed, are no answer: the user should not read them.
-        _drop(turn, "echo_filter", f"dropped a reply that only repeated {repeated}")
-        return None
+        return _dropped("echo_filter", f"dropped a reply that only repeated {repeated}")
     repeats = turn.policy.model_decides and only_repeats(calls, attempt.issues)
     if not can_retry and repeats and rules.on("repeat_to_words"):
         # No grammar kept the last try to words: a repeat handed on loops a tool runner.
-        _drop(turn, "repeat_to_words", "dropped a last reply that only repeated answered calls")
-        return None
+        return _dropped("repeat_to_words", "dropped a last reply that only repeated answered calls")
+    fired, notes = list[str](), list[str]()
     last_call = not can_retry and turn.read_confidence and calls
     if last_call and (forced := forced_choice(turn, attempt)):
-        turn.notes.append(f"kept a call the grammar forced (no retry left): {forced.describe()}")
+        notes.append(f"kept a call the grammar forced (no retry left): {forced.describe()}")
     if attempt.duplicates:
-        turn.fired.append("duplicate_calls")
-    if turn.policy.model_decides and rules.on("repeat_beside_new"):
-        _drop_repeats_beside_new(turn, attempt)
-    return attempt
+        fired.append("duplicate_calls")
+    beside_new = turn.policy.model_decides and rules.on("repeat_beside_new")
+    if beside_new and (dropped := _drop_repeats_beside_new(attempt)):
+        fired.append("repeat_beside_new")
+        notes.append(f"dropped {dropped} call(s) repeating answered ones beside new calls")
+    return Judgement(released=attempt, fired=tuple(fired), notes=tuple(notes))
 
 
-def _drop(turn: TurnState, rule: str, note: str) -> None:
-    turn.fired.append(rule)
-    turn.notes.append(note)
-    turn.dropped = True
+def _dropped(rule: str, note: str) -> Judgement:
+    return Judgement(fired=(rule,), notes=(note,), dropped=True)
 
 
-def _drop_repeats_beside_new(turn: TurnState, released: Attempt) -> None:
+def _drop_repeats_beside_new(released: Attempt) -> int:
     """Calls repeating answered ones leave a reply that makes new calls as well: their
-    results are in the history, and a tool that acts would act twice."""
+    results are in the history, and a tool that acts would act twice. How many went."""
     repeats = repeated_ids(released.issues)
     if not repeats or released.emitted_calls <= len(repeats):
-        return
-    if dropped := released.drop_held(repeats):
-        turn.fired.append("repeat_beside_new")
-        turn.notes.append(f"dropped {dropped} call(s) repeating answered ones beside new calls")
+        return 0
+    return released.drop_held(repeats)
 
 
 def _unsure_share(turn: TurnState) -> float | None:
@@ -255,7 +258,7 @@ def own_words(turn: TurnState, attempt: Attempt) -> str:
         return "a stand-in of the format instructions"
     if is_debris(text):
         return "no words, only punctuation or an action's syntax"
-    if turn.instruction and echoes(text, turn.instruction):
+    if (instruction := turn.next.instruction) and echoes(text, instruction):
         return "the retry message"
     if turn.own_words.repeated_by(text) or attempt.trim.took_all:
         return "the continuation's instructions"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from functools import partial
 
-from attrs import Factory, define, evolve
+from attrs import Factory, define, evolve, frozen
 
 from parlay.backends.bounds import with_max_tokens
 from parlay.context import Message, UserMessage
@@ -18,6 +18,7 @@ from parlay.engine.checks.choice_checks import WORDS_ONLY
 from parlay.engine.checks.confidence import answer_share
 from parlay.engine.checks.own_words import OwnWords, continuation_words
 from parlay.engine.checks.refusal import RefusalSignal
+from parlay.engine.checks.retry import Verdict
 from parlay.engine.checks.retry_message import retry_instruction
 from parlay.engine.contract.pieces import render_template
 from parlay.engine.contract.render import Contract, render_contract
@@ -31,6 +32,32 @@ logger = logging.getLogger("parlay.prompted")
 NAME_ALTERNATIVES = 5
 
 
+@frozen
+class NextRequest:
+    """What the next attempt sends: the messages, the grammar, and the message the last
+    retry added ("" for none)."""
+
+    messages: tuple[Message, ...]
+    response_format: ResponseFormat | None
+    instruction: str = ""
+
+
+@frozen
+class Judgement:
+    """What the judging makes of an attempt, for the turn to take in (`TurnState.take`):
+    the verdict and the next attempt's request, or the attempt released (or dropped), and
+    what the turn reports of either (made in `judging`)."""
+
+    verdict: Verdict | None = None
+    next: NextRequest | None = None  # with a verdict: what the next attempt sends
+    released: Attempt | None = None  # without one: the attempt whose events go out
+    refusal: RefusalSignal | None = None  # a refusal the reply made, to report
+    fired: tuple[str, ...] = ()  # the rules that acted, in order
+    notes: tuple[str, ...] = ()
+    dropped: bool = False  # the reply only repeated parlay's own words
+    shown_text: bool = False  # the attempt asked again had shown text
+
+
 @define
 class TurnState:
     """The state of one request while the engine works on it."""
@@ -39,9 +66,7 @@ class TurnState:
     request: ChatRequest
     policy: TurnPolicy
     contract: Contract
-    # What the next attempt sends: the messages and the grammar.
-    messages: tuple[Message, ...]
-    response_format: ResponseFormat | None
+    next: NextRequest  # what the next attempt sends
     # parlay's own words in what the model answers (`continuation_words`).
     own_words: OwnWords
     constrained: bool  # held to a grammar (`EngineSettings.uses_constraint`)
@@ -54,7 +79,6 @@ class TurnState:
     emitted_calls: int = 0
     shown_any: bool = False  # an event went out
     shown_text: bool = False  # an attempt before the next one showed text
-    instruction: str = ""  # the message the last retry added
     repetition: str | None = None  # what a looping attempt repeated
     dropped: bool = False  # the last reply only repeated parlay's own words
     withheld: str = ""  # the last reply the echo trim took out whole, as written
@@ -73,10 +97,10 @@ class TurnState:
         reading: the text it hands on is parsed out of actions, a caller's would not fit."""
         alternatives = NAME_ALTERNATIVES if self.read_confidence else None
         request = self.request.replace(
-            messages=self.messages,
+            messages=self.next.messages,
             tools=(),
             tool_choice=AUTO,
-            response_format=self.response_format,
+            response_format=self.next.response_format,
             options=evolve(self.request.options, top_logprobs=alternatives),
         )
         return with_max_tokens(request, self.settings.max_tokens)
@@ -105,6 +129,17 @@ class TurnState:
             trim_clauses=self.request.response_format is None,
         )
         return Attempt(setup, specs, settings.options.thought_limit)
+
+    def take(self, judgement: Judgement) -> None:
+        """What the judging of an attempt changes: the next request, what is reported."""
+        self.refusal = self.refusal or judgement.refusal
+        if (verdict := judgement.verdict) is not None:
+            self.retries.append(RetryRecord(verdict.reason, verdict.detail))
+        self.fired.extend(judgement.fired)
+        self.notes.extend(judgement.notes)
+        self.next = judgement.next or self.next
+        self.dropped = self.dropped or judgement.dropped
+        self.shown_text = self.shown_text or judgement.shown_text
 
     def record(self, attempt: Attempt) -> None:
         """What an attempt noted, what it cost, and how it ended."""
@@ -185,8 +220,8 @@ def open_turn(settings: EngineSettings, request: ChatRequest) -> TurnState:
     if not policy.may_call:
         asked = [m.content for m in request.messages if isinstance(m, UserMessage)]
         own_words = own_words.with_instructions(not_to_call(settings, request), asked)
-    messages = contract.messages
-    return TurnState(settings, request, policy, contract, messages, grammar, own_words, constrained)
+    first = NextRequest(contract.messages, grammar)
+    return TurnState(settings, request, policy, contract, first, own_words, constrained)
 
 
 def not_to_call(settings: EngineSettings, request: ChatRequest) -> tuple[str, ...]:
