@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from parlay.backends._net import pooled_transport
 from parlay.backends.window import overflow_error
 from parlay.errors import (
     BackendConnectionError,
@@ -27,6 +28,10 @@ from parlay.errors import (
 from parlay.wire.sse import ServerSentEvent, bounded_lines, read_events
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=30.0)
+# Connections to one upstream: as many kept alive as may be open, so a burst of
+# concurrent requests reuses its connections instead of closing all but a few and
+# opening them again on the next burst; idle ones close after 5 s.
+POOL = httpx.Limits(max_connections=256, max_keepalive_connections=256, keepalive_expiry=5.0)
 
 
 # Things that look like credentials in text an upstream sends back (some echo the key
@@ -108,8 +113,7 @@ class HttpTransport:
                 base_url=self.base_url,
                 headers=self.headers,
                 timeout=self.timeout,
-                transport=self._transport,
-                limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+                transport=self._transport or pooled_transport(POOL),
             )
             self._clients[loop] = found
         return found

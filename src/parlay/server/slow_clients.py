@@ -44,54 +44,26 @@ class Phase(enum.Enum):
     BODY = "body"
 
 
-class SlowClientProtocol(H11Protocol):
-    """uvicorn's h11 protocol that closes a connection whose request head is not complete
-    within `config.header_timeout` seconds, or whose body is not complete within
-    `config.body_timeout` (plus `BODY_GRACE`) seconds after that (both set on the uvicorn
-    `Config` it is given)."""
+class SlowClientBounds:
+    """The two timers, for a uvicorn HTTP protocol that says whether it is reading a
+    request's head or its body (`_reading_head`, `_reading_body`) and calls `_arm` when a
+    phase starts; `loop`, `transport` and `logger` are the protocol's own."""
 
-    def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
-        super().__init__(config, *args, **kwargs)
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
+    logger: Any
+
+    def _init_bounds(self, config: Any) -> None:
         self.header_timeout = float(getattr(config, "header_timeout", DEFAULT_HEADER_TIMEOUT))
         self.body_timeout = float(getattr(config, "body_timeout", DEFAULT_BODY_TIMEOUT))
         self._timer: asyncio.TimerHandle | None = None
         self._phase: Phase | None = None
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm(Phase.HEAD)
-
-    def data_received(self, data: bytes) -> None:
-        if self._timer is None and self._reading_head():
-            # The first byte of a later request on a kept-alive connection.
-            self._arm(Phase.HEAD)
-        super().data_received(data)
-        self._follow()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        super().connection_lost(exc)
-
     def _reading_head(self) -> bool:
-        # h11 leaves IDLE for the client's side once a whole request head has been read.
-        return self.conn.their_state is h11.IDLE
+        raise NotImplementedError
 
-    def _follow(self) -> None:
-        """The timer for what h11 now waits for from the client."""
-        state = self.conn.their_state
-        if state is h11.IDLE:
-            if self._phase is Phase.BODY:
-                # The body ended after the app's answer and h11 began the next request:
-                # its head is due now if some of it came along, else it is kept-alive idle.
-                self._disarm()
-                if self.conn.trailing_data[0]:
-                    self._arm(Phase.HEAD)
-            return  # else the head's timer, armed above, runs on
-        if state is h11.SEND_BODY:
-            if self._phase is not Phase.BODY:
-                self._arm(Phase.BODY)
-            return
-        self._disarm()  # the whole request is read (or the connection is ending)
+    def _reading_body(self) -> bool:
+        raise NotImplementedError
 
     def _arm(self, phase: Phase) -> None:
         self._disarm()
@@ -122,8 +94,55 @@ class SlowClientProtocol(H11Protocol):
             )
         self.transport.close()
 
+
+class SlowClientProtocol(SlowClientBounds, H11Protocol):
+    """uvicorn's h11 protocol that closes a connection whose request head is not complete
+    within `config.header_timeout` seconds, or whose body is not complete within
+    `config.body_timeout` (plus `BODY_GRACE`) seconds after that (both set on the uvicorn
+    `Config` it is given)."""
+
+    def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(config, *args, **kwargs)
+        self._init_bounds(config)
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm(Phase.HEAD)
+
+    def data_received(self, data: bytes) -> None:
+        if self._timer is None and self._reading_head():
+            # The first byte of a later request on a kept-alive connection.
+            self._arm(Phase.HEAD)
+        super().data_received(data)
+        self._follow()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _reading_head(self) -> bool:
+        # h11 leaves IDLE for the client's side once a whole request head has been read.
+        return self.conn.their_state is h11.IDLE
+
     def _reading_body(self) -> bool:
         return self.conn.their_state is h11.SEND_BODY
+
+    def _follow(self) -> None:
+        """The timer for what h11 now waits for from the client."""
+        state = self.conn.their_state
+        if state is h11.IDLE:
+            if self._phase is Phase.BODY:
+                # The body ended after the app's answer and h11 began the next request:
+                # its head is due now if some of it came along, else it is kept-alive idle.
+                self._disarm()
+                if self.conn.trailing_data[0]:
+                    self._arm(Phase.HEAD)
+            return  # else the head's timer, armed above, runs on
+        if state is h11.SEND_BODY:
+            if self._phase is not Phase.BODY:
+                self._arm(Phase.BODY)
+            return
+        self._disarm()  # the whole request is read (or the connection is ending)
 
 
 # The name it had when it bounded only the head.

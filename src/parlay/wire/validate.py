@@ -8,7 +8,8 @@ never a crash further in, after the upstream was already paid for.
 
 from __future__ import annotations
 
-import functools
+import collections
+import hashlib
 import json
 import math
 import re
@@ -194,22 +195,26 @@ def _describes_object(schema: Mapping[str, Any]) -> bool:
     return kind == "object" or (isinstance(kind, list) and "object" in kind)
 
 
-# Schemas come again with every turn of a conversation; checking one costs about a
-# millisecond. Only small ones are kept, so the cache stays a few megabytes at most.
-_CACHED_SCHEMA_CHARS = 16_384
+# Schemas come again with every turn of a conversation, and checking one against the
+# metaschema costs about 3.6 s of CPU per MB (a millisecond for a small one). What was
+# found is kept by the schema's content (a 16-byte digest of its canonical JSON: the
+# key stays small whatever the schema's size), for the last `_KNOWN_SCHEMAS` schemas.
+_KNOWN_SCHEMAS = 4_096
+_known: collections.OrderedDict[bytes, str | None] = collections.OrderedDict()
 
 
 def schema_problem(schema: Mapping[str, Any]) -> str | None:
     """What is wrong with `schema` against the JSON Schema 2020-12 metaschema, or None."""
     canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"))
-    if len(canonical) <= _CACHED_SCHEMA_CHARS:
-        return _cached_problem(canonical)
-    return _problem(schema)
-
-
-@functools.lru_cache(maxsize=1_024)
-def _cached_problem(canonical: str) -> str | None:
-    return _problem(json.loads(canonical))
+    key = hashlib.blake2b(canonical.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    if key in _known:
+        _known.move_to_end(key)
+        return _known[key]
+    problem = _problem(schema)
+    _known[key] = problem
+    if len(_known) > _KNOWN_SCHEMAS:
+        _known.popitem(last=False)
+    return problem
 
 
 def _problem(schema: Mapping[str, Any]) -> str | None:
