@@ -50,6 +50,7 @@ def app_from_config(
         limits=Limits(max_body_bytes=config.max_body_bytes),
         body_timeout=config.body_timeout,
         hard_exit_after=hard_exit_after,
+        **config.observing(),
     )
 
 

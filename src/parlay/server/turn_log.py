@@ -9,7 +9,7 @@ log session; send the header to keep them apart). One row per request: its promp
 last user message; none when it carries tool results back), the tool results it
 brought, the reply's text, calls, usage and diagnostics. A load balancer's request id
 (`X-Request-Id`) is the row's key, so a request retried on another replica is logged
-once.
+once, as the answer its client got.
 
 A row is written before the reply's last bytes leave (a reply the client has is in the
 log), in a thread, bounded in time. A log that fails warns once and turns go on

@@ -28,6 +28,32 @@ def insert_calls(conn: Any, response_id: int, response: LoggedResponse) -> None:
     )
 
 
+def replace_response(conn: Any, response_id: int, response: LoggedResponse) -> None:
+    """Row `response_id` becomes `response`, without its calls and results (the caller
+    writes the new ones)."""
+    conn.execute("DELETE FROM tool_results WHERE response_id = ?", (response_id,))
+    conn.execute("DELETE FROM tool_calls WHERE response_id = ?", (response_id,))
+    conn.execute(
+        "UPDATE responses SET created_at = ?, backend = ?, model = ?, prompt = ?, text = ?, "
+        "finish_reason = ?, prompt_tokens = ?, completion_tokens = ?, first_event_ms = ?, "
+        "duration_ms = ?, diagnostics = ? WHERE id = ?",
+        (
+            response.created_at,
+            response.backend,
+            response.model,
+            response.prompt,
+            response.text,
+            response.finish_reason,
+            response.prompt_tokens,
+            response.completion_tokens,
+            response.first_event_ms,
+            response.duration_ms,
+            json.dumps(response.diagnostics) if response.diagnostics is not None else None,
+            response_id,
+        ),
+    )
+
+
 def insert_parent(conn: Any, session: LoggedSession) -> None:
     # A fork's parent is written once, with its first response (see `Session.fork`).
     if session.parent_id is not None:

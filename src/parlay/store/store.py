@@ -26,7 +26,13 @@ from parlay.store.records import (
     LoggedSession,
     utc_now,
 )
-from parlay.store.rows import insert_calls, insert_parent, read_response, read_session
+from parlay.store.rows import (
+    insert_calls,
+    insert_parent,
+    read_response,
+    read_session,
+    replace_response,
+)
 from parlay.store.sqlite_db import ENV_VAR, SqliteDatabase
 
 if TYPE_CHECKING:
@@ -144,8 +150,8 @@ class Store:
 
     def add_response(self, response: LoggedResponse, session: LoggedSession | None = None) -> int:
         """Write a response with its tool calls and results in one transaction; its id.
-        A response with a `request_key` already in the log is not written again: the id
-        is the logged one's."""
+        A response with a `request_key` already in the log replaces that row (the same
+        request, retried: the later answer is the one its client got) under its id."""
         with self._write() as conn:
             if session is not None:
                 self._insert_session(
@@ -179,11 +185,14 @@ class Store:
                     response.request_key,
                 ),
             )
-            if response_id is None:  # this request was logged already (a retry)
+            if response_id is None:
+                # The request was logged already, and sent again (a load balancer retried
+                # it on another replica): the row becomes this answer, the one the client got.
                 row = conn.execute(
                     "SELECT id FROM responses WHERE request_key = ?", (response.request_key,)
                 ).fetchone()
-                return int(row["id"])
+                response_id = int(row["id"])
+                replace_response(conn, response_id, response)
             insert_calls(conn, response_id, response)
             return response_id
 
