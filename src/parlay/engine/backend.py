@@ -161,7 +161,7 @@ class PromptedBackend:
     def _grammar_refused(self, turn: TurnState, exc: BackendStatusError) -> bool:
         """Whether to go on without the grammar: only when the server rejected the schema
         itself, nothing was shown and the caller did not insist on it."""
-        rejected = turn.constrained and schema_rejected(exc)
+        rejected = turn.opening.constrained and schema_rejected(exc)
         return rejected and not turn.shown_any and not self.constrained
 
     def _without_grammar(self, exc: BackendStatusError) -> PromptedBackend:
@@ -205,7 +205,7 @@ class PromptedBackend:
     async def _attempts(self, turn: TurnState) -> AsyncIterator[Event]:
         """The turn's attempts, until one is released (or dropped) or none is left."""
         for attempt_no in range(self.policy.max_retries + 1):
-            can_retry = turn.policy.may_retry(attempt_no)
+            can_retry = turn.opening.policy.may_retry(attempt_no)
             attempt = turn.next_attempt(can_retry)
             inner = self.inner.stream(turn.inner_request())
             async for event in guarded(inner, self.settings.repetition):
@@ -218,7 +218,7 @@ class PromptedBackend:
             if judgement.next is not None:
                 continue
             if (released := judgement.released) is not None:
-                turn.emitted_calls = released.emitted_calls
+                turn.report.emitted_calls = released.emitted_calls
                 for out in released.release():
                     yield out
             return
@@ -226,26 +226,24 @@ class PromptedBackend:
     async def _closing(self, turn: TurnState, request: ChatRequest) -> AsyncIterator[Event]:
         """When nothing was left to show, the user still gets text: words asked for once
         more, else the tool results, else the last reply the echo filter held back."""
-        if turn.dropped and turn.policy.may_call and self.rules.on("words_after_drop"):
+        report, may_call = turn.report, turn.opening.policy.may_call
+        if turn.dropped and may_call and self.rules.on("words_after_drop"):
             # Asked afresh, with no retry message in sight for the model to repeat.
-            turn.fired.append("words_after_drop")
+            report.fire("words_after_drop")
             async for out in self.stream(request.replace(tool_choice=NONE)):
-                if not isinstance(out, Finish):
+                if isinstance(out, Finish):
+                    report.words_after(out)
+                else:
                     yield out
-                    continue
-                turn.finishes.append(out)
-                if out.diagnostics is not None:  # its rules, each named once, and notes
-                    turn.fired.extend(r for r in out.diagnostics.rules if r not in turn.fired)
-                    turn.notes.extend(out.diagnostics.notes)
-        if turn.policy.may_call or turn.shown_any:
+        if may_call or turn.shown_any:
             return
         results = results_answer(request.messages, self.options.max_result_chars)
         if results and self.rules.on("results_as_answer"):
-            turn.fired.append("results_as_answer")
-            turn.notes.append("no answer in words came: the tool results are the answer")
+            note = "no answer in words came: the tool results are the answer"
+            report.fire("results_as_answer", note)
             yield TextDelta(results)
         elif turn.withheld:
-            turn.notes.append("no other words came: the last reply stands, though it echoes")
+            report.notes.append("no other words came: the last reply stands, though it echoes")
             yield TextDelta(turn.withheld)
 
 

@@ -5,7 +5,9 @@ its checks read (a refusal, a copied answer, a call the grammar forced, how sure
 model was of calling) and applies the rules that act after it: a reply repeating
 parlay's own words is dropped (`echo_filter`), and so are repeats of answered calls.
 Most retries add the reply and an instruction naming what was wrong; the others change
-what is sent (`_ask_again`) or hold the retry to the answer-only grammar (`_words_rule`).
+what is sent (`_ask_again`) or hold the retry to the answer-only grammar (`_words_rule`),
+as the verdict's check says (`checks.check.Traits`). Nothing here changes the turn: `judge`
+returns a `Judgement`, which the turn takes in.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from parlay.engine.contract.grounding import copied_answer, echoes
 from parlay.engine.contract.pieces import ActionFormat
 from parlay.engine.contract.render import render_contract
 from parlay.engine.contract.state import ToolState
-from parlay.engine.turn import Judgement, NextRequest, TurnState
+from parlay.engine.turn import Judgement, NextRequest, Opening, TurnState
 from parlay.request import NONE, ChatRequest, ResponseFormat, ToolSpec
 
 logger = logging.getLogger("parlay.prompted")
@@ -58,17 +60,17 @@ def _verdict(
 ) -> tuple[Verdict | None, RefusalSignal | None, tuple[str, ...]]:
     """Why the attempt should be retried (None: it is released), the refusal to report,
     and a note when a verdict came too late."""
-    text = attempt.parsed.text
-    signal = detect_refusal(text, turn.settings.refusal_phrases)
+    text, opening = attempt.parsed.text, turn.opening
+    signal = detect_refusal(text, opening.settings.refusal_phrases)
     if signal is not None and signal.kind == "soft" and asks_user(text):
         # "Which city? I can't check the weather without one." asks for what a tool
         # needs: the right reply, not a claim that no tool could help.
         signal = None
-    if not turn.policy.budget_left(attempt_no):
+    if not opening.policy.budget_left(attempt_no):
         return None, signal, ()
-    verdict = turn.settings.policy.judge(_reply(turn, attempt, signal))
+    verdict = opening.settings.policy.judge(_reply(turn, attempt, signal))
     # A reply asked again for words is no refusal.
-    refusal = signal if verdict is None or turn.policy.may_call else None
+    refusal = signal if verdict is None or opening.policy.may_call else None
     if verdict is not None and verdict.about_text and attempt.shown_text:
         return None, refusal, (f"not retried ({verdict.reason}): the text was already shown",)
     return verdict, refusal, ()
@@ -76,22 +78,23 @@ def _verdict(
 
 def _reply(turn: TurnState, attempt: Attempt, signal: RefusalSignal | None) -> Evidence:
     """What the policy's checks judge of the reply, gathered here."""
-    contract, parsed, text = turn.contract, attempt.parsed, attempt.parsed.text
-    copied = copied_answer(text, contract.example_answers) if turn.settings.check_values else ""
+    opening, parsed, text = turn.opening, attempt.parsed, attempt.parsed.text
+    contract = opening.contract
+    copied = copied_answer(text, contract.example_answers) if opening.settings.check_values else ""
     return Evidence(
         calls=parsed.calls,
         issues=attempt.issues,
         problems=parsed.problems,
-        policy=turn.policy,
+        policy=opening.policy,
         tools=contract.tools,
         text=text,
         refusal=signal,
         copied_answer=copied,
         pretended_tool=named_tool(text, contract.tools) if copied else None,
-        forced=forced_choice(turn, attempt) if turn.read_confidence else None,
+        forced=forced_choice(opening, attempt) if opening.read_confidence else None,
         placeholder=is_placeholder(text) or is_debris(text),
         unsure=_unsure_share(turn),
-        earlier=tuple(record.reason for record in turn.retries),
+        earlier=tuple(record.reason for record in turn.report.retries),
         echo=attempt.trim.took_all,
     )
 
@@ -103,15 +106,15 @@ def _retry(turn: TurnState, verdict: Verdict, attempt: Attempt) -> Judgement:
     if words_only and echo:
         fired.insert(0, "echo_filter")
         notes.append("dropped a reply that only repeated the instruction not to call")
-    tries, most = len(turn.retries) + 1, turn.policy.retries
+    tries, most = len(turn.report.retries) + 1, turn.opening.policy.retries
     logger.info("retry %d/%d: %s %s", tries, most, verdict.reason, verdict.detail)
     if (to_words := _words_rule(turn, verdict)) is not None:
         fired.append(to_words)
-        next_request = answer_only(turn)
-    elif words_only and turn.settings.grammar_available and (echo or tries >= most):
+        next_request = answer_only(turn.opening)
+    elif words_only and turn.opening.settings.grammar_available and (echo or tries >= most):
         # After an echo of the instruction not to call, or on the last try, the
         # answer-only grammar rather than the instruction shown again.
-        next_request = answer_only(turn)
+        next_request = answer_only(turn.opening)
     else:
         next_request = _ask_again(turn, verdict, attempt)
     return Judgement(
@@ -119,44 +122,45 @@ def _retry(turn: TurnState, verdict: Verdict, attempt: Attempt) -> Judgement:
     )
 
 
-def answer_only(turn: TurnState) -> NextRequest:
+def answer_only(opening: Opening) -> NextRequest:
     """The next attempt under the answer-only grammar: the conversation rendered as under
     tool_choice="none", with no examples and no instruction (models copy both)."""
-    messages = _without_examples(turn, turn.request.replace(tool_choice=NONE), True)
-    return NextRequest(messages, words_format(turn.request, turn.settings.options.action_format))
+    request, action_format = opening.request, opening.settings.options.action_format
+    messages = _without_examples(opening, request.replace(tool_choice=NONE), True)
+    return NextRequest(messages, words_format(request, action_format))
 
 
 def _ask_again(turn: TurnState, verdict: Verdict, attempt: Attempt) -> NextRequest:
     """The next attempt told what was wrong: after the reply, or (what the examples
     taught) afresh without them."""
-    after, grammar = traits(verdict.reason), turn.next.response_format
+    opening, after, grammar = turn.opening, traits(verdict.reason), turn.next.response_format
     if after.repeats:
         grammar = _away_from_repeats(turn, attempt)
-    elif after.names_tool and verdict.tool is not None and turn.constrained:
+    elif after.names_tool and verdict.tool is not None and opening.constrained:
         # The model wrote a made-up result for this tool: it may call it, or answer.
-        grammar = turn.settings.grammar((verdict.tool,), turn.request)
+        grammar = opening.settings.grammar((verdict.tool,), opening.request)
     instruction = retry_instruction(
         verdict.reason,
         verdict.detail,
-        len(turn.retries) + 1,
-        turn.contract.tools,
-        turn.policy,
-        turn.settings.options,
+        len(turn.report.retries) + 1,
+        opening.contract.tools,
+        opening.policy,
+        opening.settings.options,
         verdict.tool,
-        constrained=turn.constrained,
+        constrained=opening.constrained,
         argument=verdict.argument,
     )
     if after.taught:
-        before = _without_examples(turn, turn.request, turn.constrained)
+        before = _without_examples(opening, opening.request, opening.constrained)
     else:  # these messages, and the reply
         before = (*turn.next.messages, AssistantMessage("".join(attempt.raw)))
     return NextRequest((*before, UserMessage(instruction)), grammar, instruction)
 
 
 def _without_examples(
-    turn: TurnState, request: ChatRequest, constrained: bool
+    opening: Opening, request: ChatRequest, constrained: bool
 ) -> tuple[Message, ...]:
-    plain = evolve(turn.settings.options, few_shot=False)
+    plain = evolve(opening.settings.options, few_shot=False)
     return render_contract(request, plain, constrained=constrained).messages
 
 
@@ -166,9 +170,10 @@ def _words_rule(turn: TurnState, verdict: Verdict) -> EngineRule | None:
     after an earlier doubt, the user most likely asked for what no tool does (a grammar
     helps a small model more than an instruction it would repeat). `repeat_to_words`: a
     model repeating answered calls has every result, and would misuse the other tools."""
-    settings, rules, after = turn.settings, turn.settings.policy.rules, traits(verdict.reason)
-    auto_grammar = turn.policy.model_decides and settings.grammar_available
-    doubted = any(traits(r.reason).doubtful for r in turn.retries)
+    settings, after = turn.opening.settings, traits(verdict.reason)
+    rules = settings.policy.rules
+    auto_grammar = turn.opening.policy.model_decides and settings.grammar_available
+    doubted = any(traits(r.reason).doubtful for r in turn.report.retries)
     made_up = after.made_up_value and auto_grammar and doubted
     if rules.on("words_fallback") and (after.to_words or made_up):
         return "words_fallback"
@@ -180,35 +185,36 @@ def _words_rule(turn: TurnState, verdict: Verdict) -> EngineRule | None:
 def _away_from_repeats(turn: TurnState, attempt: Attempt) -> ResponseFormat | None:
     """The retry's grammar, leaving out the tools the model keeps repeating (under `auto`
     with none left, an answer only)."""
-    settings, grammar = turn.settings, turn.next.response_format
-    if not settings.grammar_available or turn.policy.tool is not None:
+    opening, grammar = turn.opening, turn.next.response_format
+    settings, policy, request = opening.settings, opening.policy, opening.request
+    if not settings.grammar_available or policy.tool is not None:
         return grammar
     repeated = repeated_names(attempt.issues)
-    if others := tuple(t for t in turn.contract.tools if t.name not in repeated):
-        return settings.grammar(others, turn.request)
-    if turn.policy.model_decides:
-        return words_format(turn.request, settings.options.action_format)
+    if others := tuple(t for t in opening.contract.tools if t.name not in repeated):
+        return settings.grammar(others, request)
+    if policy.model_decides:
+        return words_format(request, settings.options.action_format)
     return grammar
 
 
 def _release(turn: TurnState, attempt: Attempt, can_retry: bool) -> Judgement:
     """The attempt whose events go out, or none (the reply was dropped)."""
-    rules, calls = turn.settings.policy.rules, attempt.parsed.calls
+    opening, calls = turn.opening, attempt.parsed.calls
+    rules, auto = opening.settings.policy.rules, opening.policy.model_decides
     if (repeated := own_words(turn, attempt)) and rules.on("echo_filter"):
         # Parlay's instructions, echoed, are no answer: the user should not read them.
         return _dropped("echo_filter", f"dropped a reply that only repeated {repeated}")
-    repeats = turn.policy.model_decides and only_repeats(calls, attempt.issues)
+    repeats = auto and only_repeats(calls, attempt.issues)
     if not can_retry and repeats and rules.on("repeat_to_words"):
         # No grammar kept the last try to words: a repeat handed on loops a tool runner.
         return _dropped("repeat_to_words", "dropped a last reply that only repeated answered calls")
     fired, notes = list[str](), list[str]()
-    last_call = not can_retry and turn.read_confidence and calls
-    if last_call and (forced := forced_choice(turn, attempt)):
+    last_call = not can_retry and opening.read_confidence and calls
+    if last_call and (forced := forced_choice(opening, attempt)):
         notes.append(f"kept a call the grammar forced (no retry left): {forced.describe()}")
     if attempt.duplicates:
         fired.append("duplicate_calls")
-    beside_new = turn.policy.model_decides and rules.on("repeat_beside_new")
-    if beside_new and (dropped := _drop_repeats_beside_new(attempt)):
+    if auto and rules.on("repeat_beside_new") and (dropped := _drop_repeats_beside_new(attempt)):
         fired.append("repeat_beside_new")
         notes.append(f"dropped {dropped} call(s) repeating answered ones beside new calls")
     return Judgement(released=attempt, fired=tuple(fired), notes=tuple(notes))
@@ -230,19 +236,19 @@ def _drop_repeats_beside_new(released: Attempt) -> int:
 def _unsure_share(turn: TurnState) -> float | None:
     """The first reply's share of weight on answering, when it leaves calling less than
     `min_call_confidence` (see `leaning`); None otherwise, and after a tool result."""
-    threshold = turn.settings.min_call_confidence
-    first = turn.contract.state is ToolState.FIRST_DECISION
-    if not threshold or turn.retries or not first:
+    threshold, share = turn.opening.settings.min_call_confidence, turn.report.answer_share
+    first = turn.opening.contract.state is ToolState.FIRST_DECISION
+    if not threshold or turn.report.retries or not first:
         return None
-    return turn.answer_share if leans_to_words(turn.answer_share, 1 - threshold) else None
+    return share if leans_to_words(share, 1 - threshold) else None
 
 
-def forced_choice(turn: TurnState, attempt: Attempt) -> NameChoice | None:
+def forced_choice(opening: Opening, attempt: Attempt) -> NameChoice | None:
     """The first call, when every call of the reply was forced on the model by the
     grammar (`checks.confidence.name_choices` below `min_call_confidence`); a reply that
     also makes a call of its own choosing stands."""
-    calls, least = attempt.parsed.calls, turn.settings.min_call_confidence
-    choices = name_choices(attempt.tokens, calls, [spec.name for spec in turn.contract.tools])
+    calls, least = attempt.parsed.calls, opening.settings.min_call_confidence
+    choices = name_choices(attempt.tokens, calls, [spec.name for spec in opening.contract.tools])
     forced = calls and len(choices) == len(calls) and all(c.share < least for c in choices)
     return choices[0] if forced else None
 
@@ -260,7 +266,7 @@ def own_words(turn: TurnState, attempt: Attempt) -> str:
         return "no words, only punctuation or an action's syntax"
     if (instruction := turn.next.instruction) and echoes(text, instruction):
         return "the retry message"
-    if turn.own_words.repeated_by(text) or attempt.trim.took_all:
+    if turn.opening.own_words.repeated_by(text) or attempt.trim.took_all:
         return "the continuation's instructions"
     return ""
 
