@@ -92,3 +92,13 @@ def test_each_default_check_is_named_in_its_module_and_the_default_list_only() -
     }
     assert not misplaced, misplaced
     assert all(len(files) <= 2 for files in found.values()), found
+
+
+def test_each_default_check_names_its_message_a_template_filling_in_the_retry_frame() -> None:
+    """A check's retry message is the template it names: one that exists and fills in
+    `contract/retry.j2`'s blocks (or that frame itself, whose words fit any reply)."""
+    for check in DEFAULT_CHECKS:
+        assert isinstance(check, EngineCheck)
+        text = (TEMPLATES / check.message).read_text(encoding="utf-8")
+        frame = check.message == "contract/retry.j2"
+        assert frame or text.startswith('{% extends "contract/retry.j2" %}'), check.name
