@@ -91,6 +91,10 @@ http {{
 """
 
 
+# One replica in the `upstream` block: out for 30 s after a failed connection.
+SERVER_LINE = "server 127.0.0.1:{port} max_fails=1 fail_timeout=30s;"
+
+
 def find_nginx() -> str | None:
     return shutil.which("nginx") or (
         "/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None
@@ -104,9 +108,7 @@ def nginx(replica_ports: list[int]) -> Iterator[str]:
     assert binary is not None
     folder = Path(tempfile.mkdtemp(prefix="parlay-nginx-"))
     port = free_port()
-    servers = "\n".join(
-        f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=30s;" for p in replica_ports
-    )
+    servers = "\n".join("        " + SERVER_LINE.format(port=p) for p in replica_ports)
     user = "user root;" if os.geteuid() == 0 else ""
     conf = NGINX_CONF.format(folder=folder, port=port, servers=servers, user=user)
     (folder / "nginx.conf").write_text(conf)
@@ -183,9 +185,12 @@ def _wait_until(ready: Any, proc: subprocess.Popen[bytes], what: str) -> None:
         time.sleep(0.05)
 
 
-async def conversation(client: httpx.AsyncClient, number: int) -> list[dict[str, Any]]:
+async def conversation(
+    client: httpx.AsyncClient, number: int, workers: set[str] | None = None
+) -> list[dict[str, Any]]:
     """Three turns with a tool through the proxy (a call, its result, then a follow-up);
-    the messages the client ends with. Raises on any answer but a 200."""
+    the messages the client ends with. Raises on any answer but a 200. `workers` gathers
+    the processes that answered."""
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You answer about the weather."},
         {"role": "user", "content": f"Conversation {number}: the weather in Paris?"},
@@ -194,6 +199,8 @@ async def conversation(client: httpx.AsyncClient, number: int) -> list[dict[str,
         body = {"model": "parlay", "messages": messages, "tools": [WEATHER]}
         reply = await client.post("/v1/chat/completions", json=body)
         reply.raise_for_status()
+        if workers is not None:
+            workers.add(reply.headers.get("x-parlay-worker", ""))
         message = reply.json()["choices"][0]["message"]
         messages.append({k: v for k, v in message.items() if v is not None})
         for call in message.get("tool_calls") or []:

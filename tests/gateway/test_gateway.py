@@ -2,8 +2,9 @@
 nginx in front (Debian's packages; `.ci/run` installs them where missing), 200
 conversations of three turns with a tool at once through nginx. Every turn is in the
 log exactly once and reads back whole (`parlay logs`, `Store.context`); the replicas'
-`/metrics` add up to the requests sent. Then one replica is killed midway through 200
-more: no client sees an error, and nothing answered is missing from the log.
+`/metrics` add up to the requests sent (the second replica runs two worker processes,
+whose metrics add up in one `/metrics`). Then the first replica is killed midway through
+200 more: no client sees an error, and nothing answered is missing from the log.
 
 Select it with `-m gateway`."""
 
@@ -54,16 +55,17 @@ def parts() -> Iterator[dict[str, Any]]:
     with postgres_server("fsync=off") as log, stub_upstream() as upstream:  # noqa: SIM117
         with (
             replica(upstream, "--log", log, "--metrics") as one,
-            replica(upstream, "--log", log, "--metrics") as two,
+            # two worker processes: their metrics add up in one /metrics
+            replica(upstream, "--log", log, "--metrics", "--workers", "2") as two,
             nginx([one.port, two.port]) as url,
         ):
-            yield {"log": log, "url": url, "replicas": [one, two]}
+            yield {"log": log, "url": url, "replicas": [one, two], "upstream": upstream}
 
 
-async def _many(url: str, first: int, count: int) -> list[Any]:
+async def _many(url: str, first: int, count: int, workers: set[str] | None = None) -> list[Any]:
     limits = httpx.Limits(max_connections=count, max_keepalive_connections=count)
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
-        jobs = [conversation(client, n) for n in range(first, first + count)]
+        jobs = [conversation(client, n, workers) for n in range(first, first + count)]
         return await asyncio.gather(*jobs, return_exceptions=True)
 
 
@@ -106,7 +108,8 @@ def _check_logged_whole(store: Store, sent: list[dict[str, Any]]) -> None:
 def test_two_replicas_behind_nginx_log_every_turn_once_and_count_every_request(
     parts: dict[str, Any],
 ) -> None:
-    results = asyncio.run(_many(parts["url"], 0, CONVERSATIONS))
+    workers: set[str] = set()
+    results = asyncio.run(_many(parts["url"], 0, CONVERSATIONS, workers))
     failed = [r for r in results if isinstance(r, BaseException)]
     assert failed == [], failed[:3]
     store = Store(parts["log"])
@@ -129,9 +132,11 @@ def test_two_replicas_behind_nginx_log_every_turn_once_and_count_every_request(
     lines = [json.loads(line) for line in listed.stdout.splitlines()]
     assert len(lines) == 3 * CONVERSATIONS
     assert sum(len(line["tool_calls"]) for line in lines) == CONVERSATIONS
+    # The second replica's /metrics counts both its workers' requests.
     answered = [_requests_answered(r.url) for r in parts["replicas"]]
     assert sum(answered) == 3 * CONVERSATIONS
     assert all(n > 0 for n in answered), answered  # nginx used both
+    assert len(workers) == 3, workers  # the first replica's process, the second's two
 
 
 def test_a_replica_killed_midway_costs_no_client_an_error_nor_the_log_a_turn(
