@@ -24,7 +24,7 @@ from parlay import (
     Usage,
     UserMessage,
 )
-from parlay.context_json import RenderedComponent
+from parlay.context_schema import RenderedComponent
 from parlay.diagnostics import RetryRecord
 
 PNG = Image(media_type="image/png", data="aGVsbG8=")
@@ -78,3 +78,18 @@ def test_a_retry_record_without_its_reason_is_refused() -> None:
         InvalidRequestError, match=r"diagnostics\.retries\.0\.reason: Field required"
     ):
         Context.from_json(text)
+
+
+def test_a_value_of_another_type_than_its_field_says_is_written_as_it_is() -> None:
+    # attrs does not check types: a count given as a float, content given as a number, a
+    # call id given as an int are written as they are, as version 1 wrote them (a writer
+    # that picked a value's kind by its fields' types failed on these).
+    items = [
+        UserMessage(5),  # type: ignore[arg-type]
+        ToolCall("f", {"a": (1, 2)}, id=7),  # type: ignore[arg-type]
+        ModelOutputThunk.restored([TextDelta("x"), Finish("stop", Usage(1.5, 2))]),  # type: ignore[arg-type]
+    ]
+    items_json = json.loads(Context(items).to_json())["items"]
+    assert items_json[0] == {"kind": "user", "content": 5}
+    assert items_json[1] == {"name": "f", "arguments": {"a": [1, 2]}, "id": 7, "kind": "tool_call"}
+    assert items_json[2]["usage"] == {"prompt_tokens": 1.5, "completion_tokens": 2}

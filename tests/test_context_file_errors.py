@@ -22,7 +22,7 @@ from parlay import (
     ToolResult,
     UserMessage,
 )
-from parlay.context_json import to_json
+from parlay.context_schema import to_json
 
 LONE = "\ud800"
 

@@ -32,8 +32,7 @@ from parlay import (
     UserMessage,
 )
 from parlay.backends.scripted import calls
-from parlay.context_json import RenderedComponent
-from parlay.context_schema import document_schema
+from parlay.context_schema import RenderedComponent, document_schema
 from parlay.diagnostics import RetryRecord
 
 SCHEMA = Path(parlay.__file__).parent / "schemas" / "context-v1.schema.json"

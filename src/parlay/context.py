@@ -5,7 +5,7 @@ A `Context` is a node of a persistent linked list: `insert` makes a new node tha
 at the old one, so inserting is O(1), every earlier item is shared, and forking a
 conversation is keeping two references. Its verbs (`turns`, `at_turn`, `diff`, `to_json`,
 `from_json`, the notebook view) are handed to modules below it (`parlay.turns`,
-`parlay.context_json`, `parlay.display`), none of which needs the session.
+`parlay.context_schema`, `parlay.display`), none of which needs the session.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from parlay import context_json
+from parlay import context_schema
 from parlay import turns as turn_verbs
 from parlay.display import conversation_html, page
 from parlay.messages import (
@@ -147,11 +147,11 @@ class Context:
         item. In a notebook the diff shows both sides side by side."""
         return turn_verbs.diff(self, other)
 
-    # -- keeping (parlay.context_json) ---------------------------------------------------
+    # -- keeping (parlay.context_schema) -------------------------------------------------
     def to_json(self, *, indent: int | None = None) -> str:
         """This context as a versioned JSON document that `Context.from_json` reads back
-        unchanged (the schema: `parlay.context_json`). Pending turns are run first."""
-        return context_json.to_json(self, indent=indent)
+        unchanged (the schema: `parlay.context_schema`). Pending turns are run first."""
+        return context_schema.to_json(self, indent=indent)
 
     @classmethod
     def from_json(
@@ -165,7 +165,7 @@ class Context:
         An instruction naming a template folder is refused unless the folder is one of
         `template_dirs` or you trust the document (`trust_template_dirs=True`)."""
         folders = TemplateFolders(template_dirs, trust_template_dirs)
-        return cls(context_json.document_items(context_json.read_document(text), folders))
+        return cls(context_schema.from_json(text, folders)[0])
 
     def shares(self, other: Context) -> bool:
         """True when `other` is this context or one of its ancestors (nothing was copied)."""

@@ -1,7 +1,7 @@
 """What is wrong with a context document, in a few words: the item that cannot be
 written and where in it, or the first problems of a file that cannot be read.
 
-A context document is written and read by `parlay.context_json`; its errors say where
+A context document is written and read by `parlay.context_schema`; its errors say where
 the fault is, and stay short whatever the size of what is at fault.
 """
 
@@ -51,9 +51,11 @@ def surrogate_problem(path: str, char: str) -> str:
     )
 
 
-def _why(value: Any, exc: Exception) -> str:
+def _why(value: Any, what: str, exc: Exception) -> str:
     found = lone_surrogate(value, "")
-    return surrogate_problem(*found) if found is not None else one_line(str(exc), 300)
+    if found is not None:
+        return surrogate_problem(*found)
+    return f"the {what} holds a value with no JSON form: {one_line(str(exc), 300)}"
 
 
 def unwritable(records: Sequence[dict[str, Any]], meta: Any, exc: Exception) -> str:
@@ -64,8 +66,9 @@ def unwritable(records: Sequence[dict[str, Any]], meta: Any, exc: Exception) -> 
         try:
             to_json(record)
         except ValueError as failed:  # pydantic's serialization error
-            return f"item {index} ({record['kind']}) cannot be written: {_why(record, failed)}"
-    return f"the document's meta cannot be written: {_why({'meta': meta}, exc)}"
+            why = _why(record, record["kind"].replace("_", " "), failed)
+            return f"item {index} ({record['kind']}) cannot be written: {why}"
+    return f"the document's meta cannot be written: {_why({'meta': meta}, 'meta', exc)}"
 
 
 def validation_problems(exc: ValidationError) -> str:

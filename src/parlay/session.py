@@ -147,10 +147,10 @@ class Session(ToolHooks, TurnRunner, CheckedTurns):
         """Write the context to `path` as JSON (`Context.to_json`), with what reopens it
         (`parlay.session_load`: the backend's name and embedded model, the tools' names
         and import paths, the session's class); `Session.load(path)` reads it back."""
-        from parlay.context_json import save
+        from parlay.context_schema import save
         from parlay.session_load import meta_of
 
-        save(self, path, meta_of(self))
+        save(self.ctx, path, meta_of(self))
 
     @classmethod
     def load(
@@ -173,12 +173,14 @@ class Session(ToolHooks, TurnRunner, CheckedTurns):
         instruction naming one is refused unless it is one of `template_dirs` or you
         trust the file (`trust_template_dirs=True`); either way templates render in a
         sandbox."""
-        from parlay.context_json import read_file
-        from parlay.session_load import reopen
+        from pathlib import Path
 
-        items, meta = read_file(
-            path, template_dirs=template_dirs, trust_template_dirs=trust_template_dirs
-        )
+        from parlay.context_schema import from_json
+        from parlay.session_load import reopen
+        from parlay.template_folders import TemplateFolders
+
+        folders = TemplateFolders(template_dirs, trust_template_dirs)
+        items, meta = from_json(Path(path).read_bytes(), folders)
         kind, backend, found, kwargs = reopen(
             Session, cls, meta, backend, tools, session_class, kwargs
         )
