@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import os
+import shutil
 import tempfile
 from typing import TYPE_CHECKING, Any
 
@@ -117,7 +119,8 @@ def share_metrics_between_workers(config: ServerConfig) -> None:
     from parlay.server.metrics import MULTIPROC_ENV
 
     if config.metrics and config.workers > 1 and not os.environ.get(MULTIPROC_ENV):
-        os.environ[MULTIPROC_ENV] = tempfile.mkdtemp(prefix="parlay-metrics-")
+        folder = os.environ[MULTIPROC_ENV] = tempfile.mkdtemp(prefix="parlay-metrics-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
 
 
 def parlay_logging(level: str) -> None:

@@ -1,0 +1,195 @@
+"""`parlay serve` for a team, measured: requests a second and the latency nginx and parlay
+add (one and two replicas, logging to PostgreSQL, metrics on) over the scripted upstream;
+the log's write time per turn on SQLite and PostgreSQL; the CPU `--metrics` costs per
+request, on against off in one run. Writes bench/results/gateway.md.
+
+    python bench/gateway.py [--requests 2000] [--clients 16]
+
+Needs PostgreSQL and nginx (Debian's packages) and the `postgres` and `metrics` extras.
+The parts are tests/gateway's (the same nginx configuration as docs/deploy.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "gateway"))
+from gateway_parts import WEATHER, nginx, postgres_server, replica, stub_upstream  # noqa: E402
+
+from bench._table import markdown_table, write_result  # noqa: E402
+from parlay.store import LoggedCall, LoggedResponse, LoggedResult, LoggedSession, Store  # noqa: E402
+
+ASK = [{"role": "user", "content": "The weather in Paris?"}]
+# Through parlay: the tools go into the engine's prompt. Straight to the upstream: the
+# same question without them, so its reply is the same JSON action text.
+BODY = {"model": "turns", "messages": ASK, "tools": [WEATHER]}
+DIRECT = {"model": "turns", "messages": ASK}
+
+
+async def load(
+    url: str, requests: int, clients: int, path: str, body: object = BODY
+) -> tuple[float, list[float]]:
+    """`requests` POSTs by `clients` loops at once; (requests a second, latencies in ms)."""
+    latencies: list[float] = []
+    left = iter(range(requests))
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+
+        async def loop() -> None:
+            for _ in left:
+                started = time.perf_counter()
+                reply = await client.post(path, json=body)
+                reply.raise_for_status()
+                latencies.append((time.perf_counter() - started) * 1000)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(loop() for _ in range(clients)))
+        took = time.perf_counter() - started
+    return requests / took, latencies
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def throughput(upstream: str, log: str, requests: int, clients: int) -> str:
+    rows: list[list[object]] = []
+    asyncio.run(load(upstream, 200, clients, "/chat/completions", DIRECT))  # warm up
+    _, direct = asyncio.run(load(upstream, requests, clients, "/chat/completions", DIRECT))
+    base50, base99 = pct(direct, 0.5), pct(direct, 0.99)
+    rows.append(["scripted upstream alone", "-", f"{base50:.1f}", f"{base99:.1f}", "-", "-"])
+    extra = ("--log", log, "--metrics")
+    with replica(upstream, *extra) as one, replica(upstream, *extra) as two:
+        setups = (("nginx, 1 replica", [one.port]), ("nginx, 2 replicas", [one.port, two.port]))
+        for name, ports in setups:
+            with nginx(ports) as url:
+                asyncio.run(load(url, 200, clients, "/v1/chat/completions"))  # warm up
+                rate, lat = asyncio.run(load(url, requests, clients, "/v1/chat/completions"))
+            p50, p99 = pct(lat, 0.5), pct(lat, 0.99)
+            added = (f"{p50 - base50:.1f}", f"{p99 - base99:.1f}")
+            rows.append([name, f"{rate:.0f}", f"{p50:.1f}", f"{p99:.1f}", *added])
+    headers = ["path", "req/s", "p50 ms", "p99 ms", "added p50 ms", "added p99 ms"]
+    return markdown_table(headers, rows)
+
+
+def turn(session: str, n: int) -> LoggedResponse:
+    """A proxy's turn as the log keeps it: a prompt, a call, a result brought back."""
+    return LoggedResponse(
+        session,
+        "It is sunny in Paris." if n % 2 else "",
+        prompt=f"The weather in Paris? ({n})",
+        backend="prompted:openai:turns",
+        model="turns",
+        finish_reason="stop",
+        prompt_tokens=420,
+        completion_tokens=18,
+        first_event_ms=3.2,
+        duration_ms=4.1,
+        diagnostics={"calls_parsed": 1, "notes": [], "retries": []},
+        calls=(LoggedCall(f"call_{session}_{n}", "get_weather", {"city": "Paris"}),),
+        results=(LoggedResult(f"call_{session}_{n - 1}", "get_weather", "sunny, 21 C"),),
+        request_key=f"{session}-{n}",
+    )
+
+
+def write_times(store: Store, turns: int) -> list[float]:
+    backend = "prompted:openai:turns"
+    session = LoggedSession("bench", "", "serve", backend, "You help.", ("get_weather",))
+    store.add_response(turn("bench", -1), session)  # the first write opens the log
+    times = []
+    for n in range(turns):
+        started = time.perf_counter()
+        store.add_response(turn("bench", n), session)
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def log_writes(pg_url: str, turns: int) -> str:
+    rows: list[list[object]] = []
+    with tempfile.TemporaryDirectory() as folder:
+        kinds = (("SQLite (WAL, synchronous=NORMAL)", Store(Path(folder) / "log.db")),)
+        kinds += (("PostgreSQL 15 on loopback (fsync on)", Store(pg_url)),)
+        for name, store in kinds:
+            times = write_times(store, turns)
+            spread = (f"{pct(times, 0.5):.2f}", f"{pct(times, 0.99):.2f}")
+            rows.append([name, turns, f"{statistics.mean(times):.2f}", *spread])
+            store.close()
+    return markdown_table(["log", "turns", "mean ms", "p50 ms", "p99 ms"], rows)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU of a process and its children that have ended (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def metrics_cost(upstream: str, requests: int, clients: int) -> str:
+    """Two replicas, one with --metrics: the same load to each in turns, CPU per request."""
+    batches = 10
+    spent = {"off": 0.0, "on": 0.0}
+    with replica(upstream) as off, replica(upstream, "--metrics") as on:
+        procs = {"off": off, "on": on}
+        for proc in procs.values():
+            asyncio.run(load(proc.url, 200, clients, "/v1/chat/completions"))
+        for _ in range(batches):
+            for name, proc in procs.items():
+                before = cpu_seconds(proc.pid)
+                asyncio.run(load(proc.url, requests // batches, clients, "/v1/chat/completions"))
+                spent[name] += cpu_seconds(proc.pid) - before
+        scraped = httpx.get(on.url + "/metrics").text
+    per = {k: v / requests * 1e6 for k, v in spent.items()}
+    rows = [[k, requests, f"{per[k]:.0f}"] for k in ("off", "on")]
+    rows.append(["on - off", "", f"{per['on'] - per['off']:+.0f}"])
+    table = markdown_table(["--metrics", "requests", "CPU µs per request"], rows)
+    return table + f"\n\n`/metrics` after the run: {len(scraped):,} bytes."
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--turns", type=int, default=500)
+    args = parser.parse_args()
+    load_before = os.getloadavg()
+    with postgres_server() as pg_url, stub_upstream() as upstream:
+        gateway = throughput(upstream, pg_url, args.requests, args.clients)
+        writes = log_writes(pg_url, args.turns)
+        cost = metrics_cost(upstream, args.requests, args.clients)
+    load_after = os.getloadavg()
+    setup = (
+        f"2 cores shared with other work: load average {load_before[0]:.2f} before the run, "
+        f"{load_after[0]:.2f} after (1-minute). Scripted upstream (tests/proxy/proxy_stub.py, "
+        f'"turns": a tool call in the prompt engine\'s JSON format), `parlay serve` in '
+        f"prompted mode, {args.clients} clients each sending one request after another, "
+        f"{args.requests} requests per row; everything on one machine."
+    )
+    write_result(
+        "gateway",
+        "parlay serve for a team: nginx, replicas, the log, metrics",
+        [
+            ("Setup", setup),
+            (
+                "Through nginx (replicas logging to PostgreSQL, metrics on)",
+                gateway + "\n\nAdded: against the scripted upstream alone, same clients.",
+            ),
+            ("The log's write time per turn", writes),
+            ("The CPU of --metrics per request (one run, batches alternating)", cost),
+        ],
+    )
+    print((ROOT / "bench" / "results" / "gateway.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
