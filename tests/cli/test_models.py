@@ -29,6 +29,12 @@ def test_url_is_an_openai_compatible_server_with_native_tools() -> None:
     assert backend.capabilities.native_tools
 
 
+def test_a_url_whose_path_ends_in_gguf_is_a_server_not_a_model_file() -> None:
+    # A server may name its model by the file it loaded: the URL still wins.
+    backend = resolve_model("http://127.0.0.1:8080/models/qwen.gguf")
+    assert isinstance(backend, OpenAIBackend)
+
+
 def test_name_at_url_and_prompted() -> None:
     backend = resolve_model("qwen@http://user:pw@host:8080/v1", use_prompted=True)
     assert isinstance(backend, PromptedBackend)

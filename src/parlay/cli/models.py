@@ -61,26 +61,33 @@ def resolve_model(
 
         backend = embedded_backend(text, threads=threads, n_ctx=n_ctx)
         return behind_engine(backend, engine) if use_prompted else backend
-    if "://" in text:
-        from parlay.backends.openai import OpenAIBackend
-
-        name, _, url = text.partition("@") if "@" in text.split("://", 1)[0] else ("", "", text)
-        caps = PLAIN_CHAT if use_prompted else Capabilities(native_tools=True, json_schema=True)
-        backend = OpenAIBackend(
-            name or None, base_url=url, capabilities=caps, context_window=context_window
-        )
-    elif text.lower().endswith(".gguf"):
+    if text.lower().endswith(".gguf") and "://" not in text:  # a URL is a server's
         from parlay.backends.local import LocalBackend
 
         if not Path(text).expanduser().is_file():
             raise ConfigurationError(f"-m {text!r}: no such model file")
         backend = LocalBackend(Path(text).expanduser(), threads=threads, n_ctx=n_ctx)
         use_prompted = True  # llama.cpp with a plain chat template has no tool calling
-    elif text.startswith("openai:"):
+    else:
+        backend = _served(text, use_prompted, context_window)
+    return behind_engine(backend, engine) if use_prompted else backend
+
+
+def _served(text: str, use_prompted: bool, context_window: int | None) -> Backend:
+    """The backend of a model a server runs: an OpenAI-compatible URL, OpenAI's, Anthropic's."""
+    if "://" in text:
         from parlay.backends.openai import OpenAIBackend
 
-        backend = OpenAIBackend(text.removeprefix("openai:") or None, context_window=context_window)
-    elif text.startswith("anthropic"):
+        name, _, url = text.partition("@") if "@" in text.split("://", 1)[0] else ("", "", text)
+        caps = PLAIN_CHAT if use_prompted else Capabilities(native_tools=True, json_schema=True)
+        return OpenAIBackend(
+            name or None, base_url=url, capabilities=caps, context_window=context_window
+        )
+    if text.startswith("openai:"):
+        from parlay.backends.openai import OpenAIBackend
+
+        return OpenAIBackend(text.removeprefix("openai:") or None, context_window=context_window)
+    if text.startswith("anthropic"):
         from parlay.backends.anthropic import AnthropicBackend
 
         name = text.removeprefix("anthropic").removeprefix(":")
@@ -88,10 +95,8 @@ def resolve_model(
             raise ConfigurationError(
                 "-m anthropic needs a model name: -m anthropic:claude-sonnet-4-5 (say)"
             )
-        backend = AnthropicBackend(name, context_window=context_window)
-    else:
-        raise ConfigurationError(f"-m {text!r} is not understood. {MODEL_HELP}")
-    return behind_engine(backend, engine) if use_prompted else backend
+        return AnthropicBackend(name, context_window=context_window)
+    raise ConfigurationError(f"-m {text!r} is not understood. {MODEL_HELP}")
 
 
 def _embedded(text: str) -> bool:

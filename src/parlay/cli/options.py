@@ -204,39 +204,29 @@ def run_options(
 ) -> RunOptions:
     """The options of `prompt` and `chat`, declared once: typer reads this signature
     (a `ConfigurationError` when an engine setting is out of range)."""
-    # By keyword: a field moved in RunOptions cannot silently take another option's value.
-    return RunOptions(
-        model=model,
-        system=system,
-        tool=tuple(tool or ()),
-        functions=tuple(functions or ()),
-        mcp=tuple(mcp or ()),
-        mcp_url=tuple(mcp_url or ()),
-        tool_timeout=tool_timeout,
-        tool_choice=tool_choice,
-        chain_limit=chain_limit,
-        tools_debug=tools_debug,
-        tools_approve=tools_approve,
-        no_stream=no_stream,
-        json=json_output,
-        prompted=prompted,
-        engine=EngineChanges(
-            action_format=action_format,
-            max_retries=max_retries,
-            min_call_confidence=min_call_confidence,
-            rules_off=rule_off,
-            images=images,
-        ),
-        max_tokens=max_tokens,
-        temperature=temperature,
-        no_log=no_log,
-        threads=threads,
-        ctx=ctx,
-        context_window=context_window,
-        continue_conversation=continue_conversation,
-        cid=cid,
-        schema=schema,
-    )
+    return options_from_flags(dict(locals()))  # first: every option, and nothing else
+
+
+# Options whose `RunOptions` field is named otherwise, those that repeat (kept as a tuple),
+# and the engine's own (an `EngineChanges`, which checks their ranges).
+RENAMED = {"json_output": "json"}
+REPEATED = ("tool", "functions", "mcp", "mcp_url")
+ENGINE = {
+    "action_format": "action_format",
+    "max_retries": "max_retries",
+    "min_call_confidence": "min_call_confidence",
+    "rule_off": "rules_off",
+    "images": "images",
+}
+
+
+def options_from_flags(flags: dict[str, Any]) -> RunOptions:
+    """`run_options`' values as `RunOptions`, each by its field's name."""
+    engine = EngineChanges(**{name: flags.pop(flag) for flag, name in ENGINE.items()})
+    values: dict[str, Any] = {
+        RENAMED.get(k, k): tuple(v or ()) if k in REPEATED else v for k, v in flags.items()
+    }
+    return RunOptions(**values, engine=engine)
 
 
 def with_run_options(command: Callable[..., None]) -> Callable[..., None]:
