@@ -200,3 +200,23 @@ async def test_a_log_that_fails_warns_once_and_every_reply_goes_on(
     said = [r.getMessage() for r in caplog.records if "cannot write to the log" in r.getMessage()]
     assert len(said) == 1, said
     assert metric(text, "parlay_log_turns_unwritten_total") == 3
+
+
+async def test_a_streamed_reply_is_logged_with_its_calls_and_its_first_token_timed(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "log.db")
+    body = {
+        "model": "m",
+        "stream": True,
+        "messages": [{"role": "user", "content": "Weather?"}],
+        "tools": [WEATHER],
+    }
+    async with client(create_app(engine(), log=store, metrics=True)) as c:
+        async with c.stream("POST", "/v1/chat/completions", json=body) as r:
+            lines = [line async for line in r.aiter_lines() if line.startswith("data:")]
+        text = (await c.get("/metrics")).text
+    assert lines[-1] == "data: [DONE]"
+    (row,) = store.responses()
+    assert [c.name for c in row.calls] == ["get_weather"] and row.first_event_ms is not None
+    assert metric(text, "parlay_time_to_first_token_seconds_count", protocol="openai") == 1
