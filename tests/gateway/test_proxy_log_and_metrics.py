@@ -220,3 +220,30 @@ async def test_a_streamed_reply_is_logged_with_its_calls_and_its_first_token_tim
     (row,) = store.responses()
     assert [c.name for c in row.calls] == ["get_weather"] and row.first_event_ms is not None
     assert metric(text, "parlay_time_to_first_token_seconds_count", protocol="openai") == 1
+
+
+def test_the_engines_counters_read_what_each_replys_diagnostics_say() -> None:
+    from prometheus_client import generate_latest
+
+    from parlay.diagnostics import Diagnostics, RetryRecord
+    from parlay.events import Usage
+    from parlay.server.metrics import Metrics
+
+    metrics = Metrics("prompted")
+    said = Diagnostics(
+        calls_parsed=2,
+        retries=(RetryRecord("refusal"), RetryRecord("no_call"), RetryRecord("refusal")),
+        notes=("get_weather: coerced arguments to the schema", "something else"),
+        unoffered_tools=("rm_rf",),
+        shrunk=("examples", "descriptions"),
+    )
+    metrics.finished(Usage(100, 7), said)
+    text = generate_latest(metrics.registry).decode()
+    assert metric(text, "parlay_engine_calls_parsed_total") == 2
+    assert metric(text, "parlay_engine_calls_repaired_total") == 1
+    assert metric(text, "parlay_engine_retries_total", reason="refusal") == 2
+    assert metric(text, "parlay_engine_retries_total", reason="no_call") == 1
+    assert metric(text, "parlay_engine_refusals_asked_again_total") == 2
+    assert metric(text, "parlay_engine_unoffered_calls_stopped_total") == 1
+    assert metric(text, "parlay_engine_requests_shrunk_total") == 1
+    assert metric(text, "parlay_tokens_total", direction="in") == 100
