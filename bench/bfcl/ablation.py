@@ -33,13 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.bfcl.ablation_report import render_ablation
-from bench.bfcl.commit import head_commit
 from bench.bfcl.data import Question
 from bench.bfcl.dev import N_CTX, STORE, categories, halves
 from bench.bfcl.models import models
 from bench.bfcl.runner import answer, key, outcome_of
 from bench.bfcl.split import interleave, select
-from bench.bfcl.store import Key, Store
+from bench.bfcl.store import Key, Store, head_commit
 from bench.bfcl.systems import BackendSystem, Setup, parlay_system
 from parlay.backends.local import shared_server
 from parlay.engine.checks.rules import GUARDS, RULES

@@ -30,13 +30,12 @@ from typing import Any
 from bench._table import markdown_table
 from bench.bfcl.ablation_report import gain, gain_cell, interval
 from bench.bfcl.after_result import Continuation, continuations, parrots, record
-from bench.bfcl.commit import head_commit
 from bench.bfcl.dev import N_CTX, current, halves
 from bench.bfcl.models import models
 from bench.bfcl.runner import Asking, run
 from bench.bfcl.split import HALVES
 from bench.bfcl.stats import mean, wilson
-from bench.bfcl.store import Store, config_key
+from bench.bfcl.store import Store, config_key, head_commit
 from bench.bfcl.systems import Setup, System, build
 from parlay.backends.local import shared_server
 

@@ -35,13 +35,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.bfcl.commit import head_commit
 from bench.bfcl.data import DEV_CATEGORIES, refuse_held_out
 from bench.bfcl.models import models
 from bench.bfcl.report import render
 from bench.bfcl.runner import QUESTIONS, run
 from bench.bfcl.split import HALVES, Half, interleave, select
-from bench.bfcl.store import Store
+from bench.bfcl.store import Store, head_commit
 from bench.bfcl.systems import DEFAULT_SYSTEMS, Setup, build
 from parlay.backends.local import shared_server
 

@@ -36,9 +36,8 @@ from bench.bfcl.data import DEV_CATEGORIES, Question
 from bench.bfcl.dev import N_CTX
 from bench.bfcl.models import models
 from bench.bfcl.outcome import Reply, judge
-from bench.bfcl.pages import balanced, cell, run_of
 from bench.bfcl.split import Half, interleave, select
-from bench.bfcl.stats import Share
+from bench.bfcl.stats import Share, balanced, cell, run_of
 from bench.bfcl.store import rows as stored_rows
 from bench.bfcl.systems import Counted, Setup, parlay_system
 from parlay.backends.base import Backend

@@ -17,6 +17,7 @@ import gzip
 import hashlib
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -24,6 +25,25 @@ from typing import Any
 
 Key = tuple[str, str, str, str, str]
 KEY_FIELDS = ("model", "system", "category", "question", "config")
+
+
+def head_commit() -> str:
+    """Which commit of parlay answered (it tells engines apart in the results):
+    `$PARLAY_BENCH_COMMIT` (a run from an exported tree, which has no git), else git's
+    short HEAD, else "unknown"."""
+    if os.environ.get("PARLAY_BENCH_COMMIT"):
+        return os.environ["PARLAY_BENCH_COMMIT"]
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=Path(__file__).parent,
+        )
+    except OSError:
+        return "unknown"
+    return out.stdout.strip() or "unknown"
 
 
 def config_key(config: Mapping[str, Any]) -> str:
@@ -89,26 +109,6 @@ class Store:
             handle.write(line + "\n")
             handle.flush()
             os.fsync(handle.fileno())
-
-
-def by_question(
-    outcomes: Mapping[Key, dict[str, Any]],
-    model: str,
-    half: str,
-    system: str,
-    tag: str,
-    *,
-    real_only: bool = False,
-) -> dict[str, dict[str, Any]]:
-    """One system's outcomes of one model, half and tag (among `outcomes`, as
-    `Store.load` gives them), by question id; `real_only`: not those derived from
-    another system's."""
-    return {
-        row["question"]: row
-        for row in outcomes.values()
-        if (row["model"], row["half"], row["system"], row.get("tag")) == (model, half, system, tag)
-        and not (real_only and row.get("derived"))
-    }
 
 
 if __name__ == "__main__":
