@@ -13,6 +13,7 @@ import atexit
 import functools
 import os
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -28,6 +29,8 @@ POOL_SIZE = 8
 WAIT_S = 5.0
 CONNECT_S = 3
 STATEMENT_MS = 5000
+# Seconds a database found out of reach is not asked again (each caller fails at once).
+DOWN_S = 5.0
 
 
 def is_postgres_url(target: object) -> bool:
@@ -71,6 +74,8 @@ class _Connection:
 # worker threads cannot join them. Closed when the process exits.
 _POOLS: dict[tuple[str, int], Any] = {}
 _POOLS_LOCK = threading.Lock()
+# Databases found out of reach: until when, and what was found.
+_DOWN: dict[str, tuple[float, str]] = {}
 
 
 @atexit.register
@@ -153,16 +158,28 @@ class PostgresDatabase:
 
     @contextmanager
     def connection(self) -> Iterator[_Connection]:
-        pool = self._the_pool()
+        down = _DOWN.get(self.url)
+        if down is not None and time.monotonic() < down[0]:
+            raise StoreError(down[1])
         try:
+            pool = self._the_pool()
             with pool.connection() as conn:
                 yield _Connection(conn)
-        except StoreError:
+        except StoreError as exc:
+            self._note(exc.__cause__, str(exc))
             raise
         except Exception as exc:
             if not _is_database_error(exc):
                 raise
-            raise StoreError(self._explain(exc)) from exc
+            error = StoreError(self._explain(exc))
+            self._note(exc, str(error))
+            raise error from exc
+
+    def _note(self, cause: BaseException | None, message: str) -> None:
+        """A database out of reach is not asked again for `DOWN_S`: each caller (a
+        session's turn, a proxy's request) would otherwise wait `WAIT_S` for it."""
+        if type(cause).__name__ in ("PoolTimeout", "OperationalError"):
+            _DOWN[self.url] = (time.monotonic() + DOWN_S, message)
 
     @contextmanager
     def write(self) -> Iterator[_Connection]:
