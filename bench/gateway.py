@@ -59,6 +59,26 @@ async def load(
     return requests / took, latencies
 
 
+NOTES = """\
+- Added latency is the p50 (p99) through nginx and parlay less the p50 (p99) of the same
+  clients straight to the scripted upstream: nginx, parlay's engine (the contract
+  rendered, the reply parsed), the row written to PostgreSQL before the reply's last
+  bytes, and the queueing all of that causes at this concurrency on these cores.
+- Everything (client, nginx, the replicas, PostgreSQL, the upstream) shares 2 cores with
+  other work (the load average above): a second replica adds a process, not a core, so
+  it cannot double throughput here; on machines of their own, replicas add up.
+- Write time: `Store.add_response` of one proxy turn (a prompt, a call, a result brought
+  back, diagnostics), one after another from one thread. SQLite: WAL with
+  synchronous=NORMAL (no fsync per commit). PostgreSQL: a fresh server with its
+  defaults (fsync on, synchronous_commit on: every turn waits for its WAL flush), over
+  loopback through the pool. A reply waits for its row at most 2 s (`turn_log`).
+- CPU: user+system of the replica process (/proc), the same load sent to a replica with
+  `--metrics` and one without in alternating batches, so the machine's load falls on
+  both alike; neither logs. The difference is the metrics' cost per request, within the
+  noise of the measure when it is a few µs.
+"""
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -186,6 +206,7 @@ def main() -> None:
             ),
             ("The log's write time per turn", writes),
             ("The CPU of --metrics per request (one run, batches alternating)", cost),
+            ("How to read it", NOTES),
         ],
     )
     print((ROOT / "bench" / "results" / "gateway.md").read_text())
