@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import glob
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -23,7 +24,13 @@ from pathlib import Path
 
 
 def find_binaries() -> Path | str:
-    """The folder holding `initdb` and `postgres`, or why there is none."""
+    """The folder holding `initdb` and `postgres`, or why there is none (or why they
+    cannot run here: as root, without the `postgres` user to run them as)."""
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return "no `postgres` user to run PostgreSQL as (apt-get install postgresql)"
     found = shutil.which("initdb")
     if found:
         return Path(found).parent
