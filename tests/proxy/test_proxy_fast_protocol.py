@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import httpx
 import pytest
 import uvicorn
 from uvicorn.logging import AccessFormatter
@@ -207,3 +208,37 @@ def test_an_upstream_that_closed_an_idle_connection_is_seen_as_closed() -> None:
         return [*seen, stream.get_extra_info("is_readable")]
 
     assert asyncio.run(run()) == [False, True]
+
+
+def test_forty_concurrent_upstream_requests_share_a_pool_of_four_connections() -> None:
+    from proxy_stub import StubUpstream
+
+    from parlay.backends._net import LinearPool, pooled_transport
+
+    stub = StubUpstream().start()
+    transport = pooled_transport(httpx.Limits(max_connections=4, max_keepalive_connections=2))
+    pool = transport._pool
+    assert isinstance(pool, LinearPool)
+    most: list[int] = []
+
+    async def run() -> list[int]:
+        async with httpx.AsyncClient(base_url=stub.base_url, transport=transport) as client:
+
+            async def one(i: int) -> int:
+                body = {"model": "m", "messages": [{"role": "user", "content": str(i)}]}
+                answer = await client.post("/chat/completions", json=body)
+                most.append(len(pool.connections))
+                return answer.status_code
+
+            codes = list(await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(40))), 30))
+            idle_after = len(pool.connections)
+            await client.post("/chat/completions", json={"model": "m", "messages": []})
+            return [*codes, idle_after]
+
+    try:
+        *codes, idle_after = asyncio.run(run())
+    finally:
+        stub.stop()
+    assert codes == [200] * 40  # every request queued for a connection got one
+    assert max(most) <= 4
+    assert idle_after <= 4 and len(pool.connections) <= 2  # idle past the bound closed
