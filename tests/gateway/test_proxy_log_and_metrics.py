@@ -247,3 +247,25 @@ def test_the_engines_counters_read_what_each_replys_diagnostics_say() -> None:
     assert metric(text, "parlay_engine_unoffered_calls_stopped_total") == 1
     assert metric(text, "parlay_engine_requests_shrunk_total") == 1
     assert metric(text, "parlay_tokens_total", direction="in") == 100
+
+
+async def test_anthropic_and_responses_requests_are_logged_and_counted_by_protocol(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "log.db")
+    tool = {"name": "get_weather", "input_schema": WEATHER["function"]["parameters"]}
+    anthropic_body = {
+        "model": "m",
+        "max_tokens": 100,
+        "messages": [{"role": "user", "content": "Weather, Anthropic?"}],
+        "tools": [tool],
+    }
+    responses_body = {"model": "m", "input": "Weather, Responses?"}
+    async with client(create_app(engine(), log=store, metrics=True)) as c:
+        assert (await c.post("/v1/messages", json=anthropic_body)).status_code == 200
+        assert (await c.post("/v1/responses", json=responses_body)).status_code == 200
+        text = (await c.get("/metrics")).text
+    prompts = sorted(r.prompt or "" for r in store.responses(limit=None))
+    assert prompts == ["Weather, Anthropic?", "Weather, Responses?"]
+    assert metric(text, "parlay_requests_total", protocol="anthropic", route="messages") == 1
+    assert metric(text, "parlay_requests_total", protocol="openai_responses") == 1
