@@ -53,41 +53,68 @@ def _as_owner() -> dict[str, object]:
     return {"user": "postgres", "group": "postgres", "extra_groups": []}
 
 
+class PostgresServer:
+    """One server on its own data folder and port, which a test may stop and start."""
+
+    def __init__(self, binaries: Path, folder: Path, settings: tuple[str, ...]) -> None:
+        self.port = _free_port()
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/parlay"
+        command = [str(binaries / "postgres"), "-D", str(folder / "data")]
+        command += ["-p", str(self.port), "-k", str(folder)]
+        command += ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=100"]
+        for setting in settings:
+            command += ["-c", setting]
+        self.command = command
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, *, create: bool = False) -> None:
+        self.process = subprocess.Popen(  # type: ignore[call-overload]
+            self.command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **_as_owner()
+        )
+        _wait_and_create(self.process, self.port, create)
+
+    def stop(self) -> None:
+        """A fast shutdown: clients still connected are cut off."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+
+
 @contextmanager
-def postgres_server(*settings: str) -> Iterator[str]:
-    """A running server; yields the URL of its database `parlay`. `settings` are extra
-    `-c name=value` for the server (the tests turn fsync off; the benchmark does not)."""
+def postgres_cluster(*settings: str) -> Iterator[PostgresServer]:
+    """A running server with a database `parlay`. `settings` are extra `-c name=value`
+    for the server (the tests turn fsync off; the benchmark does not)."""
     binaries = find_binaries()
     if isinstance(binaries, str):
         raise RuntimeError(binaries)
     folder = Path(tempfile.mkdtemp(prefix="parlay-pg-"))
-    data = folder / "data"
     if os.geteuid() == 0:
         shutil.chown(folder, "postgres", "postgres")
-    init = [str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-N"]
+    data = str(folder / "data")
+    init = [str(binaries / "initdb"), "-D", data, "-U", "postgres", "-A", "trust", "-N"]
     subprocess.run(init, check=True, capture_output=True, timeout=120, **_as_owner())  # type: ignore[call-overload]
-    port = _free_port()
-    command = [str(binaries / "postgres"), "-D", str(data), "-p", str(port), "-k", str(folder)]
-    command += ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=100"]
-    for setting in settings:
-        command += ["-c", setting]
-    server = subprocess.Popen(  # type: ignore[call-overload]
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **_as_owner()
-    )
+    server = PostgresServer(binaries, folder, settings)
     try:
-        _wait_and_create(server, port)
-        yield f"postgresql://postgres@127.0.0.1:{port}/parlay"
+        server.start(create=True)
+        yield server
     finally:
-        server.send_signal(signal.SIGINT)  # a fast shutdown: clients still connected end
-        try:
-            server.wait(20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(10)
+        server.stop()
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _wait_and_create(server: subprocess.Popen[bytes], port: int) -> None:
+@contextmanager
+def postgres_server(*settings: str) -> Iterator[str]:
+    """`postgres_cluster`'s URL of its database `parlay`."""
+    with postgres_cluster(*settings) as server:
+        yield server.url
+
+
+def _wait_and_create(server: subprocess.Popen[bytes], port: int, create: bool) -> None:
     import psycopg
 
     deadline = time.monotonic() + 60
@@ -96,7 +123,8 @@ def _wait_and_create(server: subprocess.Popen[bytes], port: int) -> None:
             with psycopg.connect(
                 f"postgresql://postgres@127.0.0.1:{port}/postgres", autocommit=True
             ) as conn:
-                conn.execute("CREATE DATABASE parlay")
+                if create:
+                    conn.execute("CREATE DATABASE parlay")
             return
         except psycopg.OperationalError:
             if server.poll() is not None or time.monotonic() > deadline:

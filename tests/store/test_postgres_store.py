@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from postgres_server import find_binaries, postgres_server
+from postgres_server import find_binaries, postgres_cluster, postgres_server
 from typer.testing import CliRunner
 
 from parlay import ScriptedBackend, Session, Store, start_session
@@ -21,7 +21,7 @@ from parlay.backends.scripted import calls
 from parlay.cli.app import app
 from parlay.errors import StoreError
 from parlay.store import SCHEMA_VERSION, LoggedCall, LoggedResponse, LoggedSession
-from parlay.store.postgres_db import masked
+from parlay.store.postgres_db import DOWN_S, masked
 
 pytestmark = pytest.mark.skipif(isinstance(find_binaries(), str), reason=str(find_binaries()))
 
@@ -167,6 +167,23 @@ def test_a_postgres_log_that_is_down_warns_and_the_turns_go_on_without_waiting_a
     assert "secret" not in said[0]  # the password never reaches a message
     assert took[0] < 10  # bounded: one wait for a connection
     assert took[1] < 1, took  # the database found down is not waited for again at once
+
+
+def test_a_log_whose_database_restarts_takes_turns_again_once_it_is_back() -> None:
+    with postgres_cluster("fsync=off") as server:
+        store = Store(server.url)
+        session = Session(ScriptedBackend(["one", "two", "three"]), log=store)
+        session.chat("first").value  # noqa: B018
+        server.stop()
+        with pytest.warns(RuntimeWarning, match="cannot reach the log"):
+            session.chat("while down").value  # noqa: B018
+        server.start()
+        time.sleep(DOWN_S)  # a database found down is not asked again before
+        session.chat("after").value  # noqa: B018
+        logged = [r.prompt for r in store.responses(limit=None)]
+        store.close()
+    # none of the pool's connections that the restart closed fails a write
+    assert logged == ["after", "first"]
 
 
 def test_a_newer_schema_in_postgres_is_refused_with_advice(url: str) -> None:

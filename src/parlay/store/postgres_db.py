@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import logging
 import os
 import threading
 import time
@@ -105,6 +106,11 @@ class PostgresDatabase:
                 "a PostgreSQL log needs psycopg and psycopg-pool: "
                 "pip install '.[postgres]' in parlay's folder"
             ) from exc
+        quiet = logging.getLogger("psycopg.pool")
+        if quiet.level == logging.NOTSET:
+            # Its line per reconnection attempt while a database is down would bury the
+            # one warning parlay gives; a level set by the user stands.
+            quiet.setLevel(logging.ERROR)
         pool = ConnectionPool(
             self.url,
             min_size=1,
@@ -112,6 +118,10 @@ class PostgresDatabase:
             timeout=WAIT_S,
             open=False,
             name="parlay-log",
+            # Each connection checked as it is handed out (one round trip, tens of µs on
+            # a LAN): after a database restart, a pooled connection it closed is replaced
+            # instead of failing a write.
+            check=ConnectionPool.check_connection,
             kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": CONNECT_S},
         )
         pool.open(wait=False)
@@ -178,7 +188,8 @@ class PostgresDatabase:
     def _note(self, cause: BaseException | None, message: str) -> None:
         """A database out of reach is not asked again for `DOWN_S`: each caller (a
         session's turn, a proxy's request) would otherwise wait `WAIT_S` for it."""
-        if type(cause).__name__ in ("PoolTimeout", "OperationalError"):
+        kinds = {kind.__name__ for kind in type(cause).__mro__}
+        if kinds & {"PoolTimeout", "OperationalError"}:
             _DOWN[self.url] = (time.monotonic() + DOWN_S, message)
 
     @contextmanager
