@@ -63,7 +63,8 @@ NOTES = """\
 - Added latency is the p50 (p99) through nginx and parlay less the p50 (p99) of the same
   clients straight to the scripted upstream: nginx, parlay's engine (the contract
   rendered, the reply parsed), the row written to PostgreSQL before the reply's last
-  bytes, and the queueing all of that causes at this concurrency on these cores.
+  bytes, and the queueing all of that causes at this concurrency on these cores. The
+  one-client rows have no queueing of their own: what a request pays alone.
 - Everything (client, nginx, the replicas, PostgreSQL, the upstream) shares 2 cores with
   other work (the load average above): a second replica adds a process, not a core, so
   it cannot double throughput here; on machines of their own, replicas add up.
@@ -74,8 +75,9 @@ NOTES = """\
   loopback through the pool. A reply waits for its row at most 2 s (`turn_log`).
 - CPU: user+system of the replica process (/proc), the same load sent to a replica with
   `--metrics` and one without in alternating batches, so the machine's load falls on
-  both alike; neither logs. The difference is the metrics' cost per request, within the
-  noise of the measure when it is a few µs.
+  both alike; neither logs. The batches' spread shows the noise of that measure; the
+  last row times the calls `--metrics` adds to a request (request, first token, usage,
+  the engine's counters) alone, which is what it costs without the noise.
 """
 
 
@@ -84,22 +86,34 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def throughput(upstream: str, log: str, requests: int, clients: int) -> str:
-    rows: list[list[object]] = []
-    asyncio.run(load(upstream, 200, clients, "/chat/completions", DIRECT))  # warm up
-    _, direct = asyncio.run(load(upstream, requests, clients, "/chat/completions", DIRECT))
-    base50, base99 = pct(direct, 0.5), pct(direct, 0.99)
-    rows.append(["scripted upstream alone", "-", f"{base50:.1f}", f"{base99:.1f}", "-", "-"])
+def row(label: str, rate: str, lat: list[float], base: list[float] | None) -> list[object]:
+    """A table row: req/s, p50 and p99, and what they add to `base` (the upstream alone)."""
+    cells = [f"{pct(lat, q):.1f}" for q in (0.5, 0.99)]
+    added = [f"{pct(lat, q) - pct(base, q):.1f}" for q in (0.5, 0.99)] if base else ["-", "-"]
+    return [label, rate, *cells, *added]
+
+
+def throughput(upstream: str, log: str, requests: int, clients: int, rounds: int) -> str:
+    """Each setup loaded by `clients` at once (req/s; latency with queueing), then by one
+    client at a time (300 requests: latency alone); added: less the upstream's own."""
+    counts = {clients: requests, 1: 300}
+    alone = {
+        n: asyncio.run(load(upstream, count, n, "/chat/completions", DIRECT))[1]
+        for n, count in counts.items()
+    }
+    rows = [row(f"scripted upstream alone, {n} client(s)", "-", alone[n], None) for n in counts]
     extra = ("--log", log, "--metrics")
     with replica(upstream, *extra) as one, replica(upstream, *extra) as two:
         setups = (("nginx, 1 replica", [one.port]), ("nginx, 2 replicas", [one.port, two.port]))
-        for name, ports in setups:
-            with nginx(ports) as url:
-                asyncio.run(load(url, 200, clients, "/v1/chat/completions"))  # warm up
-                rate, lat = asyncio.run(load(url, requests, clients, "/v1/chat/completions"))
-            p50, p99 = pct(lat, 0.5), pct(lat, 0.99)
-            added = (f"{p50 - base50:.1f}", f"{p99 - base99:.1f}")
-            rows.append([name, f"{rate:.0f}", f"{p50:.1f}", f"{p99:.1f}", *added])
+        # Rounds alternate the setups, so the machine's other load falls on both alike.
+        for number in range(1, rounds + 1):
+            for name, ports in setups:
+                with nginx(ports) as url:
+                    asyncio.run(load(url, 200, clients, "/v1/chat/completions"))  # warm up
+                    for n, count in counts.items():
+                        rate, lat = asyncio.run(load(url, count, n, "/v1/chat/completions"))
+                        label = f"{name}, {n} client(s), round {number}"
+                        rows.append(row(label, f"{rate:.0f}", lat, alone[n]))
     headers = ["path", "req/s", "p50 ms", "p99 ms", "added p50 ms", "added p99 ms"]
     return markdown_table(headers, rows)
 
@@ -156,9 +170,10 @@ def cpu_seconds(pid: int) -> float:
 
 
 def metrics_cost(upstream: str, requests: int, clients: int) -> str:
-    """Two replicas, one with --metrics: the same load to each in turns, CPU per request."""
-    batches = 10
-    spent = {"off": 0.0, "on": 0.0}
+    """Two replicas, one with --metrics: the same load to each in turns, CPU per request;
+    and the instrumentation's own calls for one request, timed in this process."""
+    batches = 20
+    per_batch: dict[str, list[float]] = {"off": [], "on": []}
     with replica(upstream) as off, replica(upstream, "--metrics") as on:
         procs = {"off": off, "on": on}
         for proc in procs.values():
@@ -167,13 +182,31 @@ def metrics_cost(upstream: str, requests: int, clients: int) -> str:
             for name, proc in procs.items():
                 before = cpu_seconds(proc.pid)
                 asyncio.run(load(proc.url, requests // batches, clients, "/v1/chat/completions"))
-                spent[name] += cpu_seconds(proc.pid) - before
+                spent = cpu_seconds(proc.pid) - before
+                per_batch[name].append(spent / (requests // batches) * 1e6)
         scraped = httpx.get(on.url + "/metrics").text
-    per = {k: v / requests * 1e6 for k, v in spent.items()}
-    rows = [[k, requests, f"{per[k]:.0f}"] for k in ("off", "on")]
-    rows.append(["on - off", "", f"{per['on'] - per['off']:+.0f}"])
+    diffs = sorted(a - b for a, b in zip(per_batch["on"], per_batch["off"], strict=True))
+    rows = [[k, requests, f"{statistics.median(v):.0f}"] for k, v in per_batch.items()]
+    spread = f"{diffs[0]:+.0f} to {diffs[-1]:+.0f} across batches"
+    rows.append(["on - off (median of batches)", "", f"{statistics.median(diffs):+.0f} ({spread})"])
+    rows.append(["the metrics' own calls, in-process", 100_000, f"{instrumentation_us():.1f}"])
     table = markdown_table(["--metrics", "requests", "CPU µs per request"], rows)
     return table + f"\n\n`/metrics` after the run: {len(scraped):,} bytes."
+
+
+def instrumentation_us() -> float:
+    """What `--metrics` calls for one request (a reply with a call), in µs."""
+    from parlay.diagnostics import Diagnostics
+    from parlay.events import Usage
+    from parlay.server.metrics import Metrics
+
+    metrics, usage, said = Metrics("prompted"), Usage(420, 18), Diagnostics(calls_parsed=1)
+    started = time.process_time()
+    for _ in range(100_000):
+        metrics.first_token("openai", 0.003)
+        metrics.finished(usage, said)
+        metrics.request_done("/v1/chat/completions", 200, 0.004)
+    return (time.process_time() - started) * 10
 
 
 def main() -> None:
@@ -181,10 +214,11 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--turns", type=int, default=500)
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     load_before = os.getloadavg()
     with postgres_server() as pg_url, stub_upstream() as upstream:
-        gateway = throughput(upstream, pg_url, args.requests, args.clients)
+        gateway = throughput(upstream, pg_url, args.requests, args.clients, args.rounds)
         writes = log_writes(pg_url, args.turns)
         cost = metrics_cost(upstream, args.requests, args.clients)
     load_after = os.getloadavg()
@@ -192,8 +226,8 @@ def main() -> None:
         f"2 cores shared with other work: load average {load_before[0]:.2f} before the run, "
         f"{load_after[0]:.2f} after (1-minute). Scripted upstream (tests/proxy/proxy_stub.py, "
         f'"turns": a tool call in the prompt engine\'s JSON format), `parlay serve` in '
-        f"prompted mode, {args.clients} clients each sending one request after another, "
-        f"{args.requests} requests per row; everything on one machine."
+        f"prompted mode; {args.clients} clients each sending one request after another "
+        f"({args.requests} requests a row), or one client (300); everything on one machine."
     )
     write_result(
         "gateway",
