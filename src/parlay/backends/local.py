@@ -27,6 +27,7 @@ from parlay.backends.bounds import (
 )
 from parlay.backends.catalogue import SMOLLM2, SMOLLM2_FILE, smollm2_path
 from parlay.backends.openai import OpenAIBackend
+from parlay.backends.slots import SLOTS, SlotRouter
 from parlay.backends.threads import pick_threads
 from parlay.backends.tokens import TokenCount
 from parlay.backends.window import ContextWindow, embedded_window
@@ -83,7 +84,7 @@ class LlamaServer:
         threads: int | None = None,
         poll: int | None = None,
         port: int | None = None,
-        parallel: int = 1,
+        parallel: int = SLOTS,
     ) -> None:
         _check_cpu_settings(threads, poll)
         self.model_path = Path(model_path)
@@ -92,6 +93,7 @@ class LlamaServer:
         self.poll = poll
         self.port = port or free_port()
         self.parallel = parallel
+        self.router = SlotRouter()  # which slot a request goes to (`slots`)
         self._server: Any = None
         self._lock = threading.Lock()
 
@@ -118,7 +120,8 @@ class LlamaServer:
             self.threads = pick_threads(self.threads)
             params = xllamacpp.CommonParams()
             params.model.path = str(self.model_path)
-            params.n_ctx = self.n_ctx
+            # Each slot has the whole window: llama.cpp divides n_ctx between them.
+            params.n_ctx = self.n_ctx * self.parallel
             params.n_parallel = self.parallel
             params.cpuparams.n_threads = self.threads
             params.cpuparams_batch.n_threads = self.threads
@@ -222,6 +225,7 @@ class LocalBackend:
         self._poll = poll
         self._stream = stream
         self._backend: OpenAIBackend | None = None
+        self._router = SlotRouter()  # replaced by the shared server's when it starts
         self._lock = threading.Lock()
 
     @property
@@ -250,6 +254,7 @@ class LocalBackend:
                     self.model_path, window.tokens, threads=self._threads, poll=self._poll
                 )
                 base_url = server.start()
+                self._router = server.router
                 self._backend = OpenAIBackend(
                     self.model_path.stem,
                     base_url=base_url,
@@ -289,6 +294,8 @@ class LocalBackend:
         _without_tools(request)
         backend = await self._started()
         request = with_max_tokens(request, self.max_tokens)
+        slot = self._router.route(request.messages)
+        request = request.replace(extra_body={**request.extra_body, "id_slot": slot})
         async for event in guarded(backend.stream(request), self.repetition):
             if isinstance(event, Finish) and event.model is None:
                 # The guard ends a looping reply before the server's own last chunk,
