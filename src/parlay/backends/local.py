@@ -68,6 +68,10 @@ def _check_cpu_settings(threads: int | None, poll: int | None) -> None:
 class LlamaServer:
     """One llama.cpp server for one GGUF file, on 127.0.0.1, alive until the process ends.
 
+    `parallel` slots (two by default), each with the whole `n_ctx` window (so the KV
+    cache takes that much memory per slot), each keeping the prompt it last read:
+    `router` sends a request where its prompt is cached (`parlay.backends.slots`).
+
     `threads` and `poll` are llama.cpp's own knobs. Its threads busy-wait between steps
     (`poll`, 0-100, llama.cpp's default 50): fastest on an idle machine, but on a machine
     whose cores are shared the spinning threads starve each other (measured here: SmolLM2
