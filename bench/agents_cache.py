@@ -43,16 +43,18 @@ def turn_two(first: dict[str, Any]) -> dict[str, Any]:
 
 
 def first_content(url: str, body: dict[str, Any]) -> tuple[float, int, dict[str, str]]:
-    """Seconds to the first content of a streamed reply, its status and parlay's headers."""
-    started = time.monotonic()
+    """Seconds to the first content of a streamed reply, its status and parlay's headers.
+    The reply is read to its end, as a client does, so that every line the server logs
+    for this turn is written before the next turn begins."""
+    started, first = time.monotonic(), None
     with httpx.stream("POST", url + "/v1/messages", json=body, timeout=1800,
                       headers={"x-api-key": "unused", "anthropic-version": "2023-06-01"}
                       ) as reply:  # fmt: skip
         headers = {k: v for k, v in reply.headers.items() if k.startswith("x-parlay")}
         for chunk in reply.iter_raw():
-            if any(mark in chunk for mark in CONTENT_MARKS):
-                return time.monotonic() - started, reply.status_code, headers
-    return time.monotonic() - started, reply.status_code, headers
+            if first is None and any(mark in chunk for mark in CONTENT_MARKS):
+                first = time.monotonic() - started
+    return first if first is not None else time.monotonic() - started, reply.status_code, headers
 
 
 # The lines `parlay.backends.model_timings` writes for each reply of a model server.
