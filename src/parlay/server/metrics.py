@@ -19,6 +19,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from parlay.engine.checks.answer_checks import REFUSAL
 from parlay.errors import (
     BackendConnectionError,
     BackendError,
@@ -161,7 +162,7 @@ class Metrics:
             self.calls_repaired.inc(repaired)
         for retry in diagnostics.retries:
             self.retries.labels(retry.reason).inc()
-            if retry.reason == "refusal":
+            if retry.reason == REFUSAL.name:
                 self.refusals.inc()
         if diagnostics.unoffered_tools:
             self.unoffered.inc(len(diagnostics.unoffered_tools))
