@@ -8,13 +8,14 @@ client likes (outside probes held 20 connections for minutes; enough of them exh
 process's file descriptors).
 
 The app answers a body that is too slow with a 408 in the caller's protocol
-(`server.body.read_body`). This protocol is uvicorn's h11 protocol with one timer for what
-the app cannot see: armed when a connection opens and when the first byte of a later
-request arrives, it closes a connection whose head is not complete within the header
-timeout (h11 cannot answer a request it has not read); re-armed once the head is read,
-it closes a connection whose body is still arriving `BODY_GRACE` seconds after the body
-timeout: a body the app never reads (a 404, say), or one still dripping in after the
-app's answer.
+(`server.body.read_body`). The protocols here are uvicorn's (h11's below, httptools' in
+`slow_clients_httptools`, which `parlay serve` runs when httptools is installed) with one
+timer for what the app cannot see: armed when a connection opens and when the first byte
+of a later request arrives, it closes a connection whose head is not complete within the
+header timeout (the parser cannot answer a request it has not read); re-armed once the
+head is read, it closes a connection whose body is still arriving `BODY_GRACE` seconds
+after the body timeout: a body the app never reads (a 404, say), or one still dripping
+in after the app's answer.
 """
 
 from __future__ import annotations
