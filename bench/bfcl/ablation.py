@@ -34,13 +34,11 @@ from typing import Any
 
 from bench.bfcl.ablation_report import render_ablation
 from bench.bfcl.data import Question
-from bench.bfcl.dev import N_CTX, STORE, categories, halves
-from bench.bfcl.models import models
+from bench.bfcl.dev import STORE, categories, halves
 from bench.bfcl.runner import answer, key, outcome_of
 from bench.bfcl.split import interleave, select
 from bench.bfcl.store import Key, Store, head_commit
-from bench.bfcl.systems import BackendSystem, Setup, parlay_system
-from parlay.backends.local import shared_server
+from bench.bfcl.systems import BackendSystem, Setup, parlay_system, started
 from parlay.engine.checks.rules import GUARDS, RULES
 
 ABLATION_STORE = STORE.with_name("bfcl-ablation.jsonl")
@@ -226,11 +224,7 @@ def rule_names(spec: str) -> list[str]:
 
 
 async def run_model(args: argparse.Namespace, name: str, stores: tuple[Store, Store]) -> None:
-    [model] = models((name,))
-    n_ctx = args.n_ctx or N_CTX[name]
-    server = shared_server(model.path, n_ctx)
-    base_url = await asyncio.to_thread(server.start)
-    setup = Setup(model, base_url, n_ctx, 512, args.tag, prompt_cache=not args.no_prompt_cache)
+    setup = await started(name, args.n_ctx, tag=args.tag, prompt_cache=not args.no_prompt_cache)
     cap = args.per_category or None
     for half in halves(args.half):
         questions = interleave([select(c, half, cap) for c in categories(args.categories)])

@@ -62,10 +62,6 @@ def gain_cell(points: float, low: float, high: float) -> str:
     return f"{points:+.1f} ({100 * low:+.1f} to {100 * high:+.1f})"
 
 
-def same_reply(a: Outcome, b: Outcome) -> bool:
-    return a["calls"] == b["calls"] and a["text"] == b["text"]
-
-
 def verdict(rule: str, acted: int, low: float, high: float) -> str:
     if rule in GUARDS:
         return "guard: on"
@@ -125,29 +121,18 @@ RULE_HEADER = [
 
 
 def rule_row(rule: str, shipped: Mapping[str, Outcome], off: Mapping[str, Outcome]) -> list[object]:
+    """A row of `RULE_HEADER`: the rule's gain on its pairs (rule on, rule off)."""
     got = rule_pairs(shipped, off)
-    return row_cells(rule, got.questions, got.acted, got.calls, got.abstain, got.relevance)
-
-
-def row_cells(
-    rule: str,
-    questions: int,
-    acted: int,
-    calls: Sequence[Pair],
-    abstain: Sequence[Pair],
-    relevance: Sequence[Pair],
-) -> list[object]:
-    """A row of `RULE_HEADER`: the rule's gain on these pairs (rule on, rule off)."""
+    calls, abstain = got.calls, got.abstain
     low, high = interval(calls, abstain) if calls or abstain else (0.0, 0.0)
-    points = 100 * gain(calls, abstain)
     return [
         rule,
-        str(questions),
-        str(acted),
+        str(got.questions),
+        str(got.acted),
         kept_lost([*calls, *abstain]),
-        kept_lost(relevance),
-        gain_cell(points, low, high),
-        verdict(rule, acted, low, high),
+        kept_lost(got.relevance),
+        gain_cell(100 * gain(calls, abstain), low, high),
+        verdict(rule, got.acted, low, high),
     ]
 
 
@@ -202,16 +187,16 @@ def pooled_section(groups: Sequence[Mapping[str, RulePairs]]) -> list[str]:
 
 
 def section(outcomes: Sequence[Outcome]) -> list[str]:
-    by_system_ = by_system(outcomes)
-    shipped = by_system_.get("parlay", {})
-    ablated = ablated_rules(by_system_)
-    rows: list[list[object]] = [
-        rule_row(rule, shipped, by_system_[f"parlay:no-{rule}"]) for rule in ablated
-    ]
+    systems = by_system(outcomes)
+    shipped = systems.get("parlay", {})
+    rows = [rule_row(r, shipped, systems[f"parlay:no-{r}"]) for r in ablated_rules(systems)]
     lines = [markdown_table(RULE_HEADER, rows)]
-    again = by_system_.get("parlay:again", {})
-    if again:
-        same = sum(same_reply(o, shipped[q]) for q, o in again.items() if q in shipped)
+    if again := systems.get("parlay:again", {}):
+        same = sum(
+            (o["calls"], o["text"]) == (shipped[q]["calls"], shipped[q]["text"])
+            for q, o in again.items()
+            if q in shipped
+        )
         lines.append(
             f"\nAsked again of the shipped engine: {same} of {len(again)} replies the same "
             "(the shortcut for the questions a rule did not act on rests on it)."

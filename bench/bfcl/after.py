@@ -30,14 +30,12 @@ from typing import Any
 from bench._table import markdown_table
 from bench.bfcl.ablation_report import gain, gain_cell, interval
 from bench.bfcl.after_result import Continuation, continuations, parrots, record
-from bench.bfcl.dev import N_CTX, current, halves
-from bench.bfcl.models import models
+from bench.bfcl.dev import current, halves
 from bench.bfcl.runner import Asking, run
 from bench.bfcl.split import HALVES
 from bench.bfcl.stats import mean, wilson
 from bench.bfcl.store import Store, config_key, head_commit
-from bench.bfcl.systems import Setup, System, build
-from parlay.backends.local import shared_server
+from bench.bfcl.systems import System, build, started
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 STORE = RESULTS / "bfcl-after.jsonl"
@@ -93,11 +91,8 @@ def derive(
 
 
 async def run_model(args: argparse.Namespace, key: str, store: Store) -> None:
-    [model] = models((key,))
-    n_ctx = N_CTX[key]
-    server = shared_server(model.path, n_ctx)
-    base_url = await asyncio.to_thread(server.start)
-    setup = Setup(model, base_url, n_ctx, args.max_tokens, args.tag, args.baseline_tag or args.tag)
+    baseline_tag = args.baseline_tag or args.tag
+    setup = await started(key, 0, args.max_tokens, tag=args.tag, baseline_tag=baseline_tag)
     systems = build(args.systems.split(","), setup)
     if args.derive_from:
         copied = derive(key, systems, store, args.derive_from, args.unless_rule)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import random
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -86,14 +85,6 @@ class Question:
     messages: tuple[Message, ...]
     functions: tuple[dict[str, Any], ...]
     ground_truth: tuple[dict[str, Any], ...]
-
-    @property
-    def expects_call(self) -> bool:
-        return bool(self.ground_truth)
-
-    @property
-    def tools(self) -> tuple[ToolSpec, ...]:
-        return tuple(to_tool_spec(function) for function in self.functions)
 
     @property
     def offered(self) -> tuple[dict[str, Any], ...]:
@@ -171,17 +162,6 @@ def load_category(category: str) -> tuple[Question, ...]:
             )
         )
     return tuple(questions)
-
-
-def sample(category: str, n: int, seed: int) -> tuple[Question, ...]:
-    """A fixed, seeded sample of `n` questions (the same for every model and config)."""
-    questions = load_category(category)
-    if n >= len(questions):
-        return questions
-    # A per-category RNG so changing one category's size does not reshuffle the others.
-    rng = random.Random(f"{seed}:{category}")
-    picked = sorted(rng.sample(range(len(questions)), n))
-    return tuple(questions[i] for i in picked)
 
 
 def to_json_schema(schema: Any) -> Any:

@@ -36,20 +36,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.bfcl.data import DEV_CATEGORIES, refuse_held_out
-from bench.bfcl.models import models
 from bench.bfcl.report import render
 from bench.bfcl.runner import QUESTIONS, run
 from bench.bfcl.split import HALVES, Half, interleave, select
 from bench.bfcl.store import Store, head_commit
-from bench.bfcl.systems import DEFAULT_SYSTEMS, Setup, build
+from bench.bfcl.systems import DEFAULT_SYSTEMS, build, started
 from parlay.backends.local import shared_server
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 STORE = RESULTS / "bfcl-dev.jsonl"
-# Room for the longest live_irrelevance tool lists with any system's prompt: at the
-# embedded model's own 4096 (`LocalBackend`'s default) some do not fit, and an overflow
-# says nothing about tool calling (`--n-ctx 4096` measures the shipped context).
-N_CTX = {"smollm2": 8192, "qwen": 8192}
 
 
 def categories(spec: str) -> tuple[str, ...]:
@@ -179,19 +174,11 @@ def write_page(store: Store, page: Path, tag: str = "") -> str:
 
 
 async def run_model(args: argparse.Namespace, key: str, store: Store) -> None:
-    [model] = models((key,))
-    n_ctx = args.n_ctx or N_CTX[key]
-    server = shared_server(model.path, n_ctx)  # the one the embedded LocalBackend finds
-    base_url = await asyncio.to_thread(server.start)
-    print(f"{model.label}: llama.cpp on {base_url}, {server.threads} threads, n_ctx {n_ctx}")
-    setup = Setup(
-        model,
-        base_url,
-        n_ctx,
-        args.max_tokens,
-        args.tag,
-        args.baseline_tag,
-        prompt_cache=not args.no_prompt_cache,
+    cached, tags = not args.no_prompt_cache, {"tag": args.tag, "baseline_tag": args.baseline_tag}
+    setup = await started(key, args.n_ctx or 0, args.max_tokens, prompt_cache=cached, **tags)
+    threads = shared_server(setup.model.path, setup.n_ctx).threads
+    print(
+        f"{setup.model.label}: llama.cpp on {setup.base_url}, {threads} threads, n_ctx {setup.n_ctx}"
     )
     systems = build(args.systems.split(","), setup, variants(args.variant))
     cap = args.per_category or None

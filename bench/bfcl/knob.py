@@ -33,15 +33,12 @@ from typing import Any, NamedTuple
 
 from bench._table import markdown_table
 from bench.bfcl.data import DEV_CATEGORIES, Question
-from bench.bfcl.dev import N_CTX
-from bench.bfcl.models import models
 from bench.bfcl.outcome import Reply, judge
 from bench.bfcl.split import Half, interleave, select
 from bench.bfcl.stats import Share, balanced, cell, run_of
 from bench.bfcl.store import rows as stored_rows
-from bench.bfcl.systems import Counted, Setup, parlay_system
+from bench.bfcl.systems import Counted, Setup, parlay_system, started
 from parlay.backends.base import Backend
-from parlay.backends.local import shared_server
 from parlay.engine.checks.confidence import name_choices
 from parlay.engine.contract.parser import parse
 from parlay.events import Event, ScoredTextDelta, TextDelta, TokenChoice
@@ -115,10 +112,7 @@ async def ask(setup: Setup, question: Question) -> Row:
 
 
 async def run(key: str, half: Half, per_category: int, store: Path) -> None:
-    [model] = models((key,))
-    server = shared_server(model.path, N_CTX[key])
-    base_url = await asyncio.to_thread(server.start)
-    setup = Setup(model, base_url, N_CTX[key], 512, "share-knob")
+    setup = await started(key, tag="share-knob")
     done = {(r["model"], r["question"]) for r in load(store)}
     questions = interleave([select(c, half, per_category) for c in DEV_CATEGORIES])
     for number, question in enumerate(questions, 1):

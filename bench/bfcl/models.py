@@ -13,10 +13,13 @@ from pathlib import Path
 
 from attrs import frozen
 
-from parlay.backends.catalogue import QWEN, qwen_path, smollm2_path
+from parlay.backends.catalogue import qwen_path, smollm2_path
 from parlay.start import EMBEDDED_MIN_CALL_CONFIDENCE
 
-QWEN_INSTALL = QWEN.install
+# Room for the longest live_irrelevance tool lists with any system's prompt: at the
+# embedded model's own 4096 (`LocalBackend`'s default) some do not fit, and an overflow
+# says nothing about tool calling (`--n-ctx 4096` measures the shipped context).
+N_CTX = {"smollm2": 8192, "qwen": 8192}
 
 
 @frozen
@@ -32,16 +35,14 @@ class Model:
 
 def models(keys: tuple[str, ...]) -> tuple[Model, ...]:
     """The requested models by key: `smollm2`, `qwen`."""
-    out = []
-    for key in keys:
-        if key == "smollm2":
-            # As the embedded session runs it (`parlay.start.default_backend`).
-            label = "SmolLM2-135M-Instruct Q4_1"
-            out.append(
-                Model(key, label, smollm2_path(), EMBEDDED_MIN_CALL_CONFIDENCE, embedded=True)
-            )
-        elif key == "qwen":
-            out.append(Model(key, "Qwen2.5-Coder-0.5B-Instruct Q4_K_M", qwen_path()))
-        else:
-            raise ValueError(f"unknown model {key!r}: use smollm2 or qwen")
-    return tuple(out)
+    return tuple(_model(key) for key in keys)
+
+
+def _model(key: str) -> Model:
+    if key == "smollm2":
+        # As the embedded session runs it (`parlay.start.default_backend`).
+        label = "SmolLM2-135M-Instruct Q4_1"
+        return Model(key, label, smollm2_path(), EMBEDDED_MIN_CALL_CONFIDENCE, embedded=True)
+    if key == "qwen":
+        return Model(key, "Qwen2.5-Coder-0.5B-Instruct Q4_K_M", qwen_path())
+    raise ValueError(f"unknown model {key!r}: use smollm2 or qwen")

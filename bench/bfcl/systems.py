@@ -19,6 +19,7 @@ enters the store's key: change anything in it and the outcomes are asked afresh.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Protocol
@@ -26,10 +27,10 @@ from typing import Any, Protocol
 from attrs import evolve, frozen
 
 from bench.bfcl.data import Question
-from bench.bfcl.models import Model
+from bench.bfcl.models import N_CTX, Model, models
 from bench.bfcl.outcome import Reply
 from parlay.backends.base import Backend, Capabilities
-from parlay.backends.local import LocalBackend
+from parlay.backends.local import LocalBackend, shared_server
 from parlay.backends.openai import OpenAIBackend
 from parlay.engine.backend import PromptedBackend
 from parlay.events import Event, Finish, TextDelta, ToolCallEnd
@@ -103,28 +104,25 @@ class Setup:
         return {} if self.prompt_cache else {"cache_prompt": False}
 
 
+async def started(key: str, n_ctx: int = 0, max_tokens: int = 512, **settings: Any) -> Setup:
+    """The model's llama.cpp server started (`shared_server`: the one the embedded
+    LocalBackend finds), and the setup on it; `n_ctx` 0: the model's `N_CTX`."""
+    [model] = models((key,))
+    n_ctx = n_ctx or N_CTX[key]
+    base_url = await asyncio.to_thread(shared_server(model.path, n_ctx).start)
+    return Setup(model, base_url, n_ctx, max_tokens, **settings)
+
+
 def greedy(max_tokens: int | None) -> GenerationOptions:
     return GenerationOptions(temperature=0.0, max_tokens=max_tokens, seed=0)
 
 
-@frozen
-class Gathered:
-    """The events of one request, gathered: its text, its calls, how it finished."""
-
-    text: str
-    calls: list[tuple[str, Any]]
-    finish: Finish | None
-    error: str
-    seconds: float
-
-
-async def gather(backend: Backend, request: ChatRequest) -> Gathered:
-    """One request through a parlay backend; a failed request is an outcome (`error`),
-    not the end of the run."""
+async def stream_reply(backend: Backend, request: ChatRequest) -> Reply:
+    """One request through a parlay backend, its events gathered into a Reply; a failed
+    request is an outcome (`error`), not the end of the run."""
     text: list[str] = []
     calls: list[tuple[str, Any]] = []
     finish: Finish | None = None
-    error = ""
     started = time.perf_counter()
     try:
         async for event in backend.stream(request):
@@ -136,21 +134,14 @@ async def gather(backend: Backend, request: ChatRequest) -> Gathered:
                 finish = event
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
-    return Gathered("".join(text), calls, finish, error, time.perf_counter() - started)
-
-
-async def stream_reply(backend: Backend, request: ChatRequest) -> Reply:
-    """One request through a parlay backend, its events gathered into a Reply."""
-    got = await gather(backend, request)
-    if got.error:
-        return Reply(got.calls, got.text, got.error, got.seconds)
-    finish = got.finish
+        return Reply(calls, "".join(text), error, time.perf_counter() - started)
+    seconds = time.perf_counter() - started
     diagnostics = finish.diagnostics if finish else None
     usage = finish.usage if finish else None
     return Reply(
-        got.calls,
-        got.text,
-        seconds=got.seconds,
+        calls,
+        "".join(text),
+        seconds=seconds,
         retries=[r.reason for r in diagnostics.retries] if diagnostics else [],
         notes=list(diagnostics.notes) if diagnostics else [],
         rules=list(diagnostics.rules) if diagnostics else [],
@@ -237,13 +228,8 @@ def native_system(setup: Setup) -> BackendSystem:
     backend = OpenAIBackend("model", base_url=setup.base_url, api_key="", capabilities=NATIVE)
     config = setup.config("llama.cpp", max_tokens=setup.max_tokens, parallel_tool_calls=True)
     # llama.cpp's own default is one call per reply; OpenAI's (and parlay's) is several.
-    return BackendSystem(
-        "llama.cpp",
-        backend,
-        config,
-        setup.max_tokens,
-        {"parallel_tool_calls": True, **setup.extra_body},
-    )
+    extra_body = {"parallel_tool_calls": True, **setup.extra_body}
+    return BackendSystem("llama.cpp", backend, config, setup.max_tokens, extra_body)
 
 
 def build(
