@@ -22,6 +22,8 @@ from parlay.store import Store
 
 TURNS = 300
 PER_PROCESS = 300
+WRITERS = ["processes", "rows written", "rows found", "tool results", "none lost",
+           "wall time (incl. start-up)", "rows per second"]  # fmt: skip
 
 WRITER = """
 import sys, time
@@ -83,18 +85,7 @@ def main() -> None:
                 ["log=Store(...)", f"{logged * 1e3:.3f} ms", f"{(logged - plain) * 1e3:.3f} ms"],
             ],
         )
-        writers = markdown_table(
-            [
-                "processes",
-                "rows written",
-                "rows found",
-                "tool results",
-                "none lost",
-                "wall time (incl. start-up)",
-                "rows per second",
-            ],
-            [processes(folder, n) for n in (1, 2, 4)],
-        )
+        writers = markdown_table(WRITERS, [processes(folder, n) for n in (1, 2, 4)])
     print(turns, "\n")
     print(writers)
     path = write_result(

@@ -34,7 +34,7 @@ from typing import Any
 
 from bench.bfcl.ablation_report import render_ablation
 from bench.bfcl.data import Question
-from bench.bfcl.dev import STORE, categories, halves
+from bench.bfcl.dev import NO_PROMPT_CACHE, STORE, categories, halves
 from bench.bfcl.runner import answer, key, outcome_of
 from bench.bfcl.split import interleave, select
 from bench.bfcl.store import Key, Store, head_commit
@@ -189,25 +189,20 @@ async def verify(
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", default="qwen", help="comma-separated: smollm2,qwen")
-    parser.add_argument("--half", default="validate", help="tune, validate or both")
-    parser.add_argument("--categories", default="all")
-    parser.add_argument("--rules", default="all", help="comma-separated rule names, or all")
-    parser.add_argument("--per-category", type=int, default=40)
-    parser.add_argument("--n-ctx", type=int, default=0)
-    parser.add_argument("--tag", default="", help="the shipped engine's tag (bench.bfcl.dev)")
-    parser.add_argument("--verify", type=int, default=0, help="questions asked again")
-    parser.add_argument("--defaults", type=Path, default=STORE, help="the dev store (read)")
-    parser.add_argument(
-        "--base", default="parlay", help="the dev store's system standing for the shipped engine"
-    )
-    parser.add_argument("--store", type=Path, default=ABLATION_STORE)
-    parser.add_argument(
-        "--no-prompt-cache",
-        action="store_true",
-        help="llama.cpp reads every prompt afresh: a question asked again gets the same reply",
-    )
-    parser.add_argument("--report", action="store_true", help="rebuild the page, run nothing")
+    add = parser.add_argument
+    add("--models", default="qwen", help="comma-separated: smollm2,qwen")
+    add("--half", default="validate", help="tune, validate or both")
+    add("--categories", default="all")
+    add("--rules", default="all", help="comma-separated rule names, or all")
+    add("--per-category", type=int, default=40)
+    add("--n-ctx", type=int, default=0)
+    add("--tag", default="", help="the shipped engine's tag (bench.bfcl.dev)")
+    add("--verify", type=int, default=0, help="questions asked again")
+    add("--defaults", type=Path, default=STORE, help="the dev store (read)")
+    add("--base", default="parlay", help="the dev store's system standing for the shipped engine")
+    add("--store", type=Path, default=ABLATION_STORE)
+    add("--no-prompt-cache", action="store_true", help=NO_PROMPT_CACHE)
+    add("--report", action="store_true", help="rebuild the page, run nothing")
     return parser.parse_args(argv)
 
 

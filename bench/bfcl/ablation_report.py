@@ -109,15 +109,8 @@ def kept_lost(pairs: Sequence[Pair]) -> str:
     return f"{sum(s and not o for s, o in pairs)} / {sum(o and not s for s, o in pairs)}"
 
 
-RULE_HEADER = [
-    "rule",
-    "questions",
-    "acted on",
-    "right kept / lost by it",
-    "live_relevance kept / lost",
-    "gain, points (95 %)",
-    "verdict",
-]
+RULE_HEADER = ["rule", "questions", "acted on", "right kept / lost by it",
+               "live_relevance kept / lost", "gain, points (95 %)", "verdict"]  # fmt: skip
 
 
 def rule_row(rule: str, shipped: Mapping[str, Outcome], off: Mapping[str, Outcome]) -> list[object]:

@@ -197,24 +197,22 @@ def render(outcomes: Sequence[Outcome], tag: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--models", default="qwen", help="comma-separated: smollm2,qwen")
-    parser.add_argument("--half", default="tune", help="tune, validate or both")
-    parser.add_argument("--per-category", type=int, default=8, help="questions a category")
-    parser.add_argument("--systems", default=",".join(SYSTEMS))
-    parser.add_argument("--max-tokens", type=int, default=512, help="llama.cpp's budget")
-    parser.add_argument("--tag", default="", help="a label in the config key")
-    parser.add_argument(
+    add = parser.add_argument
+    add("--models", default="qwen", help="comma-separated: smollm2,qwen")
+    add("--half", default="tune", help="tune, validate or both")
+    add("--per-category", type=int, default=8, help="questions a category")
+    add("--systems", default=",".join(SYSTEMS))
+    add("--max-tokens", type=int, default=512, help="llama.cpp's budget")
+    add("--tag", default="", help="a label in the config key")
+    add(
         "--baseline-tag", default="", help="llama.cpp's label (default: --tag), kept across engines"
     )
-    parser.add_argument("--derive-from", default="", help="an earlier engine tag to copy from")
-    parser.add_argument(
-        "--unless-rule",
-        default="repeated_call",
-        help="with --derive-from: ask where these acted (comma-separated; `parroted`: the reply)",
-    )
-    parser.add_argument("--store", type=Path, default=STORE)
-    parser.add_argument("--page", type=Path, help="default: the store's .md")
-    parser.add_argument("--report", action="store_true", help="rebuild the page, run nothing")
+    add("--derive-from", default="", help="an earlier engine tag to copy from")
+    add("--unless-rule", default="repeated_call",
+        help="with --derive-from: ask where these acted (comma-separated; `parroted`: the reply)")  # fmt: skip
+    add("--store", type=Path, default=STORE)
+    add("--page", type=Path, help="default: the store's .md")
+    add("--report", action="store_true", help="rebuild the page, run nothing")
     args = parser.parse_args(argv)
     store = Store(args.store)
     if not args.report:

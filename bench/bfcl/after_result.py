@@ -142,16 +142,8 @@ def parrots(text: str) -> bool:
 def judge(continuation: Continuation, reply: Reply) -> dict[str, Any]:
     """The verdicts on the reply to a continuation (see the module's docstring)."""
     if reply.error:
-        return {
-            "right": False,
-            "ended": False,
-            "repeated": False,
-            "carried": False,
-            "empty": False,
-            "placeholder": False,
-            "parroted": False,
-            "error": reply.error,
-        }
+        verdicts = ("right", "ended", "repeated", "carried", "empty", "placeholder", "parroted")
+        return {**dict.fromkeys(verdicts, False), "error": reply.error}
     calls = reply.calls
     repeated = any(_same_call(n, a, m) for n, a in calls for m in continuation.made)
     text = reply.text.strip()

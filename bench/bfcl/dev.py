@@ -45,6 +45,7 @@ from parlay.backends.local import shared_server
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 STORE = RESULTS / "bfcl-dev.jsonl"
+NO_PROMPT_CACHE = "llama.cpp reads every prompt afresh: a question asked again gets the same reply"
 
 
 def categories(spec: str) -> tuple[str, ...]:
@@ -81,43 +82,26 @@ def variants(items: Sequence[str]) -> dict[str, dict[str, Any]]:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--models", default="smollm2", help="comma-separated: smollm2,qwen")
-    parser.add_argument("--half", default="validate", help="tune, validate or both")
-    parser.add_argument("--categories", default="all", help="comma-separated, or all")
-    parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS))
-    parser.add_argument("--variant", action="append", default=[], help="name=JSON kwargs")
-    parser.add_argument(
-        "--per-category", type=int, default=40, help="questions per category and half (0: all)"
-    )
-    parser.add_argument(
-        "--max-tokens", type=int, default=512, help="each baseline request's token budget"
-    )
-    parser.add_argument("--n-ctx", type=int, help="llama.cpp context (default: per model)")
-    parser.add_argument(
-        "--tag",
-        default="",
-        help="a label in the config key: a new engine, afresh (with --report: the page "
-        "shows that engine only)",
-    )
-    parser.add_argument(
-        "--baseline-tag",
-        default="stop13",
-        help="the baselines' label in the config key (they do not change with the engine)",
-    )
-    parser.add_argument(
-        "--questions",
-        type=Path,
-        help="a file of question ids, one a line: ask only those of the selection",
-    )
-    parser.add_argument("--retry-errors", action="store_true", help="ask failed requests again")
-    parser.add_argument("--store", type=Path, default=STORE)
-    parser.add_argument("--page", type=Path, help="the markdown page (default: the store's .md)")
-    parser.add_argument(
-        "--no-prompt-cache",
-        action="store_true",
-        help="llama.cpp reads every prompt afresh: a question asked again gets the same reply",
-    )
-    parser.add_argument("--report", action="store_true", help="rebuild the page, run nothing")
+    add = parser.add_argument
+    add("--models", default="smollm2", help="comma-separated: smollm2,qwen")
+    add("--half", default="validate", help="tune, validate or both")
+    add("--categories", default="all", help="comma-separated, or all")
+    add("--systems", default=",".join(DEFAULT_SYSTEMS))
+    add("--variant", action="append", default=[], help="name=JSON kwargs")
+    add("--per-category", type=int, default=40, help="questions per category and half (0: all)")
+    add("--max-tokens", type=int, default=512, help="each baseline request's token budget")
+    add("--n-ctx", type=int, help="llama.cpp context (default: per model)")
+    add("--tag", default="", help="a label in the config key: a new engine, afresh (with "
+        "--report: the page shows that engine only)")  # fmt: skip
+    add("--baseline-tag", default="stop13",
+        help="the baselines' label in the config key (they do not change with the engine)")  # fmt: skip
+    add("--questions", type=Path,
+        help="a file of question ids, one a line: ask only those of the selection")  # fmt: skip
+    add("--retry-errors", action="store_true", help="ask failed requests again")
+    add("--store", type=Path, default=STORE)
+    add("--page", type=Path, help="the markdown page (default: the store's .md)")
+    add("--no-prompt-cache", action="store_true", help=NO_PROMPT_CACHE)
+    add("--report", action="store_true", help="rebuild the page, run nothing")
     return parser.parse_args(argv)
 
 

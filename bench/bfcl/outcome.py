@@ -71,13 +71,8 @@ def well_formed(question: Question, calls: tuple[tuple[str, Any], ...]) -> bool:
 def judge(question: Question, reply: Reply) -> dict[str, Any]:
     """The verdicts on a reply: right, well_formed, abstained, and why it is wrong."""
     if reply.error:
-        return {
-            "right": False,
-            "well_formed": False,
-            "abstained": False,
-            "error_type": REQUEST_ERROR,
-            "error": reply.error,
-        }
+        failed = dict.fromkeys(("right", "well_formed", "abstained"), False)
+        return {**failed, "error_type": REQUEST_ERROR, "error": reply.error}
     plain = [(name, dict(a) if isinstance(a, Mapping) else {}) for name, a in reply.calls]
     verdict = check(question.category, question.functions, plain, question.ground_truth)
     return {
