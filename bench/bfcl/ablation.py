@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,51 +65,6 @@ def derived(
     """The shipped engine's outcome, as the ablated engine's: the rule never acted. It
     goes under the ablated engine's tag, which may be later than the outcome's."""
     return {**default, "system": system.name, "config": config, "tag": tag, "derived": True}
-
-
-async def asked_again(
-    model: str, system: BackendSystem, question: Question, where: Key, tag: str
-) -> dict[str, Any]:
-    """The outcome of asking `question` of `system`, printed as it comes."""
-    reply = await answer(system, question)
-    outcome = outcome_of(question, reply, where, commit=head_commit(), tag=tag)
-    mark = "ok" if outcome["right"] else "--"
-    print(f"  [{model} / {system.name}] {mark} {question.id} {reply.seconds:.1f}s")
-    return outcome
-
-
-async def copy_or_ask(
-    model: str,
-    setup: Setup,
-    system: BackendSystem,
-    questions: Sequence[Question],
-    written: tuple[Store, dict[Key, dict[str, Any]]],
-    base: Callable[[Question], Outcome | None],
-    acts: Callable[[Question, Outcome], bool],
-) -> tuple[int, int, int]:
-    """`system`'s outcome for each question not in the store yet (`written`: the store and
-    what it holds, loaded once by the caller, kept up to date here): the `base` outcome
-    copied where `acts` says the difference cannot act on it, else asked. Returns
-    (asked, derived, missing a base outcome)."""
-    store, done = written
-    asked = copied = missing = 0
-    for question in questions:
-        where = key(model, system, question)
-        if where in done:
-            continue
-        stored = base(question)
-        if stored is None:
-            missing += 1
-            continue
-        if acts(question, stored):
-            outcome = await asked_again(model, system, question, where, setup.tag)
-            asked += 1
-        else:
-            outcome = derived(stored, system, where[4], setup.tag)
-            copied += 1
-        store.append(outcome)
-        done[where] = outcome
-    return asked, copied, missing
 
 
 def shipped_outcomes(stores: tuple[Store, Store]) -> dict[Key, dict[str, Any]]:
@@ -150,21 +105,34 @@ async def ablate_rule(
     questions: Sequence[Question],
     stores: tuple[Store, Store],
 ) -> tuple[int, int, int]:
-    """Outcomes of the engine without `rule`: (asked, derived, missing a default).
-    `stores`: the dev store (read) and the ablation store (written)."""
+    """The engine without `rule`, on each question not in the ablation store yet: the
+    shipped engine's outcome copied where the rule did not act on it, else asked again.
+    `stores`: the dev store (read) and the ablation store (written). Returns (asked,
+    derived, missing a default)."""
     shipped = key(model, parlay_system(setup), questions[0])[4] if questions else ""
-    defaults = shipped_outcomes(stores)
-
-    def base(question: Question) -> Outcome | None:
+    defaults, store = shipped_outcomes(stores), stores[1]
+    system, done = ablated(setup, rule), store.load()
+    asked = copied = missing = 0
+    for question in questions:
+        where = key(model, system, question)
+        if where in done:
+            continue
         default = defaults.get((model, "parlay", question.category, question.id, shipped))
-        return default if default is not None and "rules" in default else None
-
-    def acted(_: Question, default: Outcome) -> bool:
-        return bool(members(rule) & set(default["rules"]))
-
-    system = ablated(setup, rule)
-    written = (stores[1], stores[1].load())
-    return await copy_or_ask(model, setup, system, questions, written, base, acted)
+        if default is None or "rules" not in default:
+            missing += 1
+            continue
+        if members(rule) & set(default["rules"]):
+            reply = await answer(system, question)
+            outcome = outcome_of(question, reply, where, commit=head_commit(), tag=setup.tag)
+            mark = "ok" if outcome["right"] else "--"
+            print(f"  [{model} / {system.name}] {mark} {question.id} {reply.seconds:.1f}s")
+            asked += 1
+        else:
+            outcome = derived(default, system, where[4], setup.tag)
+            copied += 1
+        store.append(outcome)
+        done[where] = outcome
+    return asked, copied, missing
 
 
 async def verify(

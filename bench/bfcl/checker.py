@@ -24,16 +24,8 @@ from bench.bfcl.data import ABSTAIN_CATEGORIES, RELEVANCE_CATEGORIES
 from bench.bfcl.languages import PYTHON, ConversionError, convert, expected_types, language
 
 # BFCL's PYTHON_TYPE_MAPPING: the Python type each dialect type must arrive as.
-PYTHON_TYPES: dict[str, type] = {
-    "string": str,
-    "integer": int,
-    "float": float,
-    "boolean": bool,
-    "array": list,
-    "tuple": list,
-    "dict": dict,
-    "any": str,
-}
+PYTHON_TYPES: dict[str, type] = {"string": str, "integer": int, "float": float, "boolean": bool,
+                                  "array": list, "tuple": list, "dict": dict, "any": str}  # fmt: skip
 _NESTED = ("array", "tuple")
 _PUNCTUATION = re.compile(r"[ \,\.\/\-\_\*\^]")
 

@@ -53,20 +53,9 @@ def refuse_held_out(category: str) -> None:
 
 
 # BFCL's GORILLA_TO_OPENAPI type mapping (bfcl_eval/constants/type_mappings.py).
-_TYPES = {
-    "integer": "integer",
-    "number": "number",
-    "float": "number",
-    "string": "string",
-    "boolean": "boolean",
-    "bool": "boolean",
-    "array": "array",
-    "list": "array",
-    "dict": "object",
-    "object": "object",
-    "tuple": "array",
-    "any": "string",
-}
+_TYPES = {"integer": "integer", "number": "number", "float": "number", "string": "string",
+          "boolean": "boolean", "bool": "boolean", "array": "array", "list": "array",
+          "dict": "object", "object": "object", "tuple": "array", "any": "string"}  # fmt: skip
 # Keys of BFCL's dialect that are not JSON schema.
 _DROPPED_KEYS = frozenset({"optional"})
 
@@ -116,18 +105,10 @@ def _messages(turns: list[list[dict[str, Any]]], question_id: str) -> tuple[Mess
     # The categories used here are single-turn: one list of messages.
     if len(turns) != 1:
         raise ValueError(f"{question_id} has {len(turns)} turns; only single-turn is supported")
-    out: list[Message] = []
-    for message in turns[0]:
-        role, content = message["role"], message["content"]
-        if role == "system":
-            out.append(SystemMessage(content))
-        elif role == "user":
-            out.append(UserMessage(content))
-        elif role == "assistant":
-            out.append(AssistantMessage(content))
-        else:
-            raise ValueError(f"{question_id}: unknown role {role!r}")
-    return tuple(out)
+    roles = {"system": SystemMessage, "user": UserMessage, "assistant": AssistantMessage}
+    if unknown := [m["role"] for m in turns[0] if m["role"] not in roles]:
+        raise ValueError(f"{question_id}: unknown role {unknown[0]!r}")
+    return tuple(roles[m["role"]](m["content"]) for m in turns[0])
 
 
 @cache

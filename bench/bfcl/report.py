@@ -195,7 +195,8 @@ def timing(outcomes: Sequence[Outcome]) -> str:
 def configs(outcomes: Sequence[Outcome]) -> str:
     """Per model, each column's config hash and the commits its outcomes came from."""
     rows: list[list[object]] = []
-    for model, found in sorted(by_model(outcomes).items()):
+    for model, halves in sorted(split(outcomes).items()):
+        found = [o for rows in halves.values() for o in rows]
         named = labels(found)
         commits: dict[tuple[str, str], set[str]] = defaultdict(set)
         for o in found:
@@ -204,13 +205,6 @@ def configs(outcomes: Sequence[Outcome]) -> str:
             made = ", ".join(f"`{c}`" for c in sorted(commits[key]))
             rows.append([model, named[key], f"`{key[1]}`", made])
     return markdown_table(["model", "system", "config", "commits"], rows)
-
-
-def by_model(outcomes: Iterable[Outcome]) -> dict[str, list[Outcome]]:
-    out: dict[str, list[Outcome]] = defaultdict(list)
-    for o in outcomes:
-        out[o["model"]].append(o)
-    return out
 
 
 INTRO = """\
