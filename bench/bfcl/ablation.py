@@ -43,6 +43,7 @@ from parlay.engine.checks.rules import GUARDS, RULES
 
 ABLATION_STORE = STORE.with_name("bfcl-ablation.jsonl")
 Outcome = Mapping[str, Any]
+Stores = tuple[Store, Store]  # the dev store (read) and the ablation store (written)
 # Every rule that is not a guard, switched off at once: what the heuristics add together.
 HEURISTICS = "heuristics"
 
@@ -67,7 +68,7 @@ def derived(
     return {**default, "system": system.name, "config": config, "tag": tag, "derived": True}
 
 
-def shipped_outcomes(stores: tuple[Store, Store]) -> dict[Key, dict[str, Any]]:
+def shipped_outcomes(stores: Stores) -> dict[Key, dict[str, Any]]:
     """The shipped engine's outcomes: the dev store's, and those adopted from a variant
     into the ablation store (`adopt`)."""
     adopted = {k: o for k, o in stores[1].load().items() if o["system"] == "parlay"}
@@ -75,16 +76,12 @@ def shipped_outcomes(stores: tuple[Store, Store]) -> dict[Key, dict[str, Any]]:
 
 
 def adopt(
-    model: str, setup: Setup, base: str, questions: Sequence[Question], stores: tuple[Store, Store]
+    model: str, setup: Setup, base: str, questions: Sequence[Question], stores: Stores
 ) -> int:
     """Copy `base`'s outcomes of this tag into the ablation store as the shipped engine's
     (see the module's text); returns how many were copied."""
-    rows = stores[0].load().values()
-    found = {
-        o["question"]: o
-        for o in rows
-        if (o["model"], o["system"], o.get("tag")) == (model, base, setup.tag)
-    }
+    rows, wanted = stores[0].load().values(), (model, base, setup.tag)
+    found = {o["question"]: o for o in rows if (o["model"], o["system"], o.get("tag")) == wanted}
     done = stores[1].load()
     copied = 0
     for question in questions:
@@ -99,11 +96,7 @@ def adopt(
 
 
 async def ablate_rule(
-    model: str,
-    setup: Setup,
-    rule: str,
-    questions: Sequence[Question],
-    stores: tuple[Store, Store],
+    model: str, setup: Setup, rule: str, questions: Sequence[Question], stores: Stores
 ) -> tuple[int, int, int]:
     """The engine without `rule`, on each question not in the ablation store yet: the
     shipped engine's outcome copied where the rule did not act on it, else asked again.
@@ -136,11 +129,7 @@ async def ablate_rule(
 
 
 async def verify(
-    model: str,
-    setup: Setup,
-    questions: Sequence[Question],
-    stores: tuple[Store, Store],
-    count: int,
+    model: str, setup: Setup, questions: Sequence[Question], stores: Stores, count: int
 ) -> None:
     """Ask `count` questions again of the shipped engine; store them as `parlay:again`."""
     again = parlay_system(setup, "again", {})
@@ -186,7 +175,7 @@ def rule_names(spec: str) -> list[str]:
     return names
 
 
-async def run_model(args: argparse.Namespace, name: str, stores: tuple[Store, Store]) -> None:
+async def run_model(args: argparse.Namespace, name: str, stores: Stores) -> None:
     setup = await started(name, args.n_ctx, tag=args.tag, prompt_cache=not args.no_prompt_cache)
     cap = args.per_category or None
     for half in halves(args.half):
@@ -201,7 +190,7 @@ async def run_model(args: argparse.Namespace, name: str, stores: tuple[Store, St
             print(f"{name} {half} no-{rule}: asked {asked}, derived {copied}, no default {missing}")
 
 
-def write_page(stores: tuple[Store, Store], page: Path, tag: str) -> str:
+def write_page(stores: Stores, page: Path, tag: str) -> str:
     defaults = [o for o in stores[0].load().values() if o["system"] == "parlay"]
     text = render_ablation(defaults + list(stores[1].load().values()), tag)
     page.write_text(text)

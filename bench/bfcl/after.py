@@ -33,7 +33,7 @@ from bench.bfcl.after_result import Continuation, continuations, parrots, record
 from bench.bfcl.dev import current, halves
 from bench.bfcl.runner import Asking, run
 from bench.bfcl.split import HALVES
-from bench.bfcl.stats import mean, wilson
+from bench.bfcl.stats import Share, mean, wilson
 from bench.bfcl.store import Store, config_key, head_commit
 from bench.bfcl.systems import System, build, started
 
@@ -106,8 +106,8 @@ async def run_model(args: argparse.Namespace, key: str, store: Store) -> None:
         print(f"  asked {progress.asked}, already done {progress.skipped}")
 
 
-def share(rows: Sequence[Outcome], measure: str) -> str:
-    return wilson(sum(bool(r[measure]) for r in rows), len(rows)).render() if rows else "–"
+def share(rows: Sequence[Outcome], measure: str = "right") -> Share:
+    return wilson(sum(bool(r[measure]) for r in rows), len(rows))
 
 
 def common_rows(rows: Sequence[Outcome], stage: str) -> dict[str, list[Outcome]]:
@@ -125,7 +125,7 @@ def common_rows(rows: Sequence[Outcome], stage: str) -> dict[str, list[Outcome]]
 def section(rows: Sequence[Outcome], stage: str) -> list[str]:
     """One table: a row per system, on the continuations every system answered."""
     by_system = common_rows(rows, stage)
-    table = [[s, len(c), *(share(c, m) for m in MEASURES)] for s, c in by_system.items()]
+    table = [[s, len(c), *(share(c, m).render() for m in MEASURES)] for s, c in by_system.items()]
     n = len(next(iter(by_system.values()), []))
     header = ["system", "n", *MEASURES]
     return [f"Stage `{stage}`, {n} continuations:", "", markdown_table(header, table)]
@@ -139,13 +139,9 @@ def balanced_section(rows: Sequence[Outcome]) -> list[str]:
     ended, going_on = common_rows(rows, "all"), common_rows(rows, "some")
     table: list[list[object]] = []
     for system in ended:
-        first = wilson(sum(r["right"] for r in ended[system]), len(ended[system]))
-        second_rows = going_on.get(system, [])
-        second = wilson(sum(r["right"] for r in second_rows), len(second_rows))
-        versus = _paired_gain(system, ended, going_on)
-        table.append(
-            [system, first.render(), second.render(), mean(first, second).render(), versus]
-        )
+        first, second = share(ended[system]), share(going_on.get(system, []))
+        shares = (s.render() for s in (first, second, mean(first, second)))
+        table.append([system, *shares, _paired_gain(system, ended, going_on)])
     header = ["system", "right, `all`", "right, `some`", "balanced", "gain over parlay, paired"]
     return ["Both stages:", "", markdown_table(header, table)]
 

@@ -178,8 +178,7 @@ class CheckRun(NamedTuple):
 
     def cells(self, asked: Sequence[Row], full: dict[str, Row]) -> list[object]:
         """Its own outcomes, on the questions the derived rows score."""
-        same = [self.outcomes[q] for q in _questions(asked, full) if q in self.outcomes]
-        return _cells(*balanced(same)) if same else ["—"] * 3
+        return _run_cells(self.outcomes, asked, full)
 
     def agreement(self, half: str, asked: Sequence[Row], full: dict[str, Row]) -> str:
         """How often the outcome derived at its value is the run's own."""
@@ -209,6 +208,12 @@ def _cells(calls: Share, irrelevance: Share, score: Share) -> list[object]:
     return [cell(score), f"{100 * calls.value:.1f}", f"{100 * irrelevance.value:.1f}"]
 
 
+def _run_cells(run: dict[str, Row], asked: Sequence[Row], full: dict[str, Row]) -> list[object]:
+    """A run's own outcomes, on the questions the derived rows score."""
+    same = [run[q] for q in _questions(asked, full) if q in run]
+    return _cells(*balanced(same)) if same else ["—"] * 3
+
+
 def scores(rows: Sequence[Row], full: dict[str, Row], value: float) -> tuple[Share, ...]:
     """Calls right, live_irrelevance right and balanced, on the questions of both."""
     asked = [r for r in rows if r["question"] in full]
@@ -235,9 +240,7 @@ def section(model: str, rows: Sequence[Row], dev: Sequence[Row]) -> list[str]:
         for line, value in zip(table, KNOB, strict=False):
             derived = bool(asked) and value >= lowest
             line += _cells(*scores(asked, full, value)) if derived else ["—"] * 3
-        # The full run's outcomes as it ran, on the same questions.
-        same = [ran[q] for q in _questions(asked, full) if q in ran]
-        table[len(KNOB)] += _cells(*balanced(same)) if same else ["—"] * 3
+        table[len(KNOB)] += _run_cells(ran, asked, full)  # the full run as it ran
         for line, (checked, run) in zip(table[len(KNOB) + 1 :], checks.items(), strict=True):
             line += run.cells(asked, full) if checked == half else ["—"] * 3
         if half in checks:

@@ -48,12 +48,6 @@ def key(model: str, system: System, question: Question, item_id: str = "") -> Ke
     return model, system.name, question.category, item_id, config_key(system.config)
 
 
-def is_done(outcome: dict[str, Any] | None, retry_errors: bool) -> bool:
-    if outcome is None:
-        return False
-    return not (retry_errors and outcome.get("error_type") == REQUEST_ERROR)
-
-
 def outcome_of(
     question: Question, reply: Reply, where: Key, *, commit: str, tag: str
 ) -> dict[str, Any]:
@@ -100,7 +94,8 @@ async def run(
         question, item_id = asking.question(item), asking.id(item)
         for system in systems:
             where = key(model, system, question, item_id)
-            if is_done(done.get(where), retry_errors):
+            again = retry_errors and done.get(where, {}).get("error_type") == REQUEST_ERROR
+            if where in done and not again:
                 progress.skipped += 1
                 continue
             reply = await answer(system, question)

@@ -33,14 +33,9 @@ def head_commit() -> str:
     short HEAD, else "unknown"."""
     if os.environ.get("PARLAY_BENCH_COMMIT"):
         return os.environ["PARLAY_BENCH_COMMIT"]
+    git, here = ["git", "rev-parse", "--short", "HEAD"], Path(__file__).parent
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=Path(__file__).parent,
-        )
+        out = subprocess.run(git, capture_output=True, text=True, check=False, cwd=here)
     except OSError:
         return "unknown"
     return out.stdout.strip() or "unknown"
