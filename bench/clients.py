@@ -61,12 +61,6 @@ def version(package: str) -> str:
         return "not installed"
 
 
-def run_suite(report: Path) -> int:
-    command = [sys.executable, "-m", "pytest", "tests/clients", "-q", "-p", "no:cacheprovider",
-               f"--junitxml={report}", "-k", "not test_client_docs"]  # fmt: skip
-    return subprocess.run(command, cwd=ROOT, check=False).returncode
-
-
 def rows_from(report: Path) -> list[list[object]]:
     rows: list[list[object]] = []
     for case in ET.parse(report).getroot().iter("testcase"):
@@ -88,7 +82,9 @@ def rows_from(report: Path) -> list[list[object]]:
 def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         report = Path(folder) / "clients.xml"
-        code = run_suite(report)
+        command = [sys.executable, "-m", "pytest", "tests/clients", "-q", "-p", "no:cacheprovider",
+                   f"--junitxml={report}", "-k", "not test_client_docs"]  # fmt: skip
+        code = subprocess.run(command, cwd=ROOT, check=False).returncode
         rows = rows_from(report)
     headers = ["client", "version", "protocol", "mode", "streaming", "outcome", "seconds"]
     table = markdown_table(headers, rows)

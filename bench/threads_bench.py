@@ -33,11 +33,7 @@ def measure(setting: str) -> dict[str, float]:
     threads = None if setting == "rule" else int(setting)
     server = LlamaServer(smollm2_path(), threads=threads)
     base = server.start()
-    body = {
-        "messages": [{"role": "user", "content": PROMPT}],
-        "max_tokens": 120,
-        "temperature": 0,
-    }
+    body = {"messages": [{"role": "user", "content": PROMPT}], "max_tokens": 120, "temperature": 0}
     with httpx.Client(base_url=base, timeout=600) as client:
         client.post("/chat/completions", json={**body, "max_tokens": 8})  # warm up
         reply = client.post("/chat/completions", json=body).json()
@@ -46,13 +42,8 @@ def measure(setting: str) -> dict[str, float]:
 
 
 def run_child(setting: str) -> dict[str, float]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--measure", setting],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=True,
-    )
+    command = [sys.executable, __file__, "--measure", setting]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=900, check=True)
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 

@@ -79,12 +79,11 @@ def derive(
         if not system.name.startswith("parlay"):
             continue
         config = config_key(system.config)
+        tag = system.config.get("tag", "")
         for (name, category, question), old in earlier.items():
-            acted = touched(old, unless_rule)
             where = (model, name, category, question, config)
-            if name != system.name or acted or where in done:
+            if name != system.name or touched(old, unless_rule) or where in done:
                 continue
-            tag = system.config.get("tag", "")
             store.append({**old, "config": config, "tag": tag, "derived": True})
             copied += 1
     return copied

@@ -52,10 +52,7 @@ def standardize(text: str) -> str:
 
 
 def _answer_type(acceptable: Sequence[Any]) -> type | None:
-    for answer in acceptable:
-        if answer != "":
-            return type(answer)
-    return None
+    return next((type(answer) for answer in acceptable if answer != ""), None)
 
 
 def _type_check(
