@@ -27,7 +27,7 @@ WRITERS = ["processes", "rows written", "rows found", "tool results", "none lost
 
 WRITER = """
 import sys, time
-from parlay.store import Store
+from parlay.store import LoggedCall, LoggedResponse, LoggedResult, LoggedSession, Store
 store, name, n = Store(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 session = LoggedSession(name, "", "bench", None, None, ("f",))
 for i in range(n):
