@@ -28,6 +28,7 @@ sys.path.insert(0, str(HERE.parent / "store"))
 
 from postgres_server import find_binaries, postgres_server  # noqa: E402
 from proxy_stub import ANSWER, RESULT, free_port  # noqa: E402
+from serve_process import stop  # noqa: E402
 
 __all__ = [
     "ANSWER",
@@ -159,13 +160,7 @@ def replica(upstream: str, *extra: str, env: dict[str, str] | None = None) -> It
         _wait_until(lambda: _answers(proc.url + "/ready"), proc, "parlay serve")  # type: ignore[attr-defined]
         yield proc
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+        stop(proc)
 
 
 def _answers(url: str, any_status: bool = False) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from tests.gateway.gateway_parts import WEATHER
 
 from parlay import PromptedBackend, ScriptedBackend, Store
 from parlay.backends.base import PLAIN_CHAT
@@ -21,18 +22,6 @@ from parlay.errors import BackendConnectionError
 from parlay.request import ChatRequest
 from parlay.server import create_app
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The weather in a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
 RESULT = "sunny, 21 C"
 
 

@@ -28,6 +28,24 @@ def insert_calls(conn: Any, response_id: int, response: LoggedResponse) -> None:
     )
 
 
+def response_columns(response: LoggedResponse) -> tuple[Any, ...]:
+    """A response's columns from `created_at` to `diagnostics`, in the table's order."""
+    diagnostics = response.diagnostics
+    return (
+        response.created_at,
+        response.backend,
+        response.model,
+        response.prompt,
+        response.text,
+        response.finish_reason,
+        response.prompt_tokens,
+        response.completion_tokens,
+        response.first_event_ms,
+        response.duration_ms,
+        json.dumps(diagnostics) if diagnostics is not None else None,
+    )
+
+
 def replace_response(conn: Any, response_id: int, response: LoggedResponse) -> None:
     """Row `response_id` becomes `response`, without its calls and results (the caller
     writes the new ones)."""
@@ -37,20 +55,7 @@ def replace_response(conn: Any, response_id: int, response: LoggedResponse) -> N
         "UPDATE responses SET created_at = ?, backend = ?, model = ?, prompt = ?, text = ?, "
         "finish_reason = ?, prompt_tokens = ?, completion_tokens = ?, first_event_ms = ?, "
         "duration_ms = ?, diagnostics = ? WHERE id = ?",
-        (
-            response.created_at,
-            response.backend,
-            response.model,
-            response.prompt,
-            response.text,
-            response.finish_reason,
-            response.prompt_tokens,
-            response.completion_tokens,
-            response.first_event_ms,
-            response.duration_ms,
-            json.dumps(response.diagnostics) if response.diagnostics is not None else None,
-            response_id,
-        ),
+        (*response_columns(response), response_id),
     )
 
 

@@ -32,6 +32,7 @@ from parlay.store.rows import (
     read_response,
     read_session,
     replace_response,
+    response_columns,
 )
 from parlay.store.sqlite_db import ENV_VAR, SqliteDatabase
 
@@ -169,21 +170,7 @@ class Store:
                 "finish_reason, prompt_tokens, completion_tokens, first_event_ms, duration_ms, "
                 "diagnostics, request_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (request_key) DO NOTHING",
-                (
-                    response.session_id,
-                    response.created_at,
-                    response.backend,
-                    response.model,
-                    response.prompt,
-                    response.text,
-                    response.finish_reason,
-                    response.prompt_tokens,
-                    response.completion_tokens,
-                    response.first_event_ms,
-                    response.duration_ms,
-                    json.dumps(response.diagnostics) if response.diagnostics is not None else None,
-                    response.request_key,
-                ),
+                (response.session_id, *response_columns(response), response.request_key),
             )
             if response_id is None:
                 # The request was logged already, and sent again (a load balancer retried
