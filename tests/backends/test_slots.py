@@ -9,25 +9,30 @@ import re
 import pytest
 
 from parlay import ChatRequest, GenerationOptions, LocalBackend, SystemMessage, UserMessage
-from parlay.backends.slots import SlotRouter, common_prefix
+from parlay.backends.slots import Route, SlotRouter, common_prefix
 
-CONTRACT = SystemMessage("You may call these tools: " + ", ".join(f"tool_{i}" for i in range(300)))
+CONTRACT = SystemMessage("You may call these tools: " + ", ".join(f"tool_{i}" for i in range(600)))
 TURN_1 = [CONTRACT, UserMessage("List the files.")]
 TURN_2 = [*TURN_1, UserMessage("notes.txt stamp.sh"), UserMessage("Now read notes.txt.")]
 # The answer-only retry renders the contract anew: it parts from turn 1 inside the system.
-RETRY = [SystemMessage(CONTRACT.content[:400] + " Answer in words."), TURN_1[1]]
+RETRY = [SystemMessage(CONTRACT.content[:4000] + " Answer in words."), TURN_1[1]]
 
 
 def test_a_retry_rendered_anew_goes_to_the_other_slot_and_leaves_the_conversations_prompt():
     router = SlotRouter()
     first = router.route(TURN_1)
-    assert router.route(RETRY) != first
+    # The other slot is empty: the conversation's cache is copied there first, so the
+    # retry reads only where it parts from turn 1.
+    assert router.route(RETRY) == Route(1 - first.slot, copy_from=first.slot)
     assert router.route(TURN_2) == first
+    # The next retry finds the last one's prompt in its slot: no copy is worth it.
+    assert router.route([*RETRY, UserMessage("again")]) == Route(1 - first.slot)
 
 
 def test_a_retry_that_appends_to_the_prompt_stays_in_the_conversations_slot():
     router = SlotRouter()
     first = router.route(TURN_1)
+    assert first.copy_from is None
     appended = [*TURN_1, UserMessage("Call it with a path.")]
     assert router.route(appended) == first
     # The next turn keeps nearly all of the appended retry's prompt: the same slot.
@@ -38,7 +43,7 @@ def test_two_conversations_keep_a_slot_each():
     router = SlotRouter()
     other = [SystemMessage("Another agent, another contract."), UserMessage("hi")]
     one, two = router.route(TURN_1), router.route(other)
-    assert one != two
+    assert one.slot != two.slot and two.copy_from is None  # nothing in common to copy
     assert router.route([*other, UserMessage("and?")]) == two
     assert router.route(TURN_2) == one
 
@@ -57,8 +62,8 @@ CACHED = re.compile(r"prompt: (\d+) tokens, (\d+) from the model server's cache"
 
 @pytest.mark.model
 async def test_the_next_turn_reads_only_what_is_new_after_a_retry_rendered_anew(caplog):
-    # llama.cpp honours the slot parlay picks: turn 2 finds turn 1's prompt in its cache
-    # although a retry with another contract ran in between.
+    # llama.cpp honours the slot parlay picks and the copy between slots: turn 2 finds
+    # turn 1's prompt in its cache although a retry with another contract ran between.
     backend = LocalBackend()
     short = GenerationOptions(temperature=0, max_tokens=4)
     with caplog.at_level(logging.DEBUG, logger="parlay.model"):
@@ -68,6 +73,9 @@ async def test_the_next_turn_reads_only_what_is_new_after_a_retry_rendered_anew(
     accounts = [CACHED.search(r.getMessage()) for r in caplog.records]
     totals = [(int(m[1]), int(m[2])) for m in accounts if m]
     assert len(totals) == 3
-    (turn_1, _), _, (turn_2, cached) = totals
+    (turn_1, _), (_, retry_cached), (turn_2, cached) = totals
+    # The retry ran in the other slot on a copy of turn 1's cache: it read only from where
+    # it parts from turn 1 (the first 4,000 characters of the contract are shared).
+    assert retry_cached > 500
     assert cached >= turn_1 - 8  # all of turn 1's prompt but its last few template tokens
     assert turn_2 - cached < turn_2 // 4

@@ -9,8 +9,11 @@ same path as any remote one. The default model is SmolLM2-135M-Instruct, shipped
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
+import shutil
 import socket
+import tempfile
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -27,7 +30,7 @@ from parlay.backends.bounds import (
 )
 from parlay.backends.catalogue import SMOLLM2, SMOLLM2_FILE, smollm2_path
 from parlay.backends.openai import OpenAIBackend
-from parlay.backends.slots import SLOTS, SlotRouter
+from parlay.backends.slots import SLOTS, SlotRouter, copy_slot
 from parlay.backends.threads import pick_threads
 from parlay.backends.tokens import TokenCount
 from parlay.backends.window import ContextWindow, embedded_window
@@ -98,6 +101,7 @@ class LlamaServer:
         self.port = port or free_port()
         self.parallel = parallel
         self.router = SlotRouter()  # which slot a request goes to (`slots`)
+        self.slot_folder = ""  # made when the server starts
         self._server: Any = None
         self._lock = threading.Lock()
 
@@ -137,6 +141,11 @@ class LlamaServer:
             params.verbosity = int(os.environ.get("PARLAY_LLAMA_VERBOSITY", "-1"))
             params.warmup = False
             params.use_jinja = True
+            # Where a slot's cache is saved to be restored into the other (`slots`).
+            self.slot_folder = tempfile.mkdtemp(prefix="parlay-slots-")
+            atexit.register(shutil.rmtree, self.slot_folder, ignore_errors=True)
+            params.endpoint_slots = True
+            params.slot_save_path = self.slot_folder
             self._server = xllamacpp.Server(params)
             return self.base_url
 
@@ -230,6 +239,7 @@ class LocalBackend:
         self._stream = stream
         self._backend: OpenAIBackend | None = None
         self._router = SlotRouter()  # replaced by the shared server's when it starts
+        self._server_root = ""
         self._lock = threading.Lock()
 
     @property
@@ -259,6 +269,7 @@ class LocalBackend:
                 )
                 base_url = server.start()
                 self._router = server.router
+                self._server_root = base_url.removesuffix("/v1")
                 self._backend = OpenAIBackend(
                     self.model_path.stem,
                     base_url=base_url,
@@ -298,8 +309,9 @@ class LocalBackend:
         _without_tools(request)
         backend = await self._started()
         request = with_max_tokens(request, self.max_tokens)
-        slot = self._router.route(request.messages)
-        request = request.replace(extra_body={**request.extra_body, "id_slot": slot})
+        route = self._router.route(request.messages)
+        await copy_slot(self._server_root, route)
+        request = request.replace(extra_body={**request.extra_body, "id_slot": route.slot})
         async for event in guarded(backend.stream(request), self.repetition):
             if isinstance(event, Finish) and event.model is None:
                 # The guard ends a looping reply before the server's own last chunk,
