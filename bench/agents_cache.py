@@ -70,6 +70,9 @@ def prompt_read(log: Path, start: int) -> dict[str, Any]:
     with log.open("rb") as lines:
         lines.seek(start)
         text = lines.read().decode(errors="replace")
+    # An earlier turn's attempt stopped early logs its first token when it is closed,
+    # which may be after that turn ended: this turn's own lines follow its contract line.
+    text = text[max(text.find("contract injected"), 0) :]
     found: dict[str, Any] = {}
     if first := FIRST_TOKEN.search(text):
         found["first_token_s"] = float(first.group(1))

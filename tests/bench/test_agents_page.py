@@ -57,7 +57,9 @@ def test_turn_two_reads_the_model_servers_prompt_time_from_the_serve_log(tmp_pat
     log.write_text("turn 1 lines\n")
     start = log.stat().st_size
     first = "DEBUG     parlay.model: first token after 0.52 s (http://127.0.0.1:1/v1)\n"
-    log.write_text("turn 1 lines\n" + first + line + first.replace("0.52", "9.99") + line)
+    late = first.replace("0.52", "7.22")  # turn 1's last attempt, closed after it ended
+    contract = "DEBUG     parlay.prompted: contract injected: format=json tools=[]\n"
+    log.write_text("turn 1 lines\n" + late + contract + first + line + late + line)
     assert TIMINGS.search(line)
     assert prompt_read(log, start) == {
         "first_token_s": 0.52,
