@@ -29,6 +29,17 @@ def test_a_retry_rendered_anew_goes_to_the_other_slot_and_leaves_the_conversatio
     assert router.route([*RETRY, UserMessage("again")]) == Route(1 - first.slot)
 
 
+def test_a_second_retry_of_a_turn_does_not_take_the_conversations_slot():
+    # Two retries rendered anew, each keeping less than 90% of either slot's prompt: both
+    # go to the slot that holds no conversation, although the conversation's is older.
+    router = SlotRouter()
+    first = router.route(TURN_1)
+    answer_only = [SystemMessage(CONTRACT.content[:4000] + " Words only."), TURN_1[1]]
+    assert router.route(RETRY).slot != first.slot
+    assert router.route(answer_only).slot != first.slot
+    assert router.route(TURN_2) == first
+
+
 def test_a_retry_that_appends_to_the_prompt_stays_in_the_conversations_slot():
     router = SlotRouter()
     first = router.route(TURN_1)

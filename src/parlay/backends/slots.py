@@ -11,11 +11,11 @@ its first token instead of 1 s). llama.cpp's host-memory cache does not help the
 saves a slot's prompt only when less than half of it would be kept.
 
 The rule, with two slots: a request continuing a slot's prompt (that prompt whole at its
-start), or keeping nearly all of it, goes to that slot; any other request goes to the
-slot used least recently, so the other one keeps its prompt, and if the other one shares
-more of the new prompt, its cache is copied over first (llama.cpp's slot save and
-restore). Prompts are compared as the text of their messages, which the model's chat
-template turns into tokens in order.
+start), or keeping nearly all of it, goes to that slot; a request that branches off one
+(a retry rendered anew) goes to the other, so the conversation's next turn finds its
+prompt, and if the slot it leaves shares more of the new prompt, that cache is copied
+over first (llama.cpp's slot save and restore). Prompts are compared as the text of their
+messages, which the model's chat template turns into tokens in order.
 """
 
 from __future__ import annotations
@@ -73,9 +73,11 @@ class Route:
 
 @define
 class SlotRouter:
-    """The prompt each slot last read, and which slot a new prompt goes to."""
+    """The prompt each slot last read, whether it holds a conversation's main line, and
+    which slot a new prompt goes to."""
 
     prompts: list[str] = field(factory=lambda: [""] * SLOTS)
+    main: list[bool] = field(factory=lambda: [False] * SLOTS)
     last_used: list[int] = field(factory=lambda: [0] * SLOTS)
     _clock: itertools.count[int] = field(factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(factory=threading.Lock)
@@ -84,24 +86,29 @@ class SlotRouter:
         """The route of a request of these messages (recorded as its slot's prompt)."""
         text = prompt_text(messages)
         with self._lock:
-            route = self._choose(text)
-            self.prompts[route.slot] = text
+            route, main = self._choose(text)
+            self.prompts[route.slot], self.main[route.slot] = text, main
             self.last_used[route.slot] = next(self._clock)
             return route
 
-    def _choose(self, text: str) -> Route:
+    def _choose(self, text: str) -> tuple[Route, bool]:
+        """The route, and whether the request is a main line: a conversation's next turn
+        (it keeps nearly all of a slot's prompt) or a new conversation (it shares little
+        with any). Anything else branches off a main line (a retry rendered anew): it goes
+        to a slot holding no main line if there is one, so that the line's next turn finds
+        its prompt, starting from a copy of the cache that shares the most with it."""
         shared = [common_prefix(held, text) for held in self.prompts]
-        kept = [
-            n / len(held) if held else 0.0 for n, held in zip(shared, self.prompts, strict=True)
-        ]
+        kept = [n / len(p) if p else 0.0 for n, p in zip(shared, self.prompts, strict=True)]
         best = max(range(SLOTS), key=lambda slot: (kept[slot], shared[slot]))
         if kept[best] >= KEEP_SHARE:
-            return Route(best)
-        slot = min(range(SLOTS), key=lambda slot: self.last_used[slot])
+            return Route(best), True
+        slot = min(range(SLOTS), key=lambda slot: (self.main[slot], self.last_used[slot]))
         donor = max(range(SLOTS), key=lambda other: shared[other])
+        if shared[donor] < COPY_AT_LEAST:
+            return Route(slot), True  # a new conversation
         if shared[donor] - shared[slot] >= COPY_AT_LEAST:
-            return Route(slot, copy_from=donor)
-        return Route(slot)
+            return Route(slot, copy_from=donor), False
+        return Route(slot), False
 
 
 async def copy_slot(server: str, route: Route) -> None:
