@@ -5,7 +5,7 @@ import re
 
 import httpx
 import respx
-from tests.backends.test_openai_backend import BASE, delta_chunk, split_everywhere, sse
+from tests.backends.test_openai_backend import BASE, RESPX, delta_chunk, split_everywhere, sse
 
 from parlay import ChatRequest, OpenAIBackend, UserMessage
 from parlay.backends.model_timings import describe_timings
@@ -39,7 +39,7 @@ async def test_debug_log_says_how_much_of_the_prompt_came_from_the_model_servers
             ),
         )
     )
-    backend = OpenAIBackend("m", base_url=BASE, api_key="")
+    backend = OpenAIBackend("m", transport=RESPX, base_url=BASE, api_key="")
     with caplog.at_level(logging.DEBUG, logger="parlay.model"):
         async for _ in backend.stream(ChatRequest([UserMessage("hi")])):
             pass
@@ -62,7 +62,7 @@ async def test_a_reply_the_engine_stops_early_still_logs_its_first_token(caplog)
             content=split_everywhere(sse(*[delta_chunk({"content": "loop "})] * 50), 1_000),
         )
     )
-    backend = OpenAIBackend("m", base_url=BASE, api_key="")
+    backend = OpenAIBackend("m", transport=RESPX, base_url=BASE, api_key="")
     with caplog.at_level(logging.DEBUG, logger="parlay.model"):
         stream = backend.stream(ChatRequest([UserMessage("hi")]))
         await anext(stream)

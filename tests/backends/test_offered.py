@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 import respx
+from tests.backends.test_openai_backend import RESPX
 from tests.contract.prompted_kit import ask, block, calls_of, run, scripted, text_of
 
 from parlay import AnthropicBackend, OpenAIBackend, PromptedBackend
@@ -112,7 +113,7 @@ async def test_openai_upstream_calling_an_unoffered_tool_gives_an_answer() -> No
     }
     body = {"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}
     respx.post(f"{BASE}/v1/chat/completions").mock(return_value=httpx.Response(200, json=body))
-    backend = OpenAIBackend("m", base_url=f"{BASE}/v1", api_key="", stream=False)
+    backend = OpenAIBackend("m", transport=RESPX, base_url=f"{BASE}/v1", api_key="", stream=False)
     events = [e async for e in backend.stream(ask("weather?", tools=ask("x").tools[:1]))]
     assert calls_of(events) == [] and "add" in text_of(events)
     assert isinstance(events[-1], Finish) and events[-1].reason == "stop"
@@ -130,7 +131,7 @@ async def test_anthropic_upstream_calling_an_unoffered_tool_gives_an_answer() ->
         "usage": {"input_tokens": 3, "output_tokens": 4},
     }
     respx.post(f"{BASE}/v1/messages").mock(return_value=httpx.Response(200, json=body))
-    backend = AnthropicBackend("m", base_url=BASE, api_key="k", stream=False)
+    backend = AnthropicBackend("m", transport=RESPX, base_url=BASE, api_key="k", stream=False)
     events = [e async for e in backend.stream(ask("weather?", tools=ask("x").tools[:1]))]
     assert calls_of(events) == [] and "add" in text_of(events)
     assert isinstance(events[-1], Finish) and events[-1].reason == "stop"

@@ -35,6 +35,8 @@ from parlay.events import ScoredTextDelta, TextDelta, TokenChoice
 from parlay.wire.openai_client import encode_request
 
 BASE = "http://upstream.test/v1"
+# respx's routes as the backends' transport: given one, a backend sends through httpx.
+RESPX = httpx.MockTransport(respx.mock.async_handler)
 WEATHER = ToolSpec(
     "get_weather",
     "Weather for a city",
@@ -137,7 +139,7 @@ async def test_non_streaming_response_with_tool_calls():
             },
         )
     )
-    backend = OpenAIBackend("gpt-x", base_url=BASE, api_key="k", stream=False)
+    backend = OpenAIBackend("gpt-x", transport=RESPX, base_url=BASE, api_key="k", stream=False)
     events = await collect(backend, request_with_tools())
     ends = [e.call for e in events if isinstance(e, ToolCallEnd)]
     assert ends == [
@@ -198,7 +200,9 @@ async def test_streamed_tool_call_deltas_merge_by_index(size):
             content=split_everywhere(STREAM, size),
         )
     )
-    events = await collect(OpenAIBackend("m", base_url=BASE, api_key=""), request_with_tools())
+    events = await collect(
+        OpenAIBackend("m", transport=RESPX, base_url=BASE, api_key=""), request_with_tools()
+    )
     starts = [e for e in events if isinstance(e, ToolCallStart)]
     # The name arrived in two pieces; the call starts once, after its name began.
     assert [(s.id, s.index) for s in starts] == [("call_a", 0), ("call_b", 1)]
@@ -234,7 +238,9 @@ def test_streamed_calls_reach_a_session_thunk():
     def get_weather(city: str) -> str:
         return f"sunny in {city}"
 
-    session = Session(OpenAIBackend("m", base_url=BASE, api_key=""), tools=[get_weather])
+    session = Session(
+        OpenAIBackend("m", transport=RESPX, base_url=BASE, api_key=""), tools=[get_weather]
+    )
     thunk = session.chat("weather?")
     assert thunk.value == "Let me check."
     assert [c.id for c in thunk.tools] == ["call_a", "call_b"]
@@ -271,7 +277,9 @@ def test_a_native_call_cut_at_the_token_limit_is_not_run():
         ran.append(city)
         return "sunny"
 
-    session = Session(OpenAIBackend("m", base_url=BASE, api_key=""), tools=[get_weather])
+    session = Session(
+        OpenAIBackend("m", transport=RESPX, base_url=BASE, api_key=""), tools=[get_weather]
+    )
     with pytest.raises(ToolCallTruncatedError) as caught:
         session.chat("weather in Paris?", run_tools=True).value  # noqa: B018
     assert ran == [] and caught.value.call.id == "call_a"
@@ -284,7 +292,9 @@ async def test_http_error_status_keeps_the_provider_message():
         return_value=httpx.Response(500, json={"error": {"message": "model overloaded"}})
     )
     with pytest.raises(BackendStatusError, match="HTTP 500: model overloaded") as caught:
-        await collect(OpenAIBackend("m", base_url=BASE, api_key=""), request_with_tools())
+        await collect(
+            OpenAIBackend("m", transport=RESPX, base_url=BASE, api_key=""), request_with_tools()
+        )
     assert caught.value.status_code == 500
 
 
@@ -292,7 +302,9 @@ async def test_http_error_status_keeps_the_provider_message():
 async def test_timeout_is_a_timeout_error():
     respx.post(f"{BASE}/chat/completions").mock(side_effect=httpx.ReadTimeout("slow"))
     with pytest.raises(BackendTimeoutError, match="did not answer in time"):
-        await collect(OpenAIBackend("m", base_url=BASE, api_key=""), request_with_tools())
+        await collect(
+            OpenAIBackend("m", transport=RESPX, base_url=BASE, api_key=""), request_with_tools()
+        )
 
 
 async def test_refused_connection_is_a_connection_error():
@@ -308,7 +320,9 @@ async def test_stream_cut_before_the_end_is_a_protocol_error():
         return_value=httpx.Response(200, content=b"".join(cut))
     )
     with pytest.raises(BackendProtocolError, match="ended before the model finished"):
-        await collect(OpenAIBackend("m", base_url=BASE, api_key=""), request_with_tools())
+        await collect(
+            OpenAIBackend("m", transport=RESPX, base_url=BASE, api_key=""), request_with_tools()
+        )
 
 
 @respx.mock
@@ -317,7 +331,9 @@ async def test_garbage_in_a_stream_is_a_protocol_error():
         return_value=httpx.Response(200, content=b"data: {not json\n\n")
     )
     with pytest.raises(BackendProtocolError, match="not JSON"):
-        await collect(OpenAIBackend("m", base_url=BASE, api_key=""), request_with_tools())
+        await collect(
+            OpenAIBackend("m", transport=RESPX, base_url=BASE, api_key=""), request_with_tools()
+        )
 
 
 def test_asking_for_token_alternatives_encodes_openai_logprobs():
@@ -377,7 +393,7 @@ async def test_streamed_token_alternatives_come_with_the_text():
         )
     )
     request = ChatRequest([UserMessage("hi")], options=GenerationOptions(top_logprobs=2))
-    events = await collect(OpenAIBackend("m", base_url=BASE, api_key=""), request)
+    events = await collect(OpenAIBackend("m", transport=RESPX, base_url=BASE, api_key=""), request)
     texts = [e for e in events if isinstance(e, TextDelta)]
     assert "".join(e.text for e in texts) == "I'm!"
     first, second, third = texts
@@ -407,7 +423,7 @@ async def test_whole_response_token_alternatives_and_odd_shapes():
                 },
             )
         )
-        backend = OpenAIBackend("m", base_url=BASE, api_key="", stream=False)
+        backend = OpenAIBackend("m", transport=RESPX, base_url=BASE, api_key="", stream=False)
         [text] = [
             e for e in await collect(backend, request_with_tools()) if isinstance(e, TextDelta)
         ]
@@ -435,7 +451,7 @@ async def test_a_bare_url_uses_the_one_model_the_server_lists():
     "HTTP 400: model is required": no model was named, and none was looked up."""
     models = respx.get(f"{BASE}/models").mock(return_value=_listing("parlay"))
     chat = respx.post(f"{BASE}/chat/completions").mock(side_effect=_hello)
-    backend = OpenAIBackend(base_url=BASE, stream=False)
+    backend = OpenAIBackend(transport=RESPX, base_url=BASE, stream=False)
     for _ in range(2):
         await Session(backend).chat("hi")
     assert [json.loads(c.request.content)["model"] for c in chat.calls] == ["parlay", "parlay"]
@@ -445,7 +461,7 @@ async def test_a_bare_url_uses_the_one_model_the_server_lists():
 @respx.mock
 async def test_a_bare_url_with_several_models_says_which_to_name():
     respx.get(f"{BASE}/models").mock(return_value=_listing("qwen", "smol"))
-    backend = OpenAIBackend(base_url=BASE, stream=False)
+    backend = OpenAIBackend(transport=RESPX, base_url=BASE, stream=False)
     with pytest.raises(ConfigurationError, match=r"serves 2 models \(qwen, smol\): name one"):
         await Session(backend).chat("hi")
 
@@ -454,7 +470,7 @@ async def test_a_bare_url_with_several_models_says_which_to_name():
 async def test_a_server_without_a_listing_gets_requests_without_a_model():
     respx.get(f"{BASE}/models").mock(return_value=httpx.Response(404, json={"error": "no"}))
     chat = respx.post(f"{BASE}/chat/completions").mock(side_effect=_hello)
-    await Session(OpenAIBackend(base_url=BASE, stream=False)).chat("hi")
+    await Session(OpenAIBackend(transport=RESPX, base_url=BASE, stream=False)).chat("hi")
     assert "model" not in json.loads(chat.calls[0].request.content)
 
 
@@ -462,6 +478,6 @@ async def test_a_server_without_a_listing_gets_requests_without_a_model():
 async def test_a_named_model_is_never_looked_up():
     models = respx.get(f"{BASE}/models").mock(return_value=_listing("other"))
     chat = respx.post(f"{BASE}/chat/completions").mock(side_effect=_hello)
-    await Session(OpenAIBackend("mine", base_url=BASE, stream=False)).chat("hi")
+    await Session(OpenAIBackend("mine", transport=RESPX, base_url=BASE, stream=False)).chat("hi")
     assert models.call_count == 0
     assert json.loads(chat.calls[0].request.content)["model"] == "mine"

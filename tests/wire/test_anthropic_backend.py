@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 import respx
+from tests.backends.test_openai_backend import RESPX
 
 from parlay import ChatRequest, Session, ToolCall, ToolCallTruncatedError, ToolSpec, UserMessage
 from parlay.backends.anthropic import AnthropicBackend
@@ -57,7 +58,7 @@ async def test_streaming_text_and_tool_use() -> None:
             200, content=STREAM, headers={"content-type": "text/event-stream"}
         )
     )
-    backend = AnthropicBackend("claude-x", base_url=URL, api_key="k")
+    backend = AnthropicBackend("claude-x", transport=RESPX, base_url=URL, api_key="k")
     reply = await agather(backend.stream(REQUEST))
     assert reply.text == "Let me check."
     assert reply.calls == (ToolCall("get_weather", {"city": "Paris"}, "toolu_1"),)
@@ -91,7 +92,7 @@ async def test_non_streaming() -> None:
             },
         )
     )
-    backend = AnthropicBackend("claude-x", base_url=URL, api_key="k", stream=False)
+    backend = AnthropicBackend("claude-x", transport=RESPX, base_url=URL, api_key="k", stream=False)
     reply = await agather(backend.stream(REQUEST))
     assert reply.calls == (ToolCall("get_weather", {"city": "Oslo"}, "toolu_9"),)
 
@@ -104,7 +105,9 @@ async def test_status_error_keeps_status() -> None:
         )
     )
     with pytest.raises(BackendStatusError, match="busy") as info:
-        await agather(AnthropicBackend("c", base_url=URL, api_key="k").stream(REQUEST))
+        await agather(
+            AnthropicBackend("c", transport=RESPX, base_url=URL, api_key="k").stream(REQUEST)
+        )
     assert info.value.status_code == 529
 
 
@@ -115,7 +118,9 @@ async def test_stream_without_message_stop_is_a_protocol_error() -> None:
         return_value=httpx.Response(200, content=cut, headers={"content-type": "text/event-stream"})
     )
     with pytest.raises(BackendProtocolError, match="before message_stop"):
-        await agather(AnthropicBackend("c", base_url=URL, api_key="k").stream(REQUEST))
+        await agather(
+            AnthropicBackend("c", transport=RESPX, base_url=URL, api_key="k").stream(REQUEST)
+        )
 
 
 @respx.mock
@@ -136,7 +141,7 @@ def test_a_tool_use_cut_at_max_tokens_is_not_run() -> None:
         ran.append(city)
         return "sunny"
 
-    backend = AnthropicBackend("claude-x", base_url=URL, api_key="k")
+    backend = AnthropicBackend("claude-x", transport=RESPX, base_url=URL, api_key="k")
     session = Session(backend, tools=[get_weather])
     with pytest.raises(ToolCallTruncatedError) as caught:
         session.chat("Weather in Paris?", run_tools=True).value  # noqa: B018

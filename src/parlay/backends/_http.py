@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import urllib.request
 import weakref
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import httpx
 
+from parlay.backends._http1 import Answer, Http1Client
 from parlay.backends._net import pooled_transport
 from parlay.backends.window import overflow_error
 from parlay.errors import (
@@ -77,10 +79,29 @@ def _error_message(body: Any) -> str:
     return str(body)[:500]
 
 
-class HttpTransport:
-    """POSTs JSON to one base URL; keeps one `httpx.AsyncClient` per running event loop.
+def _proxied(base_url: str) -> bool:
+    """Whether the environment names a proxy for `base_url` (httpx honours it)."""
+    url = httpx.URL(base_url)
+    proxies = urllib.request.getproxies_environment()
+    if not (proxies.get(url.scheme) or proxies.get("all")):
+        return False
+    # In urllib.request since Python 2, not in its stubs: NO_PROXY's rules as httpx reads them.
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+    return not bypass(url.host, proxies)
 
-    httpx clients hold connections bound to the loop that made them, and parlay runs on
+
+def _json_bytes(body: Mapping[str, Any]) -> bytes:
+    # httpx's encoding of `json=`: what upstreams (and the tests' snapshots) saw before.
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.encode("utf-8")
+
+
+class HttpTransport:
+    """POSTs JSON to one base URL; keeps one client per running event loop.
+
+    The client is parlay's own (`_http1`), or httpx's when a proxy from the environment
+    applies or an httpx transport is passed in (the tests' `MockTransport`, a user's
+    own). Clients hold connections bound to the loop that made them, and parlay runs on
     the caller's loop in async code and on its portal loop in sync code.
     """
 
@@ -101,7 +122,11 @@ class HttpTransport:
         )
         self.timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         self._transport = transport
+        self.uses_httpx = transport is not None or _proxied(self.base_url)
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._http1: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Http1Client] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -118,11 +143,21 @@ class HttpTransport:
             self._clients[loop] = found
         return found
 
+    def http1(self) -> Http1Client:
+        loop = asyncio.get_running_loop()
+        found = self._http1.get(loop)
+        if found is None or found.closed:
+            found = self._http1[loop] = Http1Client(self.base_url, self.headers, self.timeout)
+        return found
+
     async def aclose(self) -> None:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
+        lean = self._http1.pop(loop, None)
+        if lean is not None:
+            await lean.aclose()
         found = self._clients.pop(loop, None)
         if found is not None:
             await found.aclose()
@@ -139,7 +174,8 @@ class HttpTransport:
     async def _json(self, path: str, body: Mapping[str, Any] | None) -> Any:
         """The JSON answer to a POST of `body`, or to a GET when there is none."""
         async with self._request(path, body) as response:
-            raw = await _bounded_body(response, f"{self._describe(path)} answered with")
+            with self._reading(path):
+                raw = await _bounded_body(response, f"{self._describe(path)} answered with")
             try:
                 return json.loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError):
@@ -151,35 +187,59 @@ class HttpTransport:
 
     async def post_sse(self, path: str, body: Mapping[str, Any]) -> AsyncIterator[ServerSentEvent]:
         async with self._request(path, body) as response:
-            try:
+            with self._reading(path):
                 async for event in read_events(bounded_lines(response.aiter_text())):
                     yield event
-            except httpx.TimeoutException as exc:
-                raise BackendTimeoutError(
-                    f"{self._describe(path)} stopped sending in the middle of a stream "
-                    f"({type(exc).__name__})"
-                ) from exc
-            except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-                raise BackendStreamCutError(
-                    f"the stream from {self._describe(path)} was cut: {exc}"
-                ) from exc
+
+    @contextmanager
+    def _reading(self, path: str) -> Iterator[None]:
+        """httpx's errors while an answer's body is read, as parlay's (parlay's own client
+        raises these itself)."""
+        try:
+            yield
+        except httpx.TimeoutException as exc:
+            raise BackendTimeoutError(
+                f"{self._describe(path)} stopped sending in the middle of an answer "
+                f"({type(exc).__name__})"
+            ) from exc
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            raise BackendStreamCutError(
+                f"the answer from {self._describe(path)} was cut: {exc}"
+            ) from exc
 
     @asynccontextmanager
     async def _request(
         self, path: str, body: Mapping[str, Any] | None
-    ) -> AsyncIterator[httpx.Response]:
-        client = self.client()
+    ) -> AsyncIterator[httpx.Response | Answer]:
         method = "GET" if body is None else "POST"
+        response: httpx.Response | Answer
+        if self.uses_httpx:
+            response = await self._send_httpx(method, path, body)
+        else:
+            payload = None if body is None else _json_bytes(body)
+            response = await self.http1().request(method, path, payload)
+        try:
+            if response.status_code >= 400:
+                sample = await _error_sample(response)
+                raise self._status_error(path, response, sample)
+            yield response
+        finally:
+            await response.aclose()
+
+    async def _send_httpx(
+        self, method: str, path: str, body: Mapping[str, Any] | None
+    ) -> httpx.Response:
+        client = self.client()
         try:
             request = client.build_request(method, path, json=body)
             try:
-                response = await client.send(request, stream=True)
+                return await client.send(request, stream=True)
             except httpx.RemoteProtocolError:
                 # A kept-alive connection the server had closed before answering
                 # (llama.cpp's server does this between requests): nothing was
                 # answered, so send once more, on a fresh connection.
                 request = client.build_request(method, path, json=body)
-                response = await client.send(request, stream=True)
+                return await client.send(request, stream=True)
         except httpx.TimeoutException as exc:
             raise BackendTimeoutError(
                 f"{self._describe(path)} did not answer in time ({type(exc).__name__})"
@@ -190,15 +250,10 @@ class HttpTransport:
             ) from exc
         except httpx.HTTPError as exc:
             raise BackendError(f"request to {self._describe(path)} failed: {exc}") from exc
-        try:
-            if response.status_code >= 400:
-                sample = await _error_sample(response)
-                raise self._status_error(path, response, sample)
-            yield response
-        finally:
-            await response.aclose()
 
-    def _status_error(self, path: str, response: httpx.Response, sample: bytes) -> ParlayError:
+    def _status_error(
+        self, path: str, response: httpx.Response | Answer, sample: bytes
+    ) -> ParlayError:
         """The error for an HTTP error status (from the first `sample` bytes of its body),
         credentials masked in message and body; a prompt over the model's window is
         `ContextWindowExceeded`."""
@@ -226,7 +281,7 @@ class HttpTransport:
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
-async def _bounded_body(response: httpx.Response, who: str) -> bytes:
+async def _bounded_body(response: httpx.Response | Answer, who: str) -> bytes:
     """The body, read while it stays under `MAX_BODY_BYTES` (a server sending without
     end fails the request instead of filling the proxy's memory)."""
     chunks: list[bytes] = []
@@ -244,7 +299,7 @@ async def _bounded_body(response: httpx.Response, who: str) -> bytes:
 ERROR_SAMPLE_BYTES = 64 * 1024
 
 
-async def _error_sample(response: httpx.Response) -> bytes:
+async def _error_sample(response: httpx.Response | Answer) -> bytes:
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.aiter_bytes():

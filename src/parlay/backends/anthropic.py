@@ -1,4 +1,4 @@
-"""A backend for Anthropic's Messages API (and servers that speak it), over httpx."""
+"""A backend for Anthropic's Messages API (and servers that speak it), over HTTP."""
 
 from __future__ import annotations
 
@@ -24,10 +24,11 @@ NATIVE = Capabilities(native_tools=True, json_schema=True)
 
 
 class AnthropicBackend:
-    """Messages over httpx, streaming or not, with native tools.
+    """Messages over HTTP, streaming or not, with native tools.
 
     `base_url` and `api_key` default to `$ANTHROPIC_BASE_URL` and `$ANTHROPIC_API_KEY`;
     like Anthropic's SDK, the base URL has no `/v1` (requests go to `{base_url}/v1/messages`).
+    `transport` as for `OpenAIBackend`.
     """
 
     def __init__(

@@ -29,12 +29,15 @@ NATIVE = Capabilities(native_tools=True, json_schema=True)
 
 
 class OpenAIBackend:
-    """Chat completions over httpx, streaming or not, with native tools.
+    """Chat completions over HTTP, streaming or not, with native tools.
 
     `base_url` and `api_key` default to `$OPENAI_BASE_URL` and `$OPENAI_API_KEY`.
     Pass `capabilities=Capabilities(native_tools=False, json_schema=True)` for a server
     whose model has no tool support, and wrap it in `PromptedBackend`. `context_window`:
     the model's window in tokens (None: asked of the server once, see `context_window()`).
+    `transport`: an `httpx.AsyncBaseTransport` to send through (a mock in tests, a proxy
+    of your own); without one, parlay's own HTTP/1.1 client, or httpx where the
+    environment names a proxy for the server.
     """
 
     def __init__(
