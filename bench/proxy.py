@@ -31,13 +31,13 @@ from typing import Any
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import proxy_peers as peers
 from bench._table import RESULTS, markdown_table
+from bench.proxy_peers import CACHE, KEY, MODEL, ccr, litellm, parlay, start
 
 ROOT = Path(__file__).resolve().parent.parent
 STUB = ROOT / "tests" / "proxy" / "proxy_stub.py"
-CACHE = Path.home() / ".cache" / "parlay-bench-proxy"
-CCR_VERSION = "2.0.0"  # the version issue 53 measured first
-KEY, MODEL, CLIENTS = "sk-bench-key", "bench", 32
+CLIENTS = 32
 MARK, MARK_END = "<!-- table -->", "<!-- /table -->"  # where proxy.md holds the table
 MESSAGES = [{"role": "user", "content": "Say hello."}]
 TOOL = {"name": "get_weather", "description": "Current weather for a city.", "parameters": {
@@ -165,66 +165,6 @@ def run_async(coro: Any) -> Any:
     return uvloop.run(coro)  # the client's own cost stays small beside what it measures
 
 
-# -- the processes -------------------------------------------------------------------------
-
-
-def start(cmd: list[str], port: int, log: Path, **kw: Any) -> subprocess.Popen[bytes]:
-    """`cmd` started, once it listens on `port` (its stderr in `log`)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log.open("wb"), **kw)
-    deadline = time.monotonic() + 180
-    while proc.poll() is None and time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                time.sleep(1.0)  # a worker or two may still be starting behind the port
-                return proc
-        time.sleep(0.3)
-    proc.kill()
-    raise RuntimeError(f"did not listen within 180 s (exit code {proc.poll()}; see {log})")
-
-
-def parlay(stub: str, port: int, tools: str, workers: int, src: str = "") -> Any:
-    """`parlay serve`; from the source tree `src` (another checkout's src/) when given."""
-    cmd = [str(Path(sys.executable).parent / "parlay"), "serve", "--upstream-url", stub,
-           "--tools", tools, "--upstream-model", MODEL, "--client-key", KEY, "--port", str(port),
-           "--workers", str(workers)]  # fmt: skip
-    env = {**os.environ, **({"PYTHONPATH": src} if src else {})}
-    return start(cmd, port, CACHE / f"parlay-{tools}-{workers}{bool(src)}.log", env=env)
-
-
-def litellm(stub: str, port: int) -> subprocess.Popen[bytes]:
-    venv = CACHE / "litellm-venv"
-    if not (venv / "bin" / "litellm").exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([venv / "bin" / "pip", "install", "-q", "litellm[proxy]"], check=True,
-                       capture_output=True)  # fmt: skip
-    config = CACHE / "litellm.yaml"
-    config.write_text(json.dumps({"model_list": [{"model_name": MODEL, "litellm_params": {
-        "model": f"openai/{MODEL}", "api_base": stub, "api_key": "sk-stub"}}],
-        "litellm_settings": {"drop_params": True, "telemetry": False},
-        "router_settings": {"disable_cooldowns": True}}))  # fmt: skip
-    env = {**os.environ, "LITELLM_MASTER_KEY": KEY, "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-           "LITELLM_USE_CHAT_COMPLETIONS_URL_FOR_ANTHROPIC_MESSAGES": "True"}  # fmt: skip
-    cmd = [str(venv / "bin" / "litellm"), "--config", str(config), "--port", str(port)]
-    return start(cmd, port, CACHE / "litellm.log", env=env, cwd=CACHE)
-
-
-def ccr(stub: str, port: int) -> subprocess.Popen[bytes]:
-    folder = CACHE / "ccr"
-    cli = folder / "node_modules/@musistudio/claude-code-router/dist/cli.js"
-    if not cli.exists():
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(folder),
-                        f"@musistudio/claude-code-router@{CCR_VERSION}"], check=True,
-                       capture_output=True)  # fmt: skip
-    home = CACHE / "ccr-home"
-    (home / ".claude-code-router").mkdir(parents=True, exist_ok=True)
-    (home / ".claude-code-router" / "config.json").write_text(json.dumps({
-        "LOG": False, "HOST": "127.0.0.1", "PORT": port, "APIKEY": KEY, "Router": {
-            "default": f"stub,{MODEL}"}, "Providers": [{"name": "stub", "api_key": "sk-stub",
-            "api_base_url": stub + "/chat/completions", "models": [MODEL]}]}))  # fmt: skip
-    env = {**os.environ, "HOME": str(home)}
-    return start(["node", str(cli), "start"], port, CACHE / "ccr.log", env=env)
-
-
 # -- the run -------------------------------------------------------------------------------
 
 Cell = tuple[str, str, bool]  # target, route, streamed
@@ -243,7 +183,7 @@ def targets(stub: str, args: Any, notes: list[str]) -> dict[str, tuple[Any, int,
     }
     found = {}
     for name, make in makers.items():
-        if args.only and args.only not in name:
+        if args.only and name not in args.only.split(","):
             continue
         port = free_port()
         try:
@@ -288,7 +228,8 @@ def measure(args: argparse.Namespace) -> tuple[str, list[str]]:
     notes: list[str] = []
     CACHE.mkdir(parents=True, exist_ok=True)
     stub_port = free_port()
-    stub = start([sys.executable, str(STUB), str(stub_port)], stub_port, CACHE / "stub.log")
+    stub_cmd = [sys.executable, str(STUB), str(stub_port)]
+    stub = start(stub_cmd, stub_port, CACHE / "stub.log", peers.HARNESS_CORES)
     found = targets(f"http://127.0.0.1:{stub_port}/v1", args, notes)
     data: dict[Any, list[Any]] = defaultdict(list)
     try:
@@ -298,6 +239,9 @@ def measure(args: argparse.Namespace) -> tuple[str, list[str]]:
                 raw = raw_request(stub_port, "chat", stream, False)
                 sign = sign_of("chat", stream)
                 data["direct", stream] += run_async(sequential(stub_port, raw, sign, args.requests))
+                began = time.perf_counter()
+                times, _ = run_async(loaded(stub_port, raw, sign, args.seconds / 2))
+                data["direct load", stream].append((times, time.perf_counter() - began))
             names = list(found)[r % len(found) :] + list(found)[: r % len(found)]
             for cell in [c for name in names for c in todo if c[0] == name]:
                 proc, port, tools = found[cell[0]]
@@ -338,6 +282,15 @@ def table(todo: list[Cell], data: dict[Any, list[Any]]) -> str:
             f"{seq_cpu:.2f}", f"{len(times) / took:.0f}", f"{load_cpu:.2f}",
             f"{p50:.0f} / {p99:.0f}", f"{p99 / p50:.1f}", errors,
         ])  # fmt: skip
+    for stream in (False, True):  # the harness's own ceiling: the client on the stub alone
+        runs = data["direct load", stream]
+        times = [t for run in runs for t in run[0]]
+        if times:
+            rate = len(times) / sum(run[1] for run in runs)
+            p50, p99 = statistics.median(times), pct(times, 0.99)
+            rows.append(["no proxy (the stub alone)", "chat", "streamed" if stream else "whole",
+                         "–", "–", f"{rate:.0f}", "–", f"{p50:.0f} / {p99:.0f}",
+                         f"{p99 / p50:.1f}", 0])  # fmt: skip
     headers = ["proxy", "route", "mode", "added p50 / p99 ms, 1 at a time", "CPU ms/req, 1 at a time",
                f"req/s @{CLIENTS}", f"CPU ms/req @{CLIENTS}", f"p50 / p99 ms @{CLIENTS}",
                "p99 / p50", "errors"]  # fmt: skip
@@ -351,10 +304,15 @@ def main() -> None:
     parser.add_argument(
         "--requests", type=int, default=300, help="per cell and round, one at a time"
     )
-    parser.add_argument("--only", help="the targets whose name holds this")
+    parser.add_argument("--only", help="these targets only, named as in the table, comma between")
     parser.add_argument("--print", action="store_true", help="print, do not write the page")
     parser.add_argument("--before", default="", help="another checkout's src/, run beside")
+    parser.add_argument("--no-pin", action="store_true", help="let every process run anywhere")
     args = parser.parse_args()
+    cores = sorted(os.sched_getaffinity(0))
+    if not args.no_pin and len(cores) >= 2:
+        peers.PROXY_CORES, peers.HARNESS_CORES = {cores[-1]}, set(cores[:-1])
+        os.sched_setaffinity(0, peers.HARNESS_CORES)
     before = os.getloadavg()
     text, notes = measure(args)
     after = os.getloadavg()
@@ -362,7 +320,10 @@ def main() -> None:
             f"at a time (after {args.requests // 6} of warm-up), then {CLIENTS} keep-alive clients "
             f"for {args.seconds:g} s. Load average (1, 5, 15 min) {before[0]:.1f} {before[1]:.1f} "
             f"{before[2]:.1f} at the start, {after[0]:.1f} {after[1]:.1f} {after[2]:.1f} at the end; "
-            f"{os.cpu_count()} cores.")  # fmt: skip
+            f"{os.cpu_count()} cores; "
+            + ("every process anywhere." if peers.PROXY_CORES is None else
+               f"a one-process proxy on core {min(peers.PROXY_CORES)}, the stub and the client on "
+               f"the rest, two workers anywhere."))  # fmt: skip
     text = head + "\n\n" + text + "".join(f"\n\n- {note}" for note in notes)
     print(text)
     if not args.print:
