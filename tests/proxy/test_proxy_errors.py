@@ -13,6 +13,7 @@ from parlay.errors import (
     BackendStatusError,
     BackendStreamCutError,
     BackendTimeoutError,
+    ContextWindowExceeded,
     InvalidRequestError,
 )
 from parlay.server.errors import ProxyError, classify
@@ -71,6 +72,28 @@ def test_what_a_client_reads_never_names_the_upstream(exc: BaseException) -> Non
     """Every upstream error showed the upstream's URL, and its body verbatim."""
     message = classify(exc).message
     assert "10.0.0.7" not in message and "sk-live" not in message and "http" not in message
+
+
+@pytest.mark.parametrize(
+    ("exc", "kind"),
+    [
+        (BackendStatusError("x", status_code=503), "http_503"),
+        (BackendRateLimitError("x", retry_after="30"), "http_429"),
+        (BackendConnectionError("x"), "connection"),
+        (BackendTimeoutError("x"), "timeout"),
+        (BackendStreamCutError("x"), "stream_cut"),
+        (BackendProtocolError("x"), "protocol"),
+        (ContextWindowExceeded("x", tokens=9000, window=8192), "context_window"),
+        (BackendError("x"), "other"),
+        (InvalidRequestError("x"), None),
+        (ProxyError(401, "x"), None),
+        (RuntimeError("x"), None),
+    ],
+)
+def test_each_upstream_failure_has_the_kind_the_metrics_count(
+    exc: BaseException, kind: str | None
+) -> None:
+    assert classify(exc).upstream == kind
 
 
 def test_a_429_keeps_its_retry_after_and_an_upstream_401_says_whose_credentials() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from parlay.backends._http import mask_secrets
 from parlay.errors import (
@@ -42,6 +42,9 @@ class Failure:
     # ("context_length_exceeded": compact the conversation and send it again).
     code: str | None = None
     close: bool = False
+    # What kind of upstream failure it was, for the metrics ("timeout", "http_503", ...);
+    # None when the failure is not the upstream's.
+    upstream: str | None = None
 
     @property
     def headers(self) -> dict[str, str]:
@@ -75,21 +78,23 @@ def classify(exc: BaseException) -> Failure:
     if isinstance(exc, ProxyError):
         return Failure(exc.status, str(exc), close=exc.close)
     if isinstance(exc, ContextWindowExceeded):
-        return Failure(400, str(exc), code=CONTEXT_LENGTH_EXCEEDED)
+        return Failure(400, str(exc), code=CONTEXT_LENGTH_EXCEEDED, upstream="context_window")
     if isinstance(exc, InvalidRequestError):
         return Failure(400, str(exc))
     if isinstance(exc, BackendTimeoutError):
-        return Failure(504, "the model did not answer in time")
+        return Failure(504, "the model did not answer in time", upstream="timeout")
     if isinstance(exc, BackendConnectionError):
-        return Failure(502, "the model server cannot be reached")
+        return Failure(502, "the model server cannot be reached", upstream="connection")
     if isinstance(exc, BackendStatusError):
-        return _status_failure(exc)
+        return evolve(_status_failure(exc), upstream=f"http_{exc.status_code}")
     if isinstance(exc, BackendStreamCutError):
-        return Failure(502, "the model's stream was cut before the reply finished")
+        cut = "the model's stream was cut before the reply finished"
+        return Failure(502, cut, upstream="stream_cut")
     if isinstance(exc, BackendProtocolError):
-        return Failure(502, "the model server answered outside its protocol")
+        outside = "the model server answered outside its protocol"
+        return Failure(502, outside, upstream="protocol")
     if isinstance(exc, BackendError):
-        return Failure(502, "the model failed")
+        return Failure(502, "the model failed", upstream="other")
     return Failure(500, f"internal error in the proxy ({type(exc).__name__}); see its log")
 
 

@@ -20,15 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from parlay.engine.checks.answer_checks import REFUSAL
-from parlay.errors import (
-    BackendConnectionError,
-    BackendError,
-    BackendProtocolError,
-    BackendStatusError,
-    BackendStreamCutError,
-    BackendTimeoutError,
-    ContextWindowExceeded,
-)
+from parlay.server.errors import classify
 
 if TYPE_CHECKING:
     from parlay.diagnostics import Diagnostics
@@ -57,25 +49,6 @@ PROTOCOLS = {
     "messages": "anthropic",
     "count_tokens": "anthropic",
 }
-
-
-def upstream_error_kind(exc: BaseException) -> str | None:
-    """The kind of an upstream failure, or None for one that is not the upstream's."""
-    if isinstance(exc, ContextWindowExceeded):
-        return "context_window"
-    if isinstance(exc, BackendTimeoutError):
-        return "timeout"
-    if isinstance(exc, BackendConnectionError):
-        return "connection"
-    if isinstance(exc, BackendStatusError):
-        return f"http_{exc.status_code}"
-    if isinstance(exc, BackendStreamCutError):
-        return "stream_cut"
-    if isinstance(exc, BackendProtocolError):
-        return "protocol"
-    if isinstance(exc, BackendError):
-        return "other"
-    return None
 
 
 class Metrics:
@@ -145,7 +118,7 @@ class Metrics:
         self.ttft.labels(protocol, self.mode).observe(seconds)
 
     def upstream_error(self, exc: BaseException) -> None:
-        kind = upstream_error_kind(exc)
+        kind = classify(exc).upstream
         if kind is not None:
             self.upstream_errors.labels(kind).inc()
 
