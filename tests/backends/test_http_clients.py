@@ -326,6 +326,12 @@ def test_a_proxy_in_the_environment_sends_through_httpx(monkeypatch: pytest.Monk
     assert not HttpTransport("http://10.0.0.7:8080/v1", {}).uses_httpx
 
 
+def test_one_timeout_is_the_wait_for_the_model_and_connecting_takes_at_most_10_s() -> None:
+    timeout = HttpTransport("http://h/v1", {}, 300.0).timeout
+    assert (timeout.connect, timeout.read, timeout.write, timeout.pool) == (10.0, 300, 300, 300)
+    assert HttpTransport("http://h/v1", {}, 2.0).timeout.connect == 2.0
+
+
 def test_a_header_with_a_line_break_is_refused() -> None:
     with pytest.raises(BackendError, match="line break"):
         _http1.Http1Client("http://h/v1", {"x-api-key": "k\r\nX-Evil: 1"}, httpx.Timeout(1))

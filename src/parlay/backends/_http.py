@@ -29,7 +29,8 @@ from parlay.errors import (
 )
 from parlay.wire.sse import ServerSentEvent, bounded_lines, read_events
 
-DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=30.0)
+CONNECT_SECONDS = 10.0
+DEFAULT_TIMEOUT = httpx.Timeout(connect=CONNECT_SECONDS, read=300.0, write=30.0, pool=30.0)
 # Connections to one upstream: as many kept alive as may be open, so a burst of
 # concurrent requests reuses its connections instead of closing all but a few and
 # opening them again on the next burst; idle ones close after 5 s.
@@ -120,7 +121,12 @@ class HttpTransport:
             for name, value in headers.items()
             if name.lower() in ("authorization", "x-api-key", "api-key")
         )
-        self.timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+        if not isinstance(timeout, httpx.Timeout):
+            # One number is the wait for the model (`parlay serve --timeout`); a host
+            # that has not accepted a connection in 10 s will not, however long the model.
+            connect = None if timeout is None else min(timeout, CONNECT_SECONDS)
+            timeout = httpx.Timeout(timeout, connect=connect)
+        self.timeout = timeout
         self._transport = transport
         self.uses_httpx = transport is not None or _proxied(self.base_url)
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
