@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import proxy_peers as peers
 from bench._table import RESULTS, markdown_table
 from bench.proxy_peers import CACHE, KEY, MODEL, ccr, litellm, parlay, start
+from parlay.backends.local import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 STUB = ROOT / "tests" / "proxy" / "proxy_stub.py"
@@ -52,12 +53,6 @@ ROUTES: dict[str, tuple[str, dict[str, Any], bytes, bytes]] = {
 
 def sign_of(route: str, stream: bool) -> bytes:
     return ROUTES[route][3] if stream else ROUTES[route][2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def cpu_seconds(pid: int) -> float:
@@ -309,10 +304,8 @@ def main() -> None:
     parser.add_argument("--before", default="", help="another checkout's src/, run beside")
     parser.add_argument("--no-pin", action="store_true", help="let every process run anywhere")
     args = parser.parse_args()
-    cores = sorted(os.sched_getaffinity(0))
-    if not args.no_pin and len(cores) >= 2:
-        peers.PROXY_CORES, peers.HARNESS_CORES = {cores[-1]}, set(cores[:-1])
-        os.sched_setaffinity(0, peers.HARNESS_CORES)
+    if not args.no_pin:
+        peers.pin_cores()
     before = os.getloadavg()
     text, notes = measure(args)
     after = os.getloadavg()

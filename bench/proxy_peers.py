@@ -24,6 +24,15 @@ PROXY_CORES: set[int] | None = None
 HARNESS_CORES: set[int] | None = None
 
 
+def pin_cores() -> None:
+    """This process (the client) and the stub on all cores but the last, the proxy on it."""
+    global PROXY_CORES, HARNESS_CORES
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) >= 2:
+        PROXY_CORES, HARNESS_CORES = {cores[-1]}, set(cores[:-1])
+        os.sched_setaffinity(0, HARNESS_CORES)
+
+
 def pinned(cores: set[int] | None) -> Any:
     return None if cores is None else (lambda: os.sched_setaffinity(0, cores))
 
