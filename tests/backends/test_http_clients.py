@@ -49,6 +49,7 @@ class Upstream:
         self.handler = handler
         self.connections = 0
         self.closed = asyncio.Event()  # set when a client closed its connection
+        self.ended = 0  # connections the client closed
         self.requests: list[bytes] = []
 
     async def serve(self, reader: asyncio.StreamReader, writer: Writer) -> None:
@@ -63,6 +64,7 @@ class Upstream:
                 self.requests.append(head + body)
                 await self.handler(head.split(b" ")[1], writer)
         except (asyncio.IncompleteReadError, ConnectionError):
+            self.ended += 1
             self.closed.set()
         except asyncio.CancelledError:
             pass  # the test ended
@@ -180,6 +182,22 @@ async def test_connections_are_kept_alive_between_requests() -> None:
     server.close()
     assert answers == [{}] * 32
     assert upstream.connections <= 32
+
+
+async def test_idle_connections_past_their_keep_alive_close_while_others_stay_busy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_http1, "KEEPALIVE_SECONDS", 0.2)
+    upstream, server, url = await started(writes(reply(b"{}")))
+    http = transport_for(url, "parlay")
+    await asyncio.gather(*(http.post_json("/chat", {}) for _ in range(3)))  # three connections
+    for _ in range(20):  # one at a time: the newest connection, kept busy
+        await http.post_json("/chat", {})
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.1)
+    assert (upstream.connections, upstream.ended) == (3, 2)
+    await http.aclose()
+    server.close()
 
 
 async def test_a_server_that_never_answers_is_a_timeout(client_kind: str) -> None:

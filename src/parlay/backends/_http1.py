@@ -239,7 +239,7 @@ class Http1Client:
         if any("\r" in line or "\n" in line for line in lines):
             raise BackendError("a header for the model server holds a line break")
         self.fixed_head = "".join(line + "\r\n" for line in lines).encode("latin-1")
-        self.idle: list[Link] = []
+        self.idle: deque[Link] = deque()  # the most recently used last
         self.slots = asyncio.Semaphore(MAX_CONNECTIONS)
         self.ssl_context: ssl.SSLContext | None = None
         self.closed = False
@@ -357,9 +357,13 @@ class Http1Client:
         """Back to the pool when its answer was read to the end on a connection that stays
         open; closed otherwise (an answer left unread is not worth reading to its end)."""
         self.slots.release()
+        now = time.monotonic()
+        if self.idle and not self.idle[0].reusable(now):
+            # The longest idle, past its keep-alive: closed now, not when a burst reaches it.
+            self.drop(self.idle.popleft())
         if link.complete and link.keep_alive and not link.closed and not self.closed:
             link.reset()
-            link.idle_since = time.monotonic()
+            link.idle_since = now
             if len(self.idle) < MAX_CONNECTIONS:
                 self.idle.append(link)
                 return
