@@ -216,6 +216,16 @@ async def test_a_request_cancelled_while_waiting_closes_its_connection(client_ki
     server.close()
 
 
+async def test_a_head_that_drips_in_is_bounded_by_one_read_timeout() -> None:
+    # A byte every 0.05 s resets no clock: the whole head must come within the timeout.
+    drip = writes(*[bytes([b]) for b in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 400], pause=0.05)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    with pytest.raises(BackendTimeoutError, match="did not answer in time"):
+        await post(drip, "parlay", timeout=0.5)
+    assert loop.time() - began < 2
+
+
 async def test_a_body_that_stops_halfway_is_a_timeout(client_kind: str) -> None:
     head = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"
     with pytest.raises(BackendTimeoutError, match="in the middle of an answer"):
