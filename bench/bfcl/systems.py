@@ -53,6 +53,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "before-38": {"min_call_confidence": 0.0, "rules_off": ["refusal"]},
     "typed": {"action_format": "typed"},
     "json": {"action_format": "json"},
+    "fenced": {"action_format": "fenced"},  # under a grammar: held to the bare shape
     "no-restate": {"restate_request": False},
 }
 NATIVE = Capabilities(native_tools=True, json_schema=True)
