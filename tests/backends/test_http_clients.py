@@ -354,6 +354,16 @@ def test_a_proxy_in_the_environment_sends_through_httpx(monkeypatch: pytest.Monk
     assert not HttpTransport("http://10.0.0.7:8080/v1", {}).uses_httpx
 
 
+async def test_credentials_in_the_url_reach_the_server_as_basic_auth() -> None:
+    upstream, server, url = await started(writes(reply(b"{}")))
+    http = HttpTransport(url.replace("http://", "http://user:pw@"), {})
+    assert http.uses_httpx  # httpx turns the URL's user and password into basic auth
+    assert await http.post_json("/chat", {}) == {}
+    await http.aclose()
+    server.close()
+    assert b"\r\nauthorization: basic dxnlcjpwdw==\r\n" in upstream.requests[0].lower()
+
+
 def test_one_timeout_is_the_wait_for_the_model_and_connecting_takes_at_most_10_s() -> None:
     timeout = HttpTransport("http://h/v1", {}, 300.0).timeout
     assert (timeout.connect, timeout.read, timeout.write, timeout.pool) == (10.0, 300, 300, 300)

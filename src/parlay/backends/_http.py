@@ -80,9 +80,13 @@ def _error_message(body: Any) -> str:
     return str(body)[:500]
 
 
-def _proxied(base_url: str) -> bool:
-    """Whether the environment names a proxy for `base_url` (httpx honours it)."""
+def _for_httpx(base_url: str) -> bool:
+    """Whether `base_url` carries credentials (httpx sends them as basic auth) or the
+    environment names a proxy for it (httpx speaks to proxies): parlay's client does
+    neither."""
     url = httpx.URL(base_url)
+    if url.userinfo:
+        return True
     proxies = urllib.request.getproxies_environment()
     if not (proxies.get(url.scheme) or proxies.get("all")):
         return False
@@ -101,9 +105,10 @@ class HttpTransport:
     """POSTs JSON to one base URL; keeps one client per running event loop.
 
     The client is parlay's own (`_http1`), or httpx's when a proxy from the environment
-    applies or an httpx transport is passed in (the tests' `MockTransport`, a user's
-    own). Clients hold connections bound to the loop that made them, and parlay runs on
-    the caller's loop in async code and on its portal loop in sync code.
+    applies, the URL carries credentials, or an httpx transport is passed in (the tests'
+    `MockTransport`, a user's own). Clients hold connections bound to the loop that made
+    them, and parlay runs on the caller's loop in async code and on its portal loop in
+    sync code.
     """
 
     def __init__(
@@ -128,7 +133,7 @@ class HttpTransport:
             timeout = httpx.Timeout(timeout, connect=connect)
         self.timeout = timeout
         self._transport = transport
-        self.uses_httpx = transport is not None or _proxied(self.base_url)
+        self.uses_httpx = transport is not None or _for_httpx(self.base_url)
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
             weakref.WeakKeyDictionary()
         )
