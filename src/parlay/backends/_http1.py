@@ -221,6 +221,12 @@ class Answer:
             self.client.release(self.link)
 
 
+def _origin(url: httpx.URL) -> tuple[bool, str, int]:
+    """Whether the URL is TLS, its host, and its port (the scheme's when none is given)."""
+    tls = url.scheme == "https"
+    return tls, url.host, url.port or (443 if tls else 80)
+
+
 class Http1Client:
     """Requests to one origin over a pool of kept-alive connections, on one event loop."""
 
@@ -228,9 +234,7 @@ class Http1Client:
         url = httpx.URL(base_url)
         self.base_url = base_url.rstrip("/")
         self.base_path = url.raw_path.decode("ascii").rstrip("/")
-        self.host = url.host
-        self.tls = url.scheme == "https"
-        self.port = url.port or (443 if self.tls else 80)
+        self.tls, self.host, self.port = _origin(url)
         self.timeout = timeout
         authority = url.netloc.decode("ascii")
         lines = [f"Host: {authority}", f"User-Agent: parlay/{__version__}", "Accept: */*"]
@@ -250,8 +254,7 @@ class Http1Client:
         if "://" not in path:
             return f"{self.base_path}{path}"
         url = httpx.URL(path)
-        port = url.port or (443 if url.scheme == "https" else 80)
-        if (url.scheme == "https", url.host, port) != (self.tls, self.host, self.port):
+        if _origin(url) != (self.tls, self.host, self.port):
             raise BackendError(f"{path} is not on the server of {self.base_url}")
         return url.raw_path.decode("ascii")
 
@@ -317,8 +320,8 @@ class Http1Client:
 
     async def exchange(self, link: Link, message: bytes) -> Answer:
         """Sends `message` on `link` and reads the answer's head; the connection is closed
-        if either fails or the caller is cancelled."""
-        link.reset()
+        if either fails or the caller is cancelled. (A link comes clean: new, or reset when
+        it was released.)"""
         try:
             await self.send(link, message)
             await self.read_head(link)
