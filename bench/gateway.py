@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "gateway"))
 from gateway_parts import WEATHER, nginx, postgres_server, replica, stub_upstream  # noqa: E402
 
-from bench._table import markdown_table, write_result  # noqa: E402
+from bench._table import cpu_seconds, markdown_table, pct, write_result  # noqa: E402
 from parlay.store import LoggedCall, LoggedResponse, LoggedResult, LoggedSession, Store  # noqa: E402
 
 ASK = [{"role": "user", "content": "The weather in Paris?"}]
@@ -79,11 +79,6 @@ NOTES = """\
   last row times the calls `--metrics` adds to a request (request, first token, usage,
   the engine's counters) alone, which is what it costs without the noise.
 """
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def row(label: str, rate: str, lat: list[float], base: list[float] | None) -> list[object]:
@@ -153,20 +148,16 @@ def write_times(store: Store, turns: int) -> list[float]:
 def log_writes(pg_url: str, turns: int) -> str:
     rows: list[list[object]] = []
     with tempfile.TemporaryDirectory() as folder:
-        kinds = (("SQLite (WAL, synchronous=NORMAL)", Store(Path(folder) / "log.db")),)
-        kinds += (("PostgreSQL 15 on loopback (fsync on)", Store(pg_url)),)
+        kinds = (
+            ("SQLite (WAL, synchronous=NORMAL)", Store(Path(folder) / "log.db")),
+            ("PostgreSQL 15 on loopback (fsync on)", Store(pg_url)),
+        )
         for name, store in kinds:
             times = write_times(store, turns)
             spread = (f"{pct(times, 0.5):.2f}", f"{pct(times, 0.99):.2f}")
             rows.append([name, turns, f"{statistics.mean(times):.2f}", *spread])
             store.close()
     return markdown_table(["log", "turns", "mean ms", "p50 ms", "p99 ms"], rows)
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU of a process and its children that have ended (from /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def metrics_cost(upstream: str, requests: int, clients: int) -> str:

@@ -32,7 +32,7 @@ import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import proxy_peers as peers
-from bench._table import RESULTS, markdown_table
+from bench._table import RESULTS, cpu_seconds, markdown_table, pct
 from bench.proxy_peers import CACHE, KEY, MODEL, ccr, litellm, parlay, start
 from parlay.backends.local import free_port
 
@@ -53,17 +53,6 @@ ROUTES: dict[str, tuple[str, dict[str, Any], bytes, bytes]] = {
 
 def sign_of(route: str, stream: bool) -> bytes:
     return ROUTES[route][3] if stream else ROUTES[route][2]
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process and its children (the workers)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return 0.0
-    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return own + sum(cpu_seconds(int(c)) for c in children)
 
 
 def raw_request(port: int, route: str, stream: bool, tools: bool) -> bytes:
@@ -251,11 +240,6 @@ def measure(args: argparse.Namespace) -> tuple[str, list[str]]:
             proc.terminate()
             proc.wait(15)
     return table([c for c in todo if data[c, "load"]], data), notes
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def table(todo: list[Cell], data: dict[Any, list[Any]]) -> str:

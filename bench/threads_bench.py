@@ -28,7 +28,8 @@ def measure(setting: str) -> dict[str, float]:
     """In this process: start the server with `setting` threads, time one reply."""
     import httpx
 
-    from parlay.backends.local import LlamaServer, smollm2_path
+    from parlay.backends.catalogue import smollm2_path
+    from parlay.backends.local import LlamaServer
 
     threads = None if setting == "rule" else int(setting)
     server = LlamaServer(smollm2_path(), threads=threads)

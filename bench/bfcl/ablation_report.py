@@ -215,6 +215,7 @@ def render_ablation(outcomes: Sequence[Outcome], tag: str) -> str:
         "were not run. 'acted on': the questions the rule acted on, asked again without it; "
         "the others are the shipped engine's outcome (the rule cannot change them). A "
         "model run on several engines has a section for each, oldest first.",
+        *since_measured(outcomes),
     ]
     chosen: dict[str, list[dict[str, RulePairs]]] = defaultdict(list)
     for (model, half), by_tag in sorted(groups.items()):
@@ -231,6 +232,16 @@ def render_ablation(outcomes: Sequence[Outcome], tag: str) -> str:
             parts += ["", f"## Pooled over the models, {half} half", "", POOLED, ""]
             parts += pooled_section(models)
     return "\n".join(parts) + "\n"
+
+
+def since_measured(outcomes: Sequence[Outcome]) -> list[str]:
+    """A line naming the rules measured here that the engine has dropped since, and the
+    engine's rules never switched off here: the page is a record of older engines."""
+    ran = {rule for name in ablated_rules(by_system(outcomes)) for rule in name.split("+")}
+    gone, unmeasured = sorted(ran - set(RULES)), [r for r in RULES if r not in ran]
+    dropped, never = (", ".join(f"`{r}`" for r in rules) or "none" for rules in (gone, unmeasured))
+    line = f"Since these runs the engine has dropped {dropped}; its rules never switched off here: "
+    return ["", f"{line}{never}."] if gone or unmeasured else []
 
 
 POOLED = (

@@ -231,7 +231,8 @@ def section(model: str, rows: Sequence[Row], dev: Sequence[Row]) -> list[str]:
     halves = ("tune", "validate")
     checks = {h: c for h in halves if (c := check_run(dev, model, h)) is not None}
     table: list[list[object]] = [[f"{v:g}"] for v in KNOB]
-    table += [["as the full run ran"], *([c.label] for c in checks.values())]
+    table.append(["as the full run ran"])
+    table.extend([c.label] for c in checks.values())
     counts, agreement = [], []
     runs = {half: full_run(dev, model, half) for half in halves}
     for half, (ran, full, lowest) in runs.items():
