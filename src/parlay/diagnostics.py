@@ -40,8 +40,9 @@ class Diagnostics:
     # on answering in words rather than calling (`parlay.engine.checks.confidence`); None
     # when the backend reported no alternatives there.
     answer_share: float | None = None
-    # Tools the model called that were not offered: their calls were dropped
-    # (`parlay.backends.offered`), and a reply left with none became a plain answer.
+    # Tools the model called that were not offered, or that tool_choice ruled out: their
+    # calls were dropped (`parlay.backends.offered`), and a reply left with none became a
+    # plain answer.
     unoffered_tools: tuple[str, ...] = ()
     # What parlay took back of its own additions so the request fit the model's window,
     # in order (`parlay.engine.contract.fit.Shrink` values: "examples", "descriptions"...).

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from parlay.backends.base import Backend
-from parlay.backends.offered import offered_calls_only
+from parlay.backends.offered import allowed_names, offered_calls_only
 from parlay.concurrent_calls import run_round
 from parlay.context import AssistantMessage, Context, Message, ToolCall, ToolResult
 from parlay.errors import ToolCallTruncatedError, ToolChainLimitError
@@ -72,7 +72,10 @@ class ToolLoop:
             request = self._request((*history, *steps), choice, response_format, options)
             gathered = ReplyBuilder()
             # The session runs only its own tools, whatever backend it has.
-            events = offered_calls_only(self.backend.stream(request), self.tools.names)
+            mine = self.tools.names
+            events = offered_calls_only(
+                self.backend.stream(request), allowed_names(request, mine), mine
+            )
             async for event in events:
                 gathered.feed(event)
                 yield event

@@ -9,8 +9,10 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "parlay"
 # Where a request's choice is made, checked or written for a provider's API: the value
-# itself, the wire codecs, the command line and the session's own request building.
+# itself, the wire codecs, the command line and the session's own request building; and
+# the gate that keeps a reply's calls to what the choice allows, whatever the backend.
 MAKERS = {
+    "backends/offered.py",
     "request.py",
     "tool_loop.py",
     "turn_runner.py",

@@ -16,7 +16,7 @@ import anthropic
 import openai
 import pytest
 from proxy_harness import RunningServer, running
-from proxy_stub import StubUpstream
+from proxy_stub import WEATHER_TOOL, StubUpstream
 
 from parlay import OpenAIBackend, PromptedBackend, ScriptedBackend
 from parlay.backends.base import Capabilities
@@ -118,3 +118,78 @@ def test_a_backend_of_the_users_own_cannot_hand_a_client_an_unoffered_call() -> 
     assert not message.tool_calls
     assert "add" in (message.content or "")
     assert reply.choices[0].finish_reason == "stop"
+
+
+# An upstream that ignores tool_choice (Ollama does; the stub's "call" model always calls
+# get_weather): the client offered the tool but ruled the call out, so it must not get it.
+WEATHER_ANTHROPIC: Any = {
+    "name": "get_weather",
+    "input_schema": WEATHER_TOOL["function"]["parameters"],
+}
+WEATHER_RESPONSES: Any = {"type": "function", **WEATHER_TOOL["function"]}
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_call_under_tool_choice_none_from_an_upstream_that_ignores_it_never_reaches_the_client(
+    native: RunningServer, streamed: bool
+) -> None:
+    kwargs: dict[str, Any] = {"model": "call", "messages": ASK, "tools": [WEATHER_TOOL],
+                              "tool_choice": "none"}  # fmt: skip
+    if streamed:
+        with _openai(native).chat.completions.stream(**kwargs) as events:
+            choice = events.get_final_completion().choices[0]
+    else:
+        choice = _openai(native).chat.completions.create(**kwargs).choices[0]
+    assert not choice.message.tool_calls
+    assert choice.finish_reason == "stop"
+    assert "get_weather" in (choice.message.content or "")
+    assert "tool_choice" in (choice.message.content or "")
+
+
+def test_an_anthropic_client_that_said_none_gets_no_tool_use(native: RunningServer) -> None:
+    message = _anthropic(native).messages.create(
+        model="call", max_tokens=200, messages=ASK, tools=[WEATHER_ANTHROPIC],
+        tool_choice={"type": "none"},
+    )  # fmt: skip
+    assert [block.type for block in message.content] == ["text"]
+    assert message.stop_reason == "end_turn"
+
+
+def test_a_responses_client_that_said_none_gets_no_function_call(native: RunningServer) -> None:
+    response = _openai(native).responses.create(
+        model="call", input="What is the weather in Paris?", tools=[WEATHER_RESPONSES],
+        tool_choice="none",
+    )  # fmt: skip
+    assert [item.type for item in response.output] == ["message"]
+    assert "get_weather" in response.output_text
+
+
+def test_a_call_to_another_tool_than_the_one_tool_choice_names_never_reaches_the_client(
+    native: RunningServer,
+) -> None:
+    bash: Any = {"type": "function", "function": {"name": "Bash", "parameters": SCHEMA}}
+    reply = _openai(native).chat.completions.create(
+        model="call", messages=ASK, tools=[WEATHER_TOOL, bash],
+        tool_choice={"type": "function", "function": {"name": "Bash"}},
+    )  # fmt: skip
+    assert not reply.choices[0].message.tool_calls
+    assert "get_weather" in (reply.choices[0].message.content or "")
+
+
+def test_a_session_under_tool_choice_none_runs_no_tool_its_backend_calls_anyway() -> None:
+    from parlay import start_session
+    from parlay.backends.scripted import calls
+
+    ran: list[str] = []
+
+    def get_weather(city: str) -> str:
+        """Current weather for a city."""
+        ran.append(city)
+        return "sunny"
+
+    backend = ScriptedBackend([calls(("get_weather", {"city": "Paris"}))])
+    session = start_session(backend, tools=[get_weather])
+    reply = session.chat("Weather in Paris?", tool_choice="none")
+    assert ran == []
+    assert not reply.tools
+    assert "get_weather" in reply.value

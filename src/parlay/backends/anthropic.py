@@ -9,7 +9,7 @@ import httpx
 
 from parlay.backends._http import DEFAULT_TIMEOUT, HttpTransport
 from parlay.backends.base import Capabilities, checked_base_url
-from parlay.backends.offered import offered_calls_only, offered_names
+from parlay.backends.offered import allowed_calls_only
 from parlay.backends.tokens import CountMethod, TokenCount, estimate
 from parlay.backends.window import ContextWindow
 from parlay.errors import BackendProtocolError, BackendStatusError
@@ -73,7 +73,7 @@ class AnthropicBackend:
 
     def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         # A server may return a call to any name: only the offered ones go on.
-        return offered_calls_only(self._stream(request), offered_names(request))
+        return allowed_calls_only(self._stream(request), request)
 
     async def _stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         body = codec.encode_request(request, model=self.model, stream=self.streaming)

@@ -2,11 +2,12 @@
 
 A client that offered `Bash` and `Read` must never receive a call to `add`: it cannot
 run it, and an agent told "no such tool" loses its turn (Claude Code did, behind a model
-that kept asking for a tool of its examples). The prompt-contract engine asks the model
-again first (`unknown_tool`); a native server may return any name it likes. Whatever
-the source, a call to a tool that was not offered is dropped here, and a reply left with
-no call becomes a plain answer that names the tool the model wanted
-(`Diagnostics.unoffered_tools` lists it).
+that kept asking for a tool of its examples). Nor a call its `tool_choice` ruled out:
+none under "none", only the named tool when it names one (Ollama, for one, ignores
+`tool_choice`). The prompt-contract engine asks the model again first (`unknown_tool`);
+a native server may return any name it likes. Whatever the source, such a call is
+dropped here, and a reply left with no call becomes a plain answer that names the tool
+the model wanted (`Diagnostics.unoffered_tools` lists it).
 """
 
 from __future__ import annotations
@@ -35,17 +36,35 @@ def offered_names(request: ChatRequest) -> frozenset[str]:
     return frozenset(names)
 
 
-def unoffered_answer(names: Collection[str]) -> str:
-    """The plain answer of a reply whose only calls went to tools that were not offered."""
+def allowed_names(request: ChatRequest, offered: Collection[str] | None = None) -> frozenset[str]:
+    """The tools a reply to `request` may call: those offered (the request's, or
+    `offered`), less what its tool_choice rules out (every one under "none"; all but the
+    named one when it names one)."""
+    choice = request.tool_choice
+    offered = offered_names(request) if offered is None else frozenset(offered)
+    if choice.mode == "none":
+        return frozenset()
+    return offered & {choice.name} if choice.mode == "tool" else offered
+
+
+def unoffered_answer(names: Collection[str], ruled_out: bool = False) -> str:
+    """The plain answer of a reply whose only calls went to tools that were not offered
+    or that the request's tool_choice `ruled_out`."""
     listed = ", ".join(names)
+    if ruled_out:
+        return (
+            f"No call was made: the model asked for a tool that tool_choice rules out ({listed})."
+        )
     return f"No call was made: the model asked for a tool that is not available ({listed})."
 
 
 class OfferedGate:
-    """Passes a stream's events, less the calls to tools not in `offered`."""
+    """Passes a stream's events, less the calls to tools not in `offered` (those `listed`
+    but not in `offered`: ruled out by the request's tool_choice)."""
 
-    def __init__(self, offered: Collection[str]) -> None:
+    def __init__(self, offered: Collection[str], listed: Collection[str] = ()) -> None:
         self.offered = frozenset(offered)
+        self.ruled_out = frozenset(listed) - self.offered
         self.blocked: set[str] = set()  # ids of the calls dropped
         self.wanted: dict[str, None] = {}  # their names, in order, once each
         self.started = 0  # calls begun and handed on (their index, renumbered)
@@ -76,7 +95,9 @@ class OfferedGate:
 
     def _finish(self, finish: Finish) -> list[Event]:
         names = tuple(self.wanted)
-        note = f"dropped a call to a tool that was not offered: {', '.join(names)}"
+        ruled_out = all(name in self.ruled_out for name in names)
+        why = "tool_choice rules out" if ruled_out else "was not offered"
+        note = f"dropped a call to a tool that {why}: {', '.join(names)}"
         diagnostics = finish.diagnostics or Diagnostics()
         diagnostics = evolve(
             diagnostics,
@@ -86,7 +107,7 @@ class OfferedGate:
         if self.passed:
             return [evolve(finish, diagnostics=diagnostics)]
         reason = "stop" if finish.reason == "tool_calls" else finish.reason
-        answer = unoffered_answer(names)
+        answer = unoffered_answer(names, ruled_out)
         return [
             TextDelta(f"\n\n{answer}" if self.text else answer),
             evolve(finish, reason=reason, diagnostics=diagnostics),
@@ -94,10 +115,10 @@ class OfferedGate:
 
 
 async def offered_calls_only(
-    events: AsyncIterator[Event], offered: Collection[str]
+    events: AsyncIterator[Event], offered: Collection[str], listed: Collection[str] = ()
 ) -> AsyncIterator[Event]:
     """`events` without the calls to tools not in `offered` (see `OfferedGate`)."""
-    gate = OfferedGate(offered)
+    gate = OfferedGate(offered, listed)
     try:
         async for event in events:
             for out in gate.feed(event):
@@ -108,3 +129,9 @@ async def offered_calls_only(
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
+
+
+def allowed_calls_only(events: AsyncIterator[Event], request: ChatRequest) -> AsyncIterator[Event]:
+    """`events` of a reply to `request` without the calls it does not allow: to a tool not
+    offered, or one its tool_choice rules out (`allowed_names`)."""
+    return offered_calls_only(events, allowed_names(request), offered_names(request))

@@ -16,7 +16,7 @@ import httpx
 from parlay.backends._http import DEFAULT_TIMEOUT, HttpTransport
 from parlay.backends.base import Capabilities, checked_base_url
 from parlay.backends.model_timings import FirstTokenClock, log_timings
-from parlay.backends.offered import offered_calls_only, offered_names
+from parlay.backends.offered import allowed_calls_only
 from parlay.backends.tokens import CountMethod, TokenCount, estimate
 from parlay.backends.window import ContextWindow, ask_upstream
 from parlay.errors import BackendProtocolError, BackendStatusError, ConfigurationError
@@ -108,7 +108,7 @@ class OpenAIBackend:
 
     def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         # A server may return a call to any name: only the offered ones go on.
-        return offered_calls_only(self._stream(request), offered_names(request))
+        return allowed_calls_only(self._stream(request), request)
 
     async def _stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         if request.model is None and self.model is None:

@@ -17,7 +17,7 @@ from attrs import evolve
 from parlay.backends._http import schema_rejected
 from parlay.backends.base import Backend, Capabilities
 from parlay.backends.bounds import guarded
-from parlay.backends.offered import offered_calls_only, offered_names
+from parlay.backends.offered import allowed_calls_only
 from parlay.backends.tokens import TokenCount, count_tokens
 from parlay.backends.window import context_window
 from parlay.context import Message
@@ -122,7 +122,7 @@ class PromptedBackend:
 
     def stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         # Retries spent, a call to a tool not offered becomes a plain answer naming it.
-        return offered_calls_only(self._stream(request), offered_names(request))
+        return allowed_calls_only(self._stream(request), request)
 
     async def _stream(self, request: ChatRequest) -> AsyncIterator[Event]:
         request = text_only(request, self.options)  # the inner model reads text only

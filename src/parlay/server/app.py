@@ -27,7 +27,7 @@ from starlette.routing import Route
 
 from parlay.backends.base import Backend
 from parlay.backends.bounds import loops_end_the_turn
-from parlay.backends.offered import offered_calls_only, offered_names
+from parlay.backends.offered import allowed_calls_only
 from parlay.backends.tokens import count_tokens
 from parlay.engine.contract.fit import FitNote, fit_here
 from parlay.events import Event
@@ -157,7 +157,7 @@ class Proxy:
         """The backend's events, less any call to a tool the client did not offer (the
         built-in backends drop those themselves; a backend of the user's own may not),
         and a reply stopped in a loop ending as a finished turn."""
-        events = offered_calls_only(self.backend.stream(chat), offered_names(chat))
+        events = allowed_calls_only(self.backend.stream(chat), chat)
         events = loops_end_the_turn(events)
         return events if self.watch is None else self.watch.watch(events, chat)
 

@@ -91,7 +91,8 @@ class Metrics:
         self.retries = counter("engine_retries", "Replies the engine asked again", ("reason",))
         self.refusals = counter("engine_refusals_asked_again", "Refusals the engine asked again")
         self.unoffered = counter(
-            "engine_unoffered_calls_stopped", "Calls to tools the client did not offer, dropped"
+            "engine_unoffered_calls_stopped",
+            "Calls to tools the client did not offer or ruled out, dropped",
         )
         self.shrunk = counter(
             "engine_requests_shrunk", "Requests whose additions were shrunk to fit the window"
