@@ -106,6 +106,15 @@ class BackendStreamCutError(BackendProtocolError):
     """The backend's stream stopped before the reply was finished (connection cut)."""
 
 
+# What reading a backend's JSON of another shape than its protocol's raises (`.get` on a
+# list, `+` of a str and an int, `int("x")` or `int(1e400)`, a missing key or index, an
+# unhashable key, nesting deeper than Python recurses): where parlay reads such data,
+# these become a `BackendProtocolError`, or the answer is taken as telling nothing.
+SHAPE_ERRORS = (
+    AttributeError, TypeError, ValueError, KeyError, IndexError, OverflowError, RecursionError,
+)  # fmt: skip
+
+
 class InvalidRequestError(ParlayError, ValueError):
     """A request (from user code or a proxy client) is malformed; the message says what to fix."""
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 from attrs import Attribute, field, frozen
+from attrs.validators import instance_of
 
 from parlay.diagnostics import Diagnostics
 from parlay.messages import ToolCall
@@ -107,8 +108,9 @@ class ReasoningDelta:
 class ToolCallStart:
     """A tool call begins: its id and name are known, its arguments are not yet."""
 
-    id: str
-    name: str
+    # Checked: a server may send a number for a name, which no client could call.
+    id: str = field(validator=instance_of(str))
+    name: str = field(validator=instance_of(str))
     index: int
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from attrs import field, frozen
+from attrs.validators import instance_of
 
 from parlay.image import Image
 
@@ -67,7 +68,8 @@ class UserMessage:
 class ToolCall:
     """A call the model asked for: `arguments` is the parsed JSON object."""
 
-    name: str
+    # Checked: a server may send a number for a name, which no client could call.
+    name: str = field(validator=instance_of(str))
     arguments: dict[str, Any] = field(factory=dict, converter=_freeze_arguments, hash=False)
     id: str = field(factory=new_call_id)
 

@@ -189,7 +189,7 @@ class HttpTransport:
                 raw = await _bounded_body(response, f"{self._describe(path)} answered with")
             try:
                 return json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError):
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
                 text = raw[:200].decode("utf-8", "replace")
                 excerpt = mask_secrets(text, self.secrets)
                 raise BackendProtocolError(
@@ -272,7 +272,7 @@ class HttpTransport:
         payload: Any
         try:
             payload = json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             payload = text
         status = response.status_code
         if (overflow := overflow_error(status, text)) is not None:

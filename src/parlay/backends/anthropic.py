@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
+from functools import partial
 
 import httpx
 
 from parlay.backends._http import DEFAULT_TIMEOUT, HttpTransport
 from parlay.backends.base import Capabilities, checked_base_url
 from parlay.backends.offered import allowed_calls_only
+from parlay.backends.reply_shape import decoded
 from parlay.backends.tokens import CountMethod, TokenCount, estimate
 from parlay.backends.window import ContextWindow
-from parlay.errors import BackendProtocolError, BackendStatusError
+from parlay.errors import SHAPE_ERRORS, BackendProtocolError, BackendStatusError
 from parlay.events import Event
 from parlay.request import ChatRequest
 from parlay.wire import anthropic_client as codec
@@ -85,15 +87,19 @@ class AnthropicBackend:
                 raise BackendProtocolError(
                     f"{self.base_url} answered something that is not a message: {str(data)[:200]!r}"
                 )
-            for event in codec.decode_response(data):
+            for event in decoded(
+                lambda: codec.decode_response(data), self.base_url, data, self.http.secrets
+            ):
                 yield event
             return
         decoder = codec.StreamDecoder()
         async for sse in self.http.post_sse("/v1/messages", body):
             if decoder.stopped:
                 continue  # read to the end so the connection returns to the pool
-            data = codec.decode_sse_data(sse.data, self.base_url)
-            for event in decoder.feed(data):
+            event_data = codec.decode_sse_data(sse.data, self.base_url)
+            for event in decoded(
+                partial(decoder.feed, event_data), self.base_url, event_data, self.http.secrets
+            ):
                 yield event
         if not decoder.stopped:
             raise BackendProtocolError(f"the stream from {self.base_url} ended before message_stop")
@@ -116,7 +122,7 @@ class AnthropicBackend:
         except BackendStatusError as exc:
             if exc.status_code not in (404, 405):
                 raise
-        except (KeyError, TypeError, ValueError):
+        except SHAPE_ERRORS:
             pass
         self._has_counter = False
         return estimate(request)

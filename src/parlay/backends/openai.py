@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 import httpx
@@ -17,9 +18,15 @@ from parlay.backends._http import DEFAULT_TIMEOUT, HttpTransport
 from parlay.backends.base import Capabilities, checked_base_url
 from parlay.backends.model_timings import FirstTokenClock, log_timings
 from parlay.backends.offered import allowed_calls_only
+from parlay.backends.reply_shape import decoded
 from parlay.backends.tokens import CountMethod, TokenCount, estimate
 from parlay.backends.window import ContextWindow, ask_upstream
-from parlay.errors import BackendProtocolError, BackendStatusError, ConfigurationError
+from parlay.errors import (
+    SHAPE_ERRORS,
+    BackendProtocolError,
+    BackendStatusError,
+    ConfigurationError,
+)
 from parlay.events import Event
 from parlay.request import ChatRequest
 from parlay.wire import openai_client as codec
@@ -127,7 +134,7 @@ class OpenAIBackend:
         finally:  # a reply the engine cut short still says when its first token came
             clock.log(self.base_url)
         log_timings(decoder.timings, self.base_url)
-        for event in decoder.finish():
+        for event in decoded(decoder.finish, self.base_url, "its stream's end", self.http.secrets):
             yield event
 
     async def _read_stream(
@@ -143,7 +150,10 @@ class OpenAIBackend:
             if sse.data.strip() == "[DONE]":
                 done = True
                 continue
-            for event in decoder.feed(self._chunk(sse.data)):
+            chunk = self._chunk(sse.data)
+            for event in decoded(
+                partial(decoder.feed, chunk), self.base_url, chunk, self.http.secrets
+            ):
                 yield event
         else:
             if not done and not decoder.saw_finish_reason:
@@ -159,14 +169,16 @@ class OpenAIBackend:
             raise BackendProtocolError(
                 f"{self.base_url} answered without 'choices': {str(data)[:200]!r}"
             )
-        for event in codec.decode_response(data):
+        for event in decoded(
+            lambda: codec.decode_response(data), self.base_url, data, self.http.secrets
+        ):
             yield event
 
     def _chunk(self, data: str) -> Any:
         """One stream chunk's JSON; an error for one that is not JSON or reports an error."""
         try:
             chunk = json.loads(data)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise BackendProtocolError(
                 f"{self.base_url} sent a stream chunk that is not JSON: {data[:200]!r}"
             ) from exc
@@ -197,7 +209,7 @@ class OpenAIBackend:
                 f"{root}/tokenize", {"content": applied["prompt"], "add_special": True}
             )
             return TokenCount(len(tokenized["tokens"]), CountMethod.TOKENIZER)
-        except (BackendStatusError, BackendProtocolError, KeyError, TypeError):
+        except (BackendStatusError, BackendProtocolError, *SHAPE_ERRORS):
             self._has_tokenizer = False
             return estimate(request)
 

@@ -19,7 +19,7 @@ from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from attrs import frozen
 
-from parlay.errors import BackendError, ConfigurationError, ContextWindowExceeded
+from parlay.errors import SHAPE_ERRORS, BackendError, ConfigurationError, ContextWindowExceeded
 
 logger = logging.getLogger("parlay.window")
 
@@ -154,7 +154,7 @@ async def ask_upstream(http: JsonGetter, base_url: str, model: str | None) -> Co
     for ask in (_llama_cpp, _vllm, _lm_studio, _ollama):
         try:
             found = await ask(http, root, model)
-        except (BackendError, KeyError, TypeError, ValueError, AttributeError):
+        except (BackendError, *SHAPE_ERRORS):  # an answer of another shape tells nothing
             continue
         if found is not None:
             return found

@@ -289,7 +289,7 @@ class StreamDecoder:
 def decode_sse_data(text: str, where: str) -> Mapping[str, Any]:
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise BackendProtocolError(
             f"{where} sent a stream event that is not JSON: {text[:200]!r}"
         ) from exc
