@@ -14,6 +14,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from parlay.errors import SHAPE_ERRORS
+
 logger = logging.getLogger("parlay.model")
 
 
@@ -25,7 +27,7 @@ def describe_timings(timings: Mapping[str, Any]) -> str | None:
         read_s = float(timings["prompt_ms"]) / 1000
         written = int(timings["predicted_n"])
         written_s = float(timings["predicted_ms"]) / 1000
-    except (KeyError, TypeError, ValueError):
+    except SHAPE_ERRORS:  # not llama.cpp's, or not of their shape
         return None
     return (
         f"prompt: {read + cached} tokens, {cached} from the model server's cache,"
