@@ -195,6 +195,10 @@ KINDS: tuple[Kind, ...] = (
         _message({"role": "user", "content": [{"type": "video"}]}),
     ),
     Kind("text part without text", _message({"role": "user", "content": [{"type": "text"}]})),
+    Kind(
+        "content part whose type is an array",
+        _message({"role": "user", "content": [{"type": ["image_url"]}]}),
+    ),
     Kind("tool result for an unknown call", _body(_tool_result_for_unknown_call)),
     Kind("stop a number", _per_api(_set("stop", 5), _set("stop_sequences", 5))),
     # -- tools

@@ -392,6 +392,8 @@ MALFORMED: list[tuple[str, Any]] = [
         "text.format of an unknown type",
         {"model": "m", "input": "hi", "text": {"format": {"type": "yaml"}}},
     ),
+    ("an item whose type is an array", {"model": "m", "input": [{"type": ["message"]}]}),
+    ("a tool whose name is an array", {"model": "m", "input": "hi", "tools": [{"name": ["a"]}]}),
     ("stream a string", {"model": "m", "input": "hi", "stream": "yes"}),
     ("store a string", {"model": "m", "input": "hi", "store": "no"}),
     ("deep nesting", {"model": "m", "input": "hi", "metadata": json.loads("[" * 100 + "]" * 100)}),
@@ -560,7 +562,7 @@ ITEM_TYPES = st.sampled_from(
     ["message", "function_call", "function_call_output", "reasoning", "item_reference", "x"]
 )
 ITEMS = st.fixed_dictionaries(
-    {"type": ITEM_TYPES},
+    {"type": ITEM_TYPES | JSON_VALUES},
     optional={
         "role": st.sampled_from(["user", "assistant", "developer", "system", "tool"]),
         "content": JSON_VALUES,

@@ -88,7 +88,7 @@ def content_parts(content: Any, where: str) -> tuple[str, tuple[Image, ...]]:
             texts.append(field(part, "text", str, where=f"{where}[{i}]", required=True))
         elif kind == "refusal":
             texts.append(str(part.get("refusal") or ""))
-        elif kind in _IMAGE_PARTS:
+        elif isinstance(kind, str) and kind in _IMAGE_PARTS:
             images.append(_IMAGE_PARTS[kind](part, f"{where}[{i}]"))
         else:
             raise InvalidRequestError(

@@ -120,9 +120,11 @@ def _label(raw: Any, kind: str) -> str:
 def tool_layout(raw_tools: Any) -> ToolLayout:
     """The layout of `tools` (already checked to be a list of objects, or absent)."""
     taken = {
-        t.get("name")
+        t["name"]
         for t in raw_tools or ()
-        if isinstance(t, Mapping) and t.get("type", "function") == "function"
+        if isinstance(t, Mapping)
+        and t.get("type", "function") == "function"
+        and isinstance(t.get("name"), str)  # any other is refused by `decode_tools`
     }
     namespaced: dict[str, tuple[str, str]] = {}
     not_offered: list[str] = []
@@ -325,7 +327,7 @@ def decode_input(raw_input: Any, layout: ToolLayout) -> tuple[Message, ...]:
         where = f"input[{i}]"
         if not isinstance(raw, Mapping):
             raise InvalidRequestError(f"`{where}` must be an object")
-        kind = raw.get("type", "message")
+        kind = field(raw, "type", str, where=where) or "message"
         if kind == "message":
             history.message(raw, where)
         elif kind == "function_call":
