@@ -7,6 +7,7 @@ a real process with real standard streams, answering at once. `-m` picks the scr
   `[[role, content], ...]`, so a test reads what the model was shown;
 - `json`: a reply matching `PERSON_SCHEMA` when the request asks for structured output;
 - `tool`: a call of `add` {"a": 2, "b": 3} until a result is in the history, then "The sum is 5.";
+- `options`: the reply is the generation options the request carries, as JSON;
 - `stall`: for the prompt "go", a call of `add`, then of `stall` (a tool of the test's
   that never returns); for any other prompt, `echo`;
 - `slow`: `echo`, after $SCRIPTED_DELAY seconds (default 3) without a token;
@@ -26,6 +27,8 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from parlay.backends.base import PLAIN_CHAT, Backend
 from parlay.backends.catalogue import SMOLLM2_FILE
@@ -67,7 +70,12 @@ def _stall(request: ChatRequest) -> Any:
     return calls(("add", {"a": 2, "b": 3}))
 
 
-SCRIPTS = {"json": _json, "tool": _tool, "loop": _loop, "stall": _stall}
+def _options(request: ChatRequest) -> str:
+    asked = attrs.asdict(request.options)
+    return json.dumps({k: v for k, v in asked.items() if v not in (None, ())})
+
+
+SCRIPTS = {"json": _json, "tool": _tool, "loop": _loop, "stall": _stall, "options": _options}
 
 
 class SlowBackend(ScriptedBackend):

@@ -68,3 +68,32 @@ def test_parlay_models_shows_every_example_whole_on_80_columns(tmp_path: Path) -
     assert max(len(line) for line in done.stdout.splitlines()) <= 80
     for form in model_forms():
         assert form.example in done.stdout, form.example
+
+
+def test_o_key_value_sets_a_generation_option_as_llms_does(tmp_path: Path) -> None:
+    args = ["-m", "options", "-o", "temperature", "0.2", "-o", "stop", "END", "-o", "seed=7", "hi"]
+    done = run(args, tmp_path / "log.db")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"temperature": 0.2, "stop": ["END"], "seed": 7}
+
+
+def test_o_with_an_unknown_key_or_a_value_out_of_range_is_refused_saying_what_is_wanted(
+    tmp_path: Path,
+) -> None:
+    for args, says in (
+        (["-o", "temp", "1"], "-o temp: no such option; the options are temperature, top_p"),
+        (["-o", "top_p", "2"], "-o top_p '2': must be a number from 0 to 1"),
+        (["-o", "max_tokens", "-5"], "-o max_tokens '-5': must be a whole number of 1 or more"),
+        (["--temperature", "nan"], "-o temperature 'nan': must be a number from 0 to 2"),
+        (["-o", "temperature", "1", "--temperature", "1"], "temperature is given twice"),
+    ):
+        done = run(["-m", "options", *args, "hi"], tmp_path / "log.db")
+        assert done.returncode == 2 and says in done.stderr, (args, done.stderr)
+
+
+def test_o_pairs_are_read_up_to_a_double_dash_only() -> None:
+    from parlay.cli.default_command import joined_pairs
+
+    assert joined_pairs(["-o", "seed", "3", "hi"]) == ["-o", "seed=3", "hi"]
+    assert joined_pairs(["-o", "seed=3", "hi"]) == ["-o", "seed=3", "hi"]
+    assert joined_pairs(["--", "-o", "a", "b"]) == ["--", "-o", "a", "b"]

@@ -17,6 +17,7 @@ from parlay.cli.app import app
 from parlay.cli.options import RunOptions
 from parlay.cli.protocol import CliSession
 from parlay.engine.config import EngineChanges
+from parlay.request import GenerationOptions
 
 runner = CliRunner()
 COMMANDS = {"prompt": ["prompt", "hi"], "chat": ["chat"]}
@@ -47,8 +48,13 @@ FLAGS: list[tuple[list[str], dict[str, Any]]] = [
         {"engine": {"rules_off": ("refusal", "invented_value")}},
     ),
     (["--images", "refuse"], {"engine": {"images": "refuse"}}),
-    (["--max-tokens", "7"], {"max_tokens": 7}),
-    (["--temperature", "0.25"], {"temperature": 0.25}),
+    (["--max-tokens", "7"], {"generation": {"max_tokens": 7}}),
+    (["--temperature", "0.25"], {"generation": {"temperature": 0.25}}),
+    # llm's -o KEY VALUE (and KEY=VALUE), each option read as its kind; stop repeats.
+    (
+        ["-o", "top_p", "0.5", "-o", "seed=3", "--option", "stop", "a=b", "-o", "stop", "\n"],
+        {"generation": {"top_p": 0.5, "seed": 3, "stop": ("a=b", "\n")}},
+    ),
     (["--no-log"], {"no_log": True}),
     (["--threads", "3"], {"threads": 3}),
     (["--ctx", "2048"], {"ctx": 2048}),
@@ -60,13 +66,16 @@ FLAGS: list[tuple[list[str], dict[str, Any]]] = [
 
 
 def expected(*fields: dict[str, Any]) -> RunOptions:
-    """The RunOptions of these flags' fields together (the engine's in one value)."""
+    """The RunOptions of these flags' fields together (the engine's in one value, and the
+    generation options in another)."""
     merged: dict[str, Any] = {}
-    engine: dict[str, Any] = {}
+    parts: dict[str, dict[str, Any]] = {"engine": {}, "generation": {}}
     for each in fields:
-        merged.update({k: v for k, v in each.items() if k != "engine"})
-        engine.update(each.get("engine", {}))
-    return RunOptions(**merged, engine=EngineChanges(**engine))
+        merged.update({k: v for k, v in each.items() if k not in parts})
+        for part, values in parts.items():
+            values.update(each.get(part, {}))
+    engine, generation = EngineChanges(**parts["engine"]), parts["generation"]
+    return RunOptions(**merged, engine=engine, generation=GenerationOptions(**generation))
 
 
 @pytest.fixture
@@ -147,8 +156,8 @@ def test_a_wrong_action_format_names_the_choices(built: list[RunOptions], comman
     ("opts", "temperature"),
     [
         (RunOptions(), 0),  # the embedded model, greedy as in start_session()
-        (RunOptions(max_tokens=9), 0),
-        (RunOptions(temperature=0.7), 0.7),
+        (RunOptions(generation=GenerationOptions(max_tokens=9)), 0),
+        (RunOptions(generation=GenerationOptions(temperature=0.7)), 0.7),
         (RunOptions(model="http://127.0.0.1:9/v1"), None),  # a server's own default
     ],
 )

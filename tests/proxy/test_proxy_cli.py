@@ -71,10 +71,13 @@ def test_the_command_serves(stub_upstream: StubUpstream) -> None:
         proc.wait(10)
 
 
-def test_workers_and_body_limit_are_checked() -> None:
+def test_workers_body_limit_and_port_are_checked() -> None:
     for flags, says in (
         (["--workers", "0"], "--workers must be at least 1"),
         (["--max-body-bytes", "10"], "--max-body-bytes must be at least 1024"),
+        # uvicorn said it ran on 127.0.0.1:99999; a port of -1 failed after startup.
+        (["--port", "99999"], "--port must be 1 to 65535, got 99999"),
+        (["--port", "-1"], "--port must be 1 to 65535, got -1"),
     ):
         result = CliRunner().invoke(app, ["serve", "--upstream-url", "http://up/v1", *flags])
         assert result.exit_code == 2

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from parlay.cli import help_format  # noqa: F401  (flags show no <bool> in --help)
-from parlay.cli.default_command import PromptByDefault
+from parlay.cli.default_command import KeyValueOptions, PromptByDefault
 from parlay.cli.line_input import chat_lines
 from parlay.cli.logs import logs_app
 from parlay.cli.mcp_cmd import mcp_app
@@ -108,7 +108,7 @@ def _answer(session: CliSession, text: str, opts: RunOptions, status: WaitStatus
         _out(outcome.text + "\n")
 
 
-@app.command()
+@app.command(cls=KeyValueOptions)
 @with_run_options
 def prompt(
     text: Annotated[
@@ -129,7 +129,7 @@ def prompt(
         _answer(session, text, opts, status)
 
 
-@app.command()
+@app.command(cls=KeyValueOptions)
 @with_run_options
 def chat(*, opts: RunOptions) -> None:
     """An interactive chat; the whole conversation is kept. Type 'exit' or Ctrl-D to end;

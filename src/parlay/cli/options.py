@@ -22,6 +22,7 @@ from parlay.cli.engine_options import (
     RuleOffOpt,
     ThreadsOpt,
 )
+from parlay.cli.generation import OptionOpt, generation_options
 from parlay.cli.mcp_cmd import with_mcp_tools
 from parlay.cli.models import EMBEDDED, MODEL_HELP, resolve_model
 from parlay.cli.protocol import CliSession, Printer, stdin_approver
@@ -161,8 +162,8 @@ class RunOptions:
     json: bool = False
     prompted: bool = False
     engine: EngineChanges = field(factory=EngineChanges)
-    max_tokens: int | None = None
-    temperature: float | None = None
+    # --max-tokens, --temperature and -o, read and checked (`parlay.cli.generation`).
+    generation: GenerationOptions = field(factory=GenerationOptions)
     no_log: bool = False
     threads: int | None = None
     ctx: int | None = None
@@ -194,6 +195,7 @@ def run_options(
     images: ImagesOpt = None,
     max_tokens: MaxTokensOpt = None,
     temperature: TemperatureOpt = None,
+    option: OptionOpt = None,
     no_log: NoLogOpt = False,
     threads: ThreadsOpt = None,
     ctx: CtxOpt = None,
@@ -223,10 +225,15 @@ ENGINE = {
 def options_from_flags(flags: dict[str, Any]) -> RunOptions:
     """`run_options`' values as `RunOptions`, each by its field's name."""
     engine = EngineChanges(**{name: flags.pop(flag) for flag, name in ENGINE.items()})
+    generation = generation_options(
+        flags.pop("option") or (),
+        max_tokens=flags.pop("max_tokens"),
+        temperature=flags.pop("temperature"),
+    )
     values: dict[str, Any] = {
         RENAMED.get(k, k): tuple(v or ()) if k in REPEATED else v for k, v in flags.items()
     }
-    return RunOptions(**values, engine=engine)
+    return RunOptions(**values, engine=engine, generation=generation)
 
 
 def with_run_options(command: Callable[..., None]) -> Callable[..., None]:
@@ -260,7 +267,7 @@ def with_run_options(command: Callable[..., None]) -> Callable[..., None]:
 def _options(opts: RunOptions) -> GenerationOptions:
     """What each reply is asked for; an embedded model answers greedily, as in Python
     (`parlay.start.start_session`), unless `--temperature` says otherwise."""
-    options = GenerationOptions(max_tokens=opts.max_tokens, temperature=opts.temperature)
+    options = opts.generation
     embedded = (opts.model or "").strip().lower()
     if embedded in EMBEDDED or embedded.endswith(".gguf"):
         return greedy(options)

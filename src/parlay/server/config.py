@@ -114,6 +114,8 @@ class ServerConfig:
             )
 
     def _check_limits(self) -> None:
+        if not 1 <= self.port <= 65535:
+            raise ConfigurationError(f"--port must be 1 to 65535, got {self.port}")
         if self.workers < 1:
             raise ConfigurationError(f"--workers must be at least 1, got {self.workers}")
         if self.upstream_url is None and self.workers > 1:
