@@ -50,12 +50,8 @@ def allowed_names(request: ChatRequest, offered: Collection[str] | None = None) 
 def unoffered_answer(names: Collection[str], ruled_out: bool = False) -> str:
     """The plain answer of a reply whose only calls went to tools that were not offered
     or that the request's tool_choice `ruled_out`."""
-    listed = ", ".join(names)
-    if ruled_out:
-        return (
-            f"No call was made: the model asked for a tool that tool_choice rules out ({listed})."
-        )
-    return f"No call was made: the model asked for a tool that is not available ({listed})."
+    why = "tool_choice rules out" if ruled_out else "is not available"
+    return f"No call was made: the model asked for a tool that {why} ({', '.join(names)})."
 
 
 class OfferedGate:
