@@ -82,9 +82,9 @@ def test_o_with_an_unknown_key_or_a_value_out_of_range_is_refused_saying_what_is
 ) -> None:
     for args, says in (
         (["-o", "temp", "1"], "-o temp: no such option; the options are temperature, top_p"),
-        (["-o", "top_p", "2"], "-o top_p '2': must be a number from 0 to 1"),
-        (["-o", "max_tokens", "-5"], "-o max_tokens '-5': must be a whole number of 1 or more"),
-        (["--temperature", "nan"], "-o temperature 'nan': must be a number from 0 to 2"),
+        (["-o", "top_p", "2"], "top_p '2': must be a number from 0 to 1"),
+        (["-o", "max_tokens", "-5"], "max_tokens '-5': must be a whole number of 1 or more"),
+        (["--temperature", "nan"], "temperature 'nan': must be a number from 0 to 2"),
         (["-o", "temperature", "1", "--temperature", "1"], "temperature is given twice"),
     ):
         done = run(["-m", "options", *args, "hi"], tmp_path / "log.db")

@@ -81,7 +81,7 @@ def generation_options(
         try:
             value = reader.read(text)
         except ValueError:
-            raise ConfigurationError(f"-o {key} {text!r}: must be {reader.must_be}") from None
+            raise ConfigurationError(f"{key} {text!r}: must be {reader.must_be}") from None
         if key == "stop":
             values["stop"] += (value,)
         elif key in values:
