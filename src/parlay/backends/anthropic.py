@@ -88,7 +88,7 @@ class AnthropicBackend:
                     f"{self.base_url} answered something that is not a message: {str(data)[:200]!r}"
                 )
             for event in decoded(
-                lambda: codec.decode_response(data), self.base_url, data, self.http.secrets
+                partial(codec.decode_response, data), self.base_url, data, self.http.secrets
             ):
                 yield event
             return

@@ -130,4 +130,5 @@ async def offered_calls_only(
 def allowed_calls_only(events: AsyncIterator[Event], request: ChatRequest) -> AsyncIterator[Event]:
     """`events` of a reply to `request` without the calls it does not allow: to a tool not
     offered, or one its tool_choice rules out (`allowed_names`)."""
-    return offered_calls_only(events, allowed_names(request), offered_names(request))
+    offered = offered_names(request)
+    return offered_calls_only(events, allowed_names(request, offered), offered)

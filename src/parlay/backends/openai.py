@@ -170,7 +170,7 @@ class OpenAIBackend:
                 f"{self.base_url} answered without 'choices': {str(data)[:200]!r}"
             )
         for event in decoded(
-            lambda: codec.decode_response(data), self.base_url, data, self.http.secrets
+            partial(codec.decode_response, data), self.base_url, data, self.http.secrets
         ):
             yield event
 

@@ -35,9 +35,10 @@ def _between(low: float, high: float) -> Reader:
 
 def _at_least(low: int) -> Reader:
     def read(text: str) -> int:
-        if int(text) < low:
+        value = int(text)
+        if value < low:
             raise ValueError(text)
-        return int(text)
+        return value
 
     return Reader(read, f"a whole number of {low} or more")
 
